@@ -1,0 +1,48 @@
+# age2048 — the targets mirror CI (.ci/run runs `make lint test`).
+#
+#   make solve report   solve the default boards and render every figure into reports/
+#   make test           the test suite (solves 2x2 … 3x3 and checks them)
+#   make bench          time the full 3x3 solve and the index; results in reports/bench/
+
+BOARDS   ?= 2x2 2x3 2x4 3x3
+VARIANTS ?= expectation,optimistic,pessimistic
+DATA     ?= data
+OUT      ?= reports
+CARGO    ?= cargo
+# One build cache outside the clone, shared by every checkout and by CI.
+export CARGO_TARGET_DIR ?= $(HOME)/.cache/age2048/target
+BIN      := $(CARGO_TARGET_DIR)/debug/age2048
+
+.PHONY: all build solve solve-goals report test lint fmt bench clean
+
+all: build
+
+build:
+	$(CARGO) build --bin age2048
+
+solve: build
+	@for b in $(BOARDS); do \
+	  echo "== solve $$b ($(VARIANTS))"; \
+	  $(BIN) solve --board $$b --data $(DATA) --variant $(VARIANTS) || exit $$?; \
+	done
+
+report: build
+	$(BIN) report --data $(DATA) --out $(OUT)
+
+test:
+	$(CARGO) test
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --all-targets -- -D warnings
+
+fmt:
+	$(CARGO) fmt --all
+
+# Benchmarks run the release build without the reporting layer (no DuckDB to compile).
+bench:
+	bash benches/solve.sh
+	$(CARGO) bench --no-default-features --bench index --bench solver
+
+clean:
+	rm -rf $(DATA)

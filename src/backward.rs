@@ -1,0 +1,334 @@
+//! Backward pass: exact values, age by decreasing age.
+//!
+//! An afterstate of age `n` spawns into states of ages `n+2` and `n+4`; a state of age `n`
+//! moves into afterstates of age `n`. Going down from the largest age, the pass therefore needs
+//! only the state values of ages `n+2` and `n+4` and the afterstates of age `n` (Kaneko &
+//! Yamashita 2025, §3.1): first the afterstate values of age `n` from the spawns (the variant's
+//! rule), then the state values of age `n` as the best reward plus afterstate value.
+//!
+//! Several variants of one [`ForwardClass`] are valued in the same pass: the spawn look-ups are
+//! shared and each variant folds them with its own rule. Values of one board do not depend on
+//! the thread that computed them (each sum runs over cells in a fixed order), so a run is
+//! reproducible bit for bit.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use rayon::prelude::*;
+
+use crate::board::{self, Dir};
+use crate::error::{Error, Result};
+use crate::forward::absorbed;
+use crate::game::Game;
+use crate::layer::RankIndex;
+use crate::variant::{ForwardClass, Kind, Variant};
+
+/// `best` when a state has no move to make.
+pub const NO_MOVE: u8 = 4;
+
+/// The solved record of one state for one variant.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StateRec {
+    pub value: f64,
+    /// Best q minus second-best q; NaN with fewer than two valid moves.
+    pub gap: f64,
+    /// Index into [`Dir::ALL`] of the best move (the first of equal ones), or [`NO_MOVE`].
+    pub best: u8,
+    /// Number of valid moves (0 for a terminal or absorbed state).
+    pub moves: u8,
+    /// No decision left: no valid move, or (goal variants) the goal tile is on the board.
+    pub terminal: bool,
+}
+
+impl Default for StateRec {
+    fn default() -> Self {
+        StateRec {
+            value: 0.0,
+            gap: f64::NAN,
+            best: NO_MOVE,
+            moves: 0,
+            terminal: true,
+        }
+    }
+}
+
+/// A layer of states with its values, kept while younger ages need it.
+pub struct Level {
+    pub age: u32,
+    pub ids: Vec<u64>,
+    index: RankIndex,
+    /// `values[i * k + v]`: value of state `i` under variant `v`.
+    pub values: Vec<f64>,
+}
+
+impl Level {
+    pub fn new(age: u32, ids: Vec<u64>, values: Vec<f64>) -> Level {
+        let index = RankIndex::new(&ids);
+        Level {
+            age,
+            ids,
+            index,
+            values,
+        }
+    }
+    fn empty(age: u32) -> Level {
+        Level::new(age, Vec::new(), Vec::new())
+    }
+}
+
+/// Everything the pass found at one age, for all variants (`k` of them, interleaved).
+pub struct AgeOutput<'a> {
+    pub age: u32,
+    pub states: &'a [u64],
+    pub afterstates: &'a [u64],
+    /// `state_recs[i * k + v]`.
+    pub state_recs: &'a [StateRec],
+    /// `after_values[i * k + v]`.
+    pub after_values: &'a [f64],
+}
+
+/// The backward pass over ages `max_age, max_age - 2, …, min_age`.
+pub struct Backward<'g> {
+    game: &'g Game,
+    class: ForwardClass,
+    variants: Vec<Variant>,
+}
+
+impl<'g> Backward<'g> {
+    pub fn new(game: &'g Game, variants: &[Variant]) -> Result<Backward<'g>> {
+        let class = variants
+            .first()
+            .ok_or_else(|| Error::Invalid("no variant to solve".into()))?
+            .forward_class();
+        if variants.iter().any(|v| v.forward_class() != class) {
+            return Err(Error::Invalid(
+                "variants solved in one backward pass must share their forward class".into(),
+            ));
+        }
+        Ok(Backward {
+            game,
+            class,
+            variants: variants.to_vec(),
+        })
+    }
+
+    pub fn k(&self) -> usize {
+        self.variants.len()
+    }
+
+    /// Runs from `top` down to `min_age` (inclusive, step 2). `load(age)` gives the state and
+    /// afterstate layers of an age (empty if the age has none). `next` holds the levels of ages
+    /// `top + 2` and `top + 4` when resuming (empty levels otherwise). `sink` receives each age
+    /// and returns after storing it; the level of that age is then kept for younger ages.
+    pub fn run(
+        &self,
+        top: u32,
+        min_age: u32,
+        next: Option<(Level, Level)>,
+        mut load: impl FnMut(u32) -> Result<(Vec<u64>, Vec<u64>)>,
+        mut sink: impl FnMut(&AgeOutput, &Level) -> Result<()>,
+    ) -> Result<()> {
+        let (mut next2, mut next4) = next.unwrap_or_else(|| (Level::empty(top + 2), Level::empty(top + 4)));
+        let mut age = top;
+        while age >= min_age {
+            debug_assert_eq!(next2.age, age + 2);
+            debug_assert_eq!(next4.age, age + 4);
+            let (states, afterstates) = load(age)?;
+            let after_values = self.afterstate_values(age, &afterstates, &next2, &next4)?;
+            let after_index = RankIndex::new(&afterstates);
+            let recs = self.state_records(age, &states, &after_index, &after_values)?;
+            let values: Vec<f64> = recs.iter().map(|r| r.value).collect();
+            let level = Level::new(age, states, values);
+            sink(
+                &AgeOutput {
+                    age,
+                    states: &level.ids,
+                    afterstates: &afterstates,
+                    state_recs: &recs,
+                    after_values: &after_values,
+                },
+                &level,
+            )?;
+            next4 = std::mem::replace(&mut next2, level);
+            if age < 2 {
+                break;
+            }
+            age -= 2;
+        }
+        Ok(())
+    }
+
+    fn afterstate_values(&self, age: u32, afterstates: &[u64], next2: &Level, next4: &Level) -> Result<Vec<f64>> {
+        let k = self.k();
+        let mut out = vec![0.0f64; afterstates.len() * k];
+        let missing = AtomicBool::new(false);
+        let game = self.game;
+        let class = self.class;
+        let cells = game.cells();
+        out.par_chunks_mut(k * 256)
+            .zip(afterstates.par_chunks(256))
+            .for_each(|(vals, ids)| {
+                // Per-variant accumulators: sum (expectation) or extremes per tile value.
+                let mut acc = vec![[0.0f64; 2]; k];
+                for (j, &a) in ids.iter().enumerate() {
+                    let v = &mut vals[j * k..(j + 1) * k];
+                    if absorbed(&class, a) {
+                        v.fill(1.0);
+                        continue;
+                    }
+                    for (x, var) in acc.iter_mut().zip(&self.variants) {
+                        *x = match var.kind {
+                            Kind::Expectation | Kind::Goal(_) => [0.0, 0.0],
+                            Kind::Optimistic => [f64::NEG_INFINITY; 2],
+                            Kind::Pessimistic | Kind::Guaranteed(_) => [f64::INFINITY; 2],
+                        };
+                    }
+                    let mut empty = 0u32;
+                    for i in 0..cells {
+                        if board::cell(a, i) != 0 {
+                            continue;
+                        }
+                        empty += 1;
+                        let mut child = [None, None];
+                        if class.spawn2 {
+                            child[0] = next2.index.get(game.canon(board::place(a, i, 1)));
+                            if child[0].is_none() {
+                                missing.store(true, Ordering::Relaxed);
+                                continue;
+                            }
+                        }
+                        if class.spawn4 {
+                            child[1] = next4.index.get(game.canon(board::place(a, i, 2)));
+                            if child[1].is_none() {
+                                missing.store(true, Ordering::Relaxed);
+                                continue;
+                            }
+                        }
+                        for (vi, (x, var)) in acc.iter_mut().zip(&self.variants).enumerate() {
+                            let v2 = child[0].map(|c| next2.values[c * k + vi]);
+                            let v4 = child[1].map(|c| next4.values[c * k + vi]);
+                            match var.kind {
+                                Kind::Expectation | Kind::Goal(_) => {
+                                    // Terms of probability 0 are skipped, not multiplied by 0:
+                                    // their boards are not in the layer at all.
+                                    if let Some(v2) = v2 {
+                                        x[0] += var.p2() * v2;
+                                    }
+                                    if let Some(v4) = v4 {
+                                        x[0] += var.p4 * v4;
+                                    }
+                                }
+                                Kind::Optimistic => {
+                                    if let Some(v2) = v2 {
+                                        x[0] = x[0].max(v2);
+                                    }
+                                    if let Some(v4) = v4 {
+                                        x[1] = x[1].max(v4);
+                                    }
+                                }
+                                Kind::Pessimistic => {
+                                    if let Some(v2) = v2 {
+                                        x[0] = x[0].min(v2);
+                                    }
+                                    if let Some(v4) = v4 {
+                                        x[1] = x[1].min(v4);
+                                    }
+                                }
+                                Kind::Guaranteed(_) => {
+                                    for c in [v2, v4].into_iter().flatten() {
+                                        x[0] = x[0].min(c);
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    debug_assert!(empty > 0, "a valid afterstate has an empty cell");
+                    for ((out, x), var) in v.iter_mut().zip(&acc).zip(&self.variants) {
+                        *out = match var.kind {
+                            Kind::Expectation | Kind::Goal(_) => x[0] / f64::from(empty),
+                            Kind::Optimistic | Kind::Pessimistic => {
+                                let mut s = 0.0;
+                                if class.spawn2 {
+                                    s += var.p2() * x[0];
+                                }
+                                if class.spawn4 {
+                                    s += var.p4 * x[1];
+                                }
+                                s
+                            }
+                            Kind::Guaranteed(_) => x[0],
+                        };
+                    }
+                }
+            });
+        if missing.load(Ordering::Relaxed) {
+            return Err(Error::Invalid(format!(
+                "age {age}: a spawn leads to a state missing from the forward layers (corrupt or mixed work files?)"
+            )));
+        }
+        Ok(out)
+    }
+
+    fn state_records(&self, age: u32, states: &[u64], after_index: &RankIndex, after_values: &[f64]) -> Result<Vec<StateRec>> {
+        let k = self.k();
+        let mut out = vec![StateRec::default(); states.len() * k];
+        let missing = AtomicBool::new(false);
+        let game = self.game;
+        let class = self.class;
+        out.par_chunks_mut(k * 256)
+            .zip(states.par_chunks(256))
+            .for_each(|(recs, ids)| {
+                let mut best = vec![(f64::NEG_INFINITY, f64::NEG_INFINITY, NO_MOVE); k];
+                for (j, &s) in ids.iter().enumerate() {
+                    let r = &mut recs[j * k..(j + 1) * k];
+                    if absorbed(&class, s) {
+                        for x in r.iter_mut() {
+                            x.value = 1.0;
+                        }
+                        continue;
+                    }
+                    best.fill((f64::NEG_INFINITY, f64::NEG_INFINITY, NO_MOVE));
+                    let mut moves = 0u8;
+                    for (di, d) in Dir::ALL.iter().enumerate() {
+                        let Some((a, reward)) = game.rules.apply(s, *d) else {
+                            continue;
+                        };
+                        let Some(ai) = after_index.get(game.canon(a)) else {
+                            missing.store(true, Ordering::Relaxed);
+                            continue;
+                        };
+                        moves += 1;
+                        for (vi, (b, var)) in best.iter_mut().zip(&self.variants).enumerate() {
+                            let mut q = after_values[ai * k + vi];
+                            if var.scored() {
+                                q += f64::from(reward);
+                            }
+                            if q > b.0 {
+                                *b = (q, b.0, di as u8);
+                            } else if q > b.1 {
+                                b.1 = q;
+                            }
+                        }
+                    }
+                    for (x, b) in r.iter_mut().zip(&best) {
+                        *x = if moves == 0 {
+                            StateRec::default()
+                        } else {
+                            StateRec {
+                                value: b.0,
+                                gap: if moves >= 2 { b.0 - b.1 } else { f64::NAN },
+                                best: b.2,
+                                moves,
+                                terminal: false,
+                            }
+                        };
+                    }
+                }
+            });
+        if missing.load(Ordering::Relaxed) {
+            return Err(Error::Invalid(format!(
+                "age {age}: a move leads to an afterstate missing from the forward layers (corrupt or mixed work files?)"
+            )));
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,538 @@
+//! The rules of 2048 on an R×C board: encoding, moves, rewards, spawns, board text.
+//!
+//! A board is a `u64` *code*, four bits a cell: cell `(r, c)` has index `i = r·C + c` and its
+//! tile exponent `e` (tile `2^e`, `0` = empty) sits in bits `[4i, 4i + 4)`. Moves are computed
+//! line by line from precomputed tables (one entry per possible line of up to four cells), so a
+//! move costs a handful of table look-ups. This module does no I/O and holds no global state.
+
+use std::fmt;
+
+use crate::error::BoardError;
+
+/// Largest number of cells a code can hold (4 bits × 16 = 64).
+pub const MAX_CELLS: usize = 16;
+/// Largest line length we tabulate; longer lines fall back to the direct slide.
+const MAX_TABLE_LINE: usize = 4;
+/// Largest tile exponent a nibble can hold.
+pub const MAX_EXP: u8 = 15;
+
+/// A board shape, R rows × C columns with R·C ≤ 16.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Shape {
+    rows: u8,
+    cols: u8,
+}
+
+impl Shape {
+    /// A shape with `rows` × `cols` cells; both at least 1, the product at most 16.
+    pub fn new(rows: usize, cols: usize) -> Result<Shape, BoardError> {
+        if rows == 0 || cols == 0 || rows * cols > MAX_CELLS {
+            return Err(BoardError::Shape {
+                text: format!("{rows}x{cols}"),
+                reason: "rows and columns must be at least 1 and rows×cols at most 16".into(),
+            });
+        }
+        Ok(Shape {
+            rows: rows as u8,
+            cols: cols as u8,
+        })
+    }
+
+    /// Parses `RxC`, e.g. `3x3` or `2x4`.
+    pub fn parse(text: &str) -> Result<Shape, BoardError> {
+        let bad = |reason: &str| BoardError::Shape {
+            text: text.to_string(),
+            reason: reason.to_string(),
+        };
+        let (r, c) = text
+            .trim()
+            .split_once(['x', 'X'])
+            .ok_or_else(|| bad("expected RxC, e.g. 3x3"))?;
+        let r: usize = r.parse().map_err(|_| bad("rows is not a number"))?;
+        let c: usize = c.parse().map_err(|_| bad("columns is not a number"))?;
+        Shape::new(r, c).map_err(|_| bad("rows and columns must be at least 1 and rows×cols at most 16"))
+    }
+
+    pub fn rows(self) -> usize {
+        self.rows as usize
+    }
+    pub fn cols(self) -> usize {
+        self.cols as usize
+    }
+    pub fn cells(self) -> usize {
+        self.rows() * self.cols()
+    }
+    pub fn is_square(self) -> bool {
+        self.rows == self.cols
+    }
+    /// The transposed shape (C×R).
+    pub fn transposed(self) -> Shape {
+        Shape {
+            rows: self.cols,
+            cols: self.rows,
+        }
+    }
+    /// Mask of the bits a code of this shape may use.
+    pub fn mask(self) -> u64 {
+        if self.cells() == MAX_CELLS {
+            u64::MAX
+        } else {
+            (1u64 << (4 * self.cells())) - 1
+        }
+    }
+}
+
+impl fmt::Display for Shape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}x{}", self.rows, self.cols)
+    }
+}
+
+/// A move direction. `L` moves tiles toward column 0, `U` toward row 0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Dir {
+    L = 0,
+    R = 1,
+    U = 2,
+    D = 3,
+}
+
+impl Dir {
+    pub const ALL: [Dir; 4] = [Dir::L, Dir::R, Dir::U, Dir::D];
+    pub fn letter(self) -> char {
+        ['L', 'R', 'U', 'D'][self as usize]
+    }
+}
+
+/// Exponent of the cell with index `i`.
+#[inline(always)]
+pub fn cell(code: u64, i: usize) -> u8 {
+    ((code >> (4 * i)) & 0xF) as u8
+}
+
+/// Sum of tiles: invariant under moves, +2 or +4 under a spawn.
+#[inline]
+pub fn age(code: u64) -> u32 {
+    let mut c = code;
+    let mut sum = 0u32;
+    while c != 0 {
+        let e = (c & 0xF) as u32;
+        if e != 0 {
+            sum += 1 << e;
+        }
+        c >>= 4;
+    }
+    sum
+}
+
+/// Largest exponent on the board (0 for an empty board).
+#[inline]
+pub fn max_exp(code: u64) -> u8 {
+    let mut c = code;
+    let mut m = 0u8;
+    while c != 0 {
+        m = m.max((c & 0xF) as u8);
+        c >>= 4;
+    }
+    m
+}
+
+/// Number of empty cells among the first `cells`.
+#[inline]
+pub fn count_empty(code: u64, cells: usize) -> u32 {
+    // A nibble is non-zero iff any of its four bits is set: fold them onto bit 0.
+    let x = code | (code >> 1);
+    let x = x | (x >> 2);
+    let occupied = (x & 0x1111_1111_1111_1111).count_ones();
+    cells as u32 - occupied
+}
+
+/// Slides one line toward index 0 (cells as exponents); returns the reward.
+/// The reference implementation the tables are built from.
+fn slide_line(line: &mut [u8]) -> u32 {
+    let mut out = 0usize;
+    let mut reward = 0u32;
+    let mut pending: u8 = 0; // exponent waiting for a partner, 0 = none
+    let n = line.len();
+    let mut result = [0u8; MAX_CELLS];
+    for &e in line.iter() {
+        if e == 0 {
+            continue;
+        }
+        if pending == e {
+            debug_assert!(e < MAX_EXP, "tile 2^15 cannot merge: the code has no room for 2^16");
+            result[out] = e + 1;
+            reward += 1 << (e + 1);
+            out += 1;
+            pending = 0;
+        } else {
+            if pending != 0 {
+                result[out] = pending;
+                out += 1;
+            }
+            pending = e;
+        }
+    }
+    if pending != 0 {
+        result[out] = pending;
+    }
+    line.copy_from_slice(&result[..n]);
+    reward
+}
+
+/// Line tables for one line length: for every packed line, its slide toward index 0
+/// (`toward0`) and toward the last index (`toward_end`), with rewards.
+struct LineTable {
+    toward0: Vec<u16>,
+    toward0_reward: Vec<u32>,
+    toward_end: Vec<u16>,
+    toward_end_reward: Vec<u32>,
+}
+
+impl LineTable {
+    fn new(len: usize) -> LineTable {
+        let size = 1usize << (4 * len);
+        let mut t = LineTable {
+            toward0: vec![0; size],
+            toward0_reward: vec![0; size],
+            toward_end: vec![0; size],
+            toward_end_reward: vec![0; size],
+        };
+        let mut buf = [0u8; MAX_TABLE_LINE];
+        for packed in 0..size {
+            let line = &mut buf[..len];
+            for (j, v) in line.iter_mut().enumerate() {
+                *v = ((packed >> (4 * j)) & 0xF) as u8;
+            }
+            if line.iter().any(|&e| e == MAX_EXP) && has_pair(line, MAX_EXP) {
+                // Two 2^15 tiles would merge past what a nibble holds. Such lines are not
+                // reachable on boards we can solve; leave them unchanged (the move is invalid).
+                t.toward0[packed] = packed as u16;
+                t.toward_end[packed] = packed as u16;
+                continue;
+            }
+            let mut l0 = [0u8; MAX_TABLE_LINE];
+            l0[..len].copy_from_slice(line);
+            let r0 = slide_line(&mut l0[..len]);
+            t.toward0[packed] = pack(&l0[..len]) as u16;
+            t.toward0_reward[packed] = r0;
+            let mut l1 = [0u8; MAX_TABLE_LINE];
+            for j in 0..len {
+                l1[j] = line[len - 1 - j];
+            }
+            let r1 = slide_line(&mut l1[..len]);
+            l1[..len].reverse();
+            t.toward_end[packed] = pack(&l1[..len]) as u16;
+            t.toward_end_reward[packed] = r1;
+        }
+        t
+    }
+}
+
+fn has_pair(line: &[u8], e: u8) -> bool {
+    line.iter().filter(|&&x| x == e).count() >= 2
+}
+
+fn pack(line: &[u8]) -> u64 {
+    line.iter()
+        .enumerate()
+        .fold(0u64, |acc, (j, &e)| acc | (u64::from(e) << (4 * j)))
+}
+
+/// The rules for one shape: move tables and helpers. Cheap to share across threads.
+pub struct Rules {
+    shape: Shape,
+    rows_table: Option<LineTable>,
+    cols_table: Option<LineTable>,
+    row_mask: u64,
+}
+
+impl Rules {
+    pub fn new(shape: Shape) -> Rules {
+        let rows_table = (shape.cols() <= MAX_TABLE_LINE).then(|| LineTable::new(shape.cols()));
+        let cols_table = if shape.rows() == shape.cols() {
+            None // same length: share the row table (see `col_table`)
+        } else {
+            (shape.rows() <= MAX_TABLE_LINE).then(|| LineTable::new(shape.rows()))
+        };
+        Rules {
+            shape,
+            rows_table,
+            cols_table,
+            row_mask: (1u64 << (4 * shape.cols())) - 1,
+        }
+    }
+
+    pub fn shape(&self) -> Shape {
+        self.shape
+    }
+
+    fn col_table(&self) -> Option<&LineTable> {
+        if self.shape.is_square() {
+            self.rows_table.as_ref()
+        } else {
+            self.cols_table.as_ref()
+        }
+    }
+
+    /// Applies `dir`; `None` if the move changes nothing (invalid). Returns the afterstate and
+    /// the reward (sum of merged tiles).
+    #[inline]
+    pub fn apply(&self, code: u64, dir: Dir) -> Option<(u64, u32)> {
+        let (after, reward) = match dir {
+            Dir::L | Dir::R => self.move_rows(code, dir == Dir::L),
+            Dir::U | Dir::D => self.move_cols(code, dir == Dir::U),
+        };
+        (after != code).then_some((after, reward))
+    }
+
+    #[inline]
+    fn move_rows(&self, code: u64, toward0: bool) -> (u64, u32) {
+        let cols = self.shape.cols();
+        let mut out = 0u64;
+        let mut reward = 0u32;
+        match &self.rows_table {
+            Some(t) => {
+                let (res, rew) = if toward0 {
+                    (&t.toward0, &t.toward0_reward)
+                } else {
+                    (&t.toward_end, &t.toward_end_reward)
+                };
+                for r in 0..self.shape.rows() {
+                    let shift = 4 * cols * r;
+                    let line = ((code >> shift) & self.row_mask) as usize;
+                    out |= u64::from(res[line]) << shift;
+                    reward += rew[line];
+                }
+            }
+            None => {
+                for r in 0..self.shape.rows() {
+                    let idx: Vec<usize> = (0..cols).map(|c| r * cols + c).collect();
+                    reward += slide_cells(code, &mut out, &idx, toward0);
+                }
+            }
+        }
+        (out, reward)
+    }
+
+    #[inline]
+    fn move_cols(&self, code: u64, toward0: bool) -> (u64, u32) {
+        let (rows, cols) = (self.shape.rows(), self.shape.cols());
+        let mut out = 0u64;
+        let mut reward = 0u32;
+        match self.col_table() {
+            Some(t) => {
+                let (res, rew) = if toward0 {
+                    (&t.toward0, &t.toward0_reward)
+                } else {
+                    (&t.toward_end, &t.toward_end_reward)
+                };
+                for c in 0..cols {
+                    let mut line = 0usize;
+                    for r in 0..rows {
+                        line |= (((code >> (4 * (r * cols + c))) & 0xF) as usize) << (4 * r);
+                    }
+                    let moved = u64::from(res[line]);
+                    reward += rew[line];
+                    for r in 0..rows {
+                        out |= ((moved >> (4 * r)) & 0xF) << (4 * (r * cols + c));
+                    }
+                }
+            }
+            None => {
+                for c in 0..cols {
+                    let idx: Vec<usize> = (0..rows).map(|r| r * cols + c).collect();
+                    reward += slide_cells(code, &mut out, &idx, toward0);
+                }
+            }
+        }
+        (out, reward)
+    }
+
+    /// True when no move is valid.
+    pub fn is_terminal(&self, code: u64) -> bool {
+        Dir::ALL.iter().all(|&d| self.apply(code, d).is_none())
+    }
+
+    /// Empty cell indices of a board.
+    pub fn empty_cells(&self, code: u64) -> impl Iterator<Item = usize> + '_ {
+        (0..self.shape.cells()).filter(move |&i| cell(code, i) == 0)
+    }
+}
+
+/// Slow path for lines longer than the tables: slide the cells at `idx` (ordered from the side
+/// toward which tiles move when `toward0`) and write them into `out`.
+fn slide_cells(code: u64, out: &mut u64, idx: &[usize], toward0: bool) -> u32 {
+    let mut line: Vec<u8> = idx.iter().map(|&i| cell(code, i)).collect();
+    if !toward0 {
+        line.reverse();
+    }
+    let reward = slide_line(&mut line);
+    if !toward0 {
+        line.reverse();
+    }
+    for (&i, &e) in idx.iter().zip(&line) {
+        *out |= u64::from(e) << (4 * i);
+    }
+    reward
+}
+
+/// Places exponent `e` in cell `i` (which must be empty).
+#[inline(always)]
+pub fn place(code: u64, i: usize, e: u8) -> u64 {
+    debug_assert_eq!(cell(code, i), 0, "spawn into an occupied cell");
+    code | (u64::from(e) << (4 * i))
+}
+
+/// Parses board text: rows separated by `/`, cells by white space, `0` or `.` for empty,
+/// tiles as numbers (`2`, `4`, …, `32768`).
+pub fn parse_board(text: &str, shape: Shape) -> Result<u64, BoardError> {
+    let bad = |reason: String| BoardError::Parse {
+        text: text.to_string(),
+        reason,
+    };
+    let rows: Vec<&str> = text.trim().split('/').collect();
+    if rows.len() != shape.rows() {
+        return Err(bad(format!(
+            "expected {} rows separated by '/', found {}",
+            shape.rows(),
+            rows.len()
+        )));
+    }
+    let mut code = 0u64;
+    for (r, row) in rows.iter().enumerate() {
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        if cells.len() != shape.cols() {
+            return Err(bad(format!(
+                "row {} has {} cells, expected {}",
+                r + 1,
+                cells.len(),
+                shape.cols()
+            )));
+        }
+        for (c, tok) in cells.iter().enumerate() {
+            let e = parse_tile(tok).map_err(|reason| bad(format!("row {}, column {}: {reason}", r + 1, c + 1)))?;
+            code |= u64::from(e) << (4 * (r * shape.cols() + c));
+        }
+    }
+    Ok(code)
+}
+
+fn parse_tile(tok: &str) -> Result<u8, String> {
+    if tok == "." || tok == "0" {
+        return Ok(0);
+    }
+    let v: u64 = tok
+        .parse()
+        .map_err(|_| format!("'{tok}' is not a tile (use a power of two ≥ 2, or 0 or . for empty)"))?;
+    if v < 2 || !v.is_power_of_two() {
+        return Err(format!("{v} is not a power of two ≥ 2"));
+    }
+    let e = v.trailing_zeros();
+    if e > u32::from(MAX_EXP) {
+        return Err(format!("{v} is larger than the largest tile a board can hold (32768)"));
+    }
+    Ok(e as u8)
+}
+
+/// Formats a board as text in the same syntax `parse_board` reads (`.` for empty).
+pub fn format_board(code: u64, shape: Shape) -> String {
+    let mut s = String::new();
+    for r in 0..shape.rows() {
+        if r > 0 {
+            s.push('/');
+        }
+        for c in 0..shape.cols() {
+            if c > 0 {
+                s.push(' ');
+            }
+            match cell(code, r * shape.cols() + c) {
+                0 => s.push('.'),
+                e => s.push_str(&(1u32 << e).to_string()),
+            }
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line_right(cells: &[u32]) -> (Vec<u32>, u32) {
+        let shape = Shape::new(1, cells.len()).unwrap();
+        let rules = Rules::new(shape);
+        let text = cells.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(" ");
+        let code = parse_board(&text, shape).unwrap();
+        let (after, reward) = rules.apply(code, Dir::R).unwrap_or((code, 0));
+        let out = (0..cells.len())
+            .map(|i| match cell(after, i) {
+                0 => 0,
+                e => 1 << e,
+            })
+            .collect();
+        (out, reward)
+    }
+
+    #[test]
+    fn merges_pair_from_the_side_moved_toward() {
+        assert_eq!(line_right(&[2, 2, 2, 0]), (vec![0, 0, 2, 4], 4));
+        assert_eq!(line_right(&[2, 2, 2, 2]), (vec![0, 0, 4, 4], 8));
+        assert_eq!(line_right(&[4, 2, 2, 0]), (vec![0, 0, 4, 4], 4));
+        assert_eq!(line_right(&[4, 4, 8, 0]), (vec![0, 0, 8, 8], 8));
+        assert_eq!(line_right(&[2, 0, 0, 2]), (vec![0, 0, 0, 4], 4));
+        assert_eq!(line_right(&[2, 4, 8, 16]), (vec![2, 4, 8, 16], 0));
+    }
+
+    #[test]
+    fn long_lines_use_the_slow_path_with_the_same_rule() {
+        assert_eq!(line_right(&[2, 2, 2, 0, 2, 8]), (vec![0, 0, 0, 2, 4, 8], 4));
+        assert_eq!(line_right(&[4, 4, 4, 4, 4]), (vec![0, 0, 4, 8, 8], 16));
+    }
+
+    #[test]
+    fn columns_and_invalid_moves() {
+        let shape = Shape::new(3, 3).unwrap();
+        let rules = Rules::new(shape);
+        let b = parse_board("2 . ./2 . ./4 . .", shape).unwrap();
+        let (up, r) = rules.apply(b, Dir::U).unwrap();
+        assert_eq!(format_board(up, shape), "4 . ./4 . ./. . .");
+        assert_eq!(r, 4);
+        let (down, r) = rules.apply(b, Dir::D).unwrap();
+        assert_eq!(format_board(down, shape), ". . ./4 . ./4 . .");
+        assert_eq!(r, 4);
+        assert!(rules.apply(b, Dir::L).is_none());
+        let (right, r) = rules.apply(b, Dir::R).unwrap();
+        assert_eq!(format_board(right, shape), ". . 2/. . 2/. . 4");
+        assert_eq!(r, 0);
+        let full = parse_board("2 4 2/4 2 4/2 4 2", shape).unwrap();
+        assert!(rules.is_terminal(full));
+        assert_eq!(age(full), 28);
+        assert_eq!(count_empty(b, 9), 6);
+    }
+
+    #[test]
+    fn rectangular_columns() {
+        let shape = Shape::new(2, 4).unwrap();
+        let rules = Rules::new(shape);
+        let b = parse_board("2 2 4 ./2 . 4 8", shape).unwrap();
+        let (up, r) = rules.apply(b, Dir::U).unwrap();
+        assert_eq!(format_board(up, shape), "4 2 8 8/. . . .");
+        assert_eq!(r, 12);
+        let (left, r) = rules.apply(b, Dir::L).unwrap();
+        assert_eq!(format_board(left, shape), "4 4 . ./2 4 8 .");
+        assert_eq!(r, 4);
+    }
+
+    #[test]
+    fn board_text_errors_name_the_problem() {
+        let s = Shape::new(2, 2).unwrap();
+        assert!(parse_board("2 2/2", s).unwrap_err().to_string().contains("row 2 has 1 cells"));
+        assert!(parse_board("2 3/2 2", s).unwrap_err().to_string().contains("3 is not a power of two"));
+        assert!(parse_board("2 2", s).unwrap_err().to_string().contains("expected 2 rows"));
+        assert!(parse_board("2 x/. .", s).unwrap_err().to_string().contains("'x' is not a tile"));
+        assert!(Shape::parse("5x4").is_err());
+        assert!(Shape::parse("3by3").is_err());
+        assert_eq!(Shape::parse("2x3").unwrap().cells(), 6);
+    }
+}

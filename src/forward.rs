@@ -1,0 +1,176 @@
+//! Forward pass: enumerate every reachable state and afterstate, age by increasing age.
+//!
+//! The age (sum of tiles) is kept by a move and raised by 2 or 4 by a spawn, so the states of
+//! age `n` are complete once the afterstates of ages `n-2` and `n-4` are known. The pass keeps
+//! the complete layer of age `n` and the partial layers `n+2` and `n+4` (Kaneko & Yamashita
+//! 2025, §3.1): from the states of age `n` it makes the afterstates of age `n`, hands both to
+//! the caller (who stores them), and spawns into `n+2` and `n+4`.
+//!
+//! Boards holding a tile at or above the class's absorbing tile are kept but not expanded:
+//! goal variants stop there.
+
+use std::collections::BTreeMap;
+
+use rayon::prelude::*;
+
+use crate::board::{self, Dir};
+use crate::error::Result;
+use crate::game::Game;
+use crate::layer;
+use crate::variant::ForwardClass;
+
+/// Work items per rayon task: large enough to amortise the task, small enough to balance.
+const CHUNK: usize = 2048;
+
+/// One finished age of the forward pass.
+pub struct AgeLayer {
+    pub age: u32,
+    /// Canonical state ids, sorted and deduplicated.
+    pub states: Vec<u64>,
+    /// Canonical afterstate ids, sorted and deduplicated.
+    pub afterstates: Vec<u64>,
+}
+
+/// Where the pass starts.
+pub enum Start {
+    /// From the initial states.
+    Fresh,
+    /// After the finished age `age`, whose afterstates (and those of `age - 2`) are given:
+    /// the partial layers `age + 2` and `age + 4` are rebuilt from them.
+    After {
+        age: u32,
+        afterstates: Vec<u64>,
+        afterstates_prev: Vec<u64>,
+    },
+}
+
+/// True if the board holds a tile the class treats as absorbing.
+#[inline]
+pub fn absorbed(class: &ForwardClass, code: u64) -> bool {
+    class.absorb.is_some_and(|e| board::max_exp(code) >= e)
+}
+
+/// The canonical two-tile starting states, by age.
+pub fn seeds(game: &Game, class: &ForwardClass) -> BTreeMap<u32, Vec<u64>> {
+    let mut by_age: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
+    let p4 = match (class.spawn2, class.spawn4) {
+        (true, true) => 0.5, // any value in (0, 1): only which boards occur matters here
+        (true, false) => 0.0,
+        (false, true) => 1.0,
+        (false, false) => return by_age,
+    };
+    for (b, _) in game.starts(p4) {
+        by_age.entry(board::age(b)).or_default().push(game.canon(b));
+    }
+    by_age
+        .into_iter()
+        .map(|(a, v)| (a, layer::sort_dedup(v)))
+        .collect()
+}
+
+/// Afterstates of a layer of states (absorbed states are not expanded).
+pub fn expand(game: &Game, class: &ForwardClass, states: &[u64]) -> Vec<u64> {
+    let raw: Vec<Vec<u64>> = states
+        .par_chunks(CHUNK)
+        .map(|chunk| {
+            let mut out = Vec::with_capacity(chunk.len() * 3);
+            for &s in chunk {
+                if absorbed(class, s) {
+                    continue;
+                }
+                for d in Dir::ALL {
+                    if let Some((a, _)) = game.rules.apply(s, d) {
+                        out.push(game.canon(a));
+                    }
+                }
+            }
+            out.sort_unstable();
+            out.dedup();
+            out
+        })
+        .collect();
+    layer::sort_dedup(raw.concat())
+}
+
+/// States spawned from a layer of afterstates: `(age + 2, age + 4)` layers.
+pub fn spawn(game: &Game, class: &ForwardClass, afterstates: &[u64]) -> (Vec<u64>, Vec<u64>) {
+    let cells = game.cells();
+    let parts: Vec<(Vec<u64>, Vec<u64>)> = afterstates
+        .par_chunks(CHUNK)
+        .map(|chunk| {
+            let mut two = Vec::new();
+            let mut four = Vec::new();
+            for &a in chunk {
+                if absorbed(class, a) {
+                    continue;
+                }
+                for i in 0..cells {
+                    if board::cell(a, i) != 0 {
+                        continue;
+                    }
+                    if class.spawn2 {
+                        two.push(game.canon(board::place(a, i, 1)));
+                    }
+                    if class.spawn4 {
+                        four.push(game.canon(board::place(a, i, 2)));
+                    }
+                }
+            }
+            two.sort_unstable();
+            two.dedup();
+            four.sort_unstable();
+            four.dedup();
+            (two, four)
+        })
+        .collect();
+    let (two, four): (Vec<Vec<u64>>, Vec<Vec<u64>>) = parts.into_iter().unzip();
+    (layer::sort_dedup(two.concat()), layer::sort_dedup(four.concat()))
+}
+
+fn merge_into(pending: &mut BTreeMap<u32, Vec<u64>>, age: u32, ids: Vec<u64>) {
+    if ids.is_empty() {
+        return;
+    }
+    let old = pending.remove(&age).unwrap_or_default();
+    pending.insert(age, layer::union(old, ids));
+}
+
+/// Runs the forward pass, handing each finished age to `sink` in increasing order.
+/// Returns the largest age with any state (0 if none).
+pub fn run(
+    game: &Game,
+    class: &ForwardClass,
+    start: Start,
+    mut sink: impl FnMut(AgeLayer) -> Result<()>,
+) -> Result<u32> {
+    let mut pending = seeds(game, class);
+    let mut max_age = 0;
+    if let Start::After {
+        age,
+        afterstates,
+        afterstates_prev,
+    } = start
+    {
+        pending.retain(|&a, _| a > age);
+        let (two, four) = spawn(game, class, &afterstates);
+        merge_into(&mut pending, age + 2, two);
+        merge_into(&mut pending, age + 4, four);
+        let (_, four_prev) = spawn(game, class, &afterstates_prev);
+        merge_into(&mut pending, age + 2, four_prev);
+        max_age = age;
+    }
+    while let Some((age, states)) = pending.pop_first() {
+        debug_assert!(layer::is_layer(&states));
+        let afterstates = expand(game, class, &states);
+        let (two, four) = spawn(game, class, &afterstates);
+        merge_into(&mut pending, age + 2, two);
+        merge_into(&mut pending, age + 4, four);
+        max_age = age;
+        sink(AgeLayer {
+            age,
+            states,
+            afterstates,
+        })?;
+    }
+    Ok(max_age)
+}

@@ -1,0 +1,20 @@
+//! age2048: strongly solves 2048 on small boards by age layering, and publishes the solution
+//! as a dataset (Parquet, Elias-Fano indexes) to query, plot and play against.
+//!
+//! See `ARCHITECTURE.md` for the code map, the data flow and the invariants.
+
+pub mod backward;
+pub mod best;
+pub mod board;
+pub mod cli;
+pub mod error;
+pub mod forward;
+pub mod game;
+pub mod index;
+pub mod layer;
+pub mod solve;
+pub mod store;
+pub mod symmetry;
+pub mod variant;
+
+pub use error::{Error, Result};

@@ -1,0 +1,210 @@
+//! Command-line tests: run the real binary in a temporary directory (ripgrep's way).
+//! Every bad input gives one clear line, exit status 2, and leaves what was written intact.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_age2048"))
+}
+
+fn run(args: &[&str]) -> Output {
+    bin().args(args).output().expect("binary runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn solve(data: &Path, board: &str, extra: &[&str]) -> Output {
+    let mut args = vec!["solve", "--board", board, "--data", data.to_str().unwrap(), "--quiet"];
+    args.extend_from_slice(extra);
+    let o = run(&args);
+    assert!(o.status.success(), "solve {board} failed: {}", stderr(&o));
+    o
+}
+
+fn manifest(data: &Path, board: &str, variant: &str) -> serde_json::Value {
+    let p = data.join(format!("manifest/board={board}/variant={variant}.json"));
+    serde_json::from_slice(&fs::read(&p).unwrap()).unwrap()
+}
+
+/// Every file under `dir` with its bytes, sorted by path, skipping nothing.
+fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push((p.strip_prefix(dir).unwrap().to_path_buf(), fs::read(&p).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn assert_clean_error(o: &Output, needle: &str) {
+    assert_eq!(o.status.code(), Some(2), "expected exit 2; stderr: {}", stderr(o));
+    let e = stderr(o);
+    assert!(e.contains(needle), "stderr should mention {needle:?}: {e}");
+    assert!(!e.contains("panicked"), "panic: {e}");
+    assert_eq!(e.trim().lines().count(), 1, "one line expected: {e}");
+}
+
+#[test]
+fn solve_2x2_matches_published_figures_and_best_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let full = dir.path().join("full");
+    let flips = dir.path().join("flips");
+    solve(&full, "2x2", &[]);
+    solve(&flips, "2x2", &["--symmetry", "flips"]);
+    let m = manifest(&full, "2x2", "expectation");
+    assert_eq!(m["n_states"], 110);
+    assert_eq!(manifest(&flips, "2x2", "expectation")["n_states"], 176);
+    let v = m["value_two_2_tiles"].as_f64().unwrap();
+    assert!((v - 67.696).abs() < 5e-4, "2x2 value from two 2-tiles {v}");
+    // The layout: every age has its partitions and index.
+    for a in m["ages"].as_array().unwrap() {
+        let age = a["age"].as_u64().unwrap();
+        for t in ["states", "afterstates"] {
+            let p = full.join(format!("{t}/board=2x2/variant=expectation/age={age}/part-0.parquet"));
+            assert!(p.is_file(), "{} missing", p.display());
+        }
+        assert!(full.join(format!("index/board=2x2/variant=expectation/age={age}.a2i")).is_file());
+    }
+    assert!(full.join("ages/board=2x2/variant=expectation/part-0.parquet").is_file());
+    assert!(!full.join(".work").join("board=2x2").exists(), "work files are removed after a solve");
+
+    // best: two 2-tiles in a row; L and R are equivalent by symmetry, U and D too.
+    let o = run(&["best", "--board", "2x2", "--data", full.to_str().unwrap(), "--format", "csv", "2 2/. .", "2 ./. 2"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], "board,L,R,U,D,value,best");
+    assert_eq!(lines.len(), 3);
+    let f: Vec<&str> = lines[1].split(',').collect();
+    assert_eq!(f[0], "2 2/. .");
+    let q: Vec<f64> = f[1..5].iter().map(|x| x.parse().unwrap()).collect();
+    assert_eq!(q[0], q[1], "L and R mirror each other");
+    assert_eq!(q[2], q[3], "U and D mirror each other");
+    let value: f64 = f[5].parse().unwrap();
+    assert_eq!(value, q.iter().cloned().fold(f64::MIN, f64::max));
+
+    // json and table formats
+    let o = run(&["best", "--board", "2x2", "--data", full.to_str().unwrap(), "--format", "json", "2 2/. ."]);
+    let j: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(j[0]["board"], "2 2/. .");
+    let o = run(&["best", "--board", "2x2", "--data", full.to_str().unwrap(), "2 4/. ."]);
+    assert!(stdout(&o).contains("best"), "{}", stdout(&o));
+
+    // a terminal board: no move, value 0
+    let o = run(&["best", "--board", "2x2", "--data", full.to_str().unwrap(), "--format", "csv", "2 4/4 2"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o).lines().nth(1).unwrap(), "2 4/4 2,,,,,0,");
+
+    // --input from a file and from stdin
+    let input = dir.path().join("boards.txt");
+    fs::write(&input, "# a comment\n2 2/. .\n\n. ./2 2\n").unwrap();
+    let o = run(&["best", "--board", "2x2", "--data", full.to_str().unwrap(), "--format", "csv", "--input", input.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o).lines().count(), 3);
+}
+
+#[test]
+fn bad_inputs_give_one_line_and_exit_2_without_damage() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    solve(&data, "2x2", &[]);
+    let before = snapshot(&data);
+    let d = data.to_str().unwrap();
+    let best = |board: &str| run(&["best", "--board", "2x2", "--data", d, board]);
+
+    assert_clean_error(&best("2 2 2/. ."), "row 1 has 3 cells");
+    assert_clean_error(&best("2 2/. . /2 2"), "expected 2 rows");
+    assert_clean_error(&best("2 3/. ."), "3 is not a power of two");
+    assert_clean_error(&best("2 x/. ."), "'x' is not a tile");
+    assert_clean_error(&best("1024 1024/1024 1024"), "not a reachable");
+    assert_clean_error(&best("2 ./. ."), "not a reachable");
+    assert_clean_error(&run(&["best", "--board", "5x5", "--data", d, "2"]), "bad board size '5x5'");
+    assert_clean_error(&run(&["best", "--board", "3x3", "--data", d, "2 . ./. . ./. . 2"]), "no solved data for board 3x3");
+    assert_clean_error(&run(&["best", "--board", "2x2", "--data", "/nonexistent/dir", "2 2/. ."]), "does not exist");
+    assert_clean_error(&run(&["best", "--board", "2x2", "--data", d, "--variant", "optimistic", "2 2/. ."]), "no solved data");
+    assert_clean_error(&run(&["best", "--board", "2x2", "--data", d]), "no board given");
+    assert_clean_error(&run(&["best", "--board", "2x2", "--data", d, "--input", "/nonexistent/boards"]), "/nonexistent/boards");
+    assert_clean_error(&run(&["solve", "--board", "2x9", "--data", d]), "bad board size");
+    assert_clean_error(&run(&["solve", "--board", "2x2", "--data", d, "--symmetry", "rot"]), "unknown symmetry group 'rot'");
+    assert_clean_error(&run(&["solve", "--board", "2x2", "--data", d, "--variant", "goal-100"]), "power of two");
+    assert_clean_error(&run(&["solve", "--board", "2x2", "--data", d, "--variant", "lucky"]), "unknown variant 'lucky'");
+    assert_clean_error(&run(&["solve", "--board", "2x2", "--data", d, "--p4", "1.5"]), "--p4");
+    assert_eq!(run(&["solve"]).status.code(), Some(2), "clap usage errors exit 2");
+    assert_eq!(snapshot(&data), before, "a failed command changed the data directory");
+
+    // A corrupt index is reported as corrupt, never a panic.
+    let idx = data.join("index/board=2x2/variant=expectation/age=4.a2i");
+    let mut bytes = fs::read(&idx).unwrap();
+    let n = bytes.len();
+    bytes[n - 3] ^= 0x55;
+    fs::write(&idx, &bytes).unwrap();
+    assert_clean_error(&best("2 2/. ."), "corrupt");
+    fs::write(&idx, &bytes[..n / 2]).unwrap();
+    assert_clean_error(&best("2 2/. ."), "corrupt");
+    fs::write(&idx, b"").unwrap();
+    assert_clean_error(&best("2 2/. ."), "corrupt");
+
+    // A corrupt manifest too.
+    let m = data.join("manifest/board=2x2/variant=expectation.json");
+    fs::write(&m, b"{ not json").unwrap();
+    assert_clean_error(&best("2 . /. 2"), "corrupt");
+}
+
+#[test]
+fn a_killed_solve_resumes_and_ends_with_the_same_digests() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a");
+    let b = dir.path().join("b");
+    solve(&a, "2x3", &[]);
+    let reference = manifest(&a, "2x3", "expectation");
+
+    // Abort a solve of the same board after a few finished ages, again and again (in the
+    // forward pass, then in the backward pass), then let it finish.
+    let data = b.to_str().unwrap();
+    let ages = reference["ages"].as_array().unwrap().len();
+    let mut aborts = 0;
+    for n in [3, 5, ages, 7, ages / 2, 2] {
+        let o = bin()
+            .args(["solve", "--board", "2x3", "--data", data, "--quiet"])
+            .env("AGE2048_ABORT_AFTER_AGES", n.to_string())
+            .output()
+            .unwrap();
+        if !o.status.success() {
+            aborts += 1;
+        }
+    }
+    assert!(aborts >= 5, "the abort hook did not stop the solve");
+    // And a real kill at an arbitrary moment.
+    let mut child = bin().args(["solve", "--board", "2x3", "--data", data, "--quiet"]).spawn().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let _ = child.kill();
+    let _ = child.wait();
+    solve(&b, "2x3", &[]);
+    let resumed = manifest(&b, "2x3", "expectation");
+    assert_eq!(resumed["files"], reference["files"], "digests differ after resuming");
+    assert_eq!(resumed["n_states"], reference["n_states"]);
+    assert_eq!(snapshot_without_manifest(&a), snapshot_without_manifest(&b));
+}
+
+fn snapshot_without_manifest(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    snapshot(dir)
+        .into_iter()
+        .filter(|(p, _)| !p.starts_with("manifest"))
+        .collect()
+}
