@@ -36,7 +36,10 @@ fn bench(c: &mut Criterion) {
         })
     });
     c.bench_function("3x3 canon x4096", |b| {
-        b.iter(|| bs.iter().fold(0u64, |acc, &x| acc ^ game.canon(black_box(x))))
+        b.iter(|| {
+            bs.iter()
+                .fold(0u64, |acc, &x| acc ^ game.canon(black_box(x)))
+        })
     });
     let ids = sort_dedup(boards(300_000));
     let index = RankIndex::new(&ids);

@@ -127,7 +127,8 @@ impl<'g> Backward<'g> {
         mut load: impl FnMut(u32) -> Result<(Vec<u64>, Vec<u64>)>,
         mut sink: impl FnMut(&AgeOutput, &Level) -> Result<()>,
     ) -> Result<()> {
-        let (mut next2, mut next4) = next.unwrap_or_else(|| (Level::empty(top + 2), Level::empty(top + 4)));
+        let (mut next2, mut next4) =
+            next.unwrap_or_else(|| (Level::empty(top + 2), Level::empty(top + 4)));
         let mut age = top;
         while age >= min_age {
             debug_assert_eq!(next2.age, age + 2);
@@ -157,7 +158,13 @@ impl<'g> Backward<'g> {
         Ok(())
     }
 
-    fn afterstate_values(&self, age: u32, afterstates: &[u64], next2: &Level, next4: &Level) -> Result<Vec<f64>> {
+    fn afterstate_values(
+        &self,
+        age: u32,
+        afterstates: &[u64],
+        next2: &Level,
+        next4: &Level,
+    ) -> Result<Vec<f64>> {
         let k = self.k();
         let mut out = vec![0.0f64; afterstates.len() * k];
         let missing = AtomicBool::new(false);
@@ -268,7 +275,13 @@ impl<'g> Backward<'g> {
         Ok(out)
     }
 
-    fn state_records(&self, age: u32, states: &[u64], after_index: &RankIndex, after_values: &[f64]) -> Result<Vec<StateRec>> {
+    fn state_records(
+        &self,
+        age: u32,
+        states: &[u64],
+        after_index: &RankIndex,
+        after_values: &[f64],
+    ) -> Result<Vec<StateRec>> {
         let k = self.k();
         let mut out = vec![StateRec::default(); states.len() * k];
         let missing = AtomicBool::new(false);

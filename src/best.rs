@@ -24,7 +24,13 @@ pub struct Evaluation {
 
 /// Evaluates `code` (a board of `index`'s age) under `variant`. `index` must be the index of
 /// the board's age for this game and variant.
-pub fn evaluate<B: AsRef<[u8]>>(game: &Game, variant: &Variant, index: &AgeIndex<B>, code: u64, text: &str) -> Result<Evaluation> {
+pub fn evaluate<B: AsRef<[u8]>>(
+    game: &Game,
+    variant: &Variant,
+    index: &AgeIndex<B>,
+    code: u64,
+    text: &str,
+) -> Result<Evaluation> {
     let age = board::age(code);
     let unreachable = || Error::Unreachable {
         text: text.to_string(),
@@ -48,9 +54,11 @@ pub fn evaluate<B: AsRef<[u8]>>(game: &Game, variant: &Variant, index: &AgeIndex
         let Some((after, reward)) = game.rules.apply(code, *d) else {
             continue;
         };
-        let rank = index.afterstate_rank(game.canon(after)).ok_or_else(|| Error::Invalid(format!(
+        let rank = index.afterstate_rank(game.canon(after)).ok_or_else(|| {
+            Error::Invalid(format!(
             "index of age {age} lacks an afterstate of a reachable board '{text}' (corrupt data?)"
-        )))?;
+        ))
+        })?;
         let mut q = index.afterstate_value(rank);
         if variant.scored() {
             q += f64::from(reward);

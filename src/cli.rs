@@ -24,7 +24,11 @@ use crate::symmetry::Group;
 use crate::variant::{parse_p4_arg, Variant};
 
 #[derive(Parser, Debug)]
-#[command(name = "age2048", version, about = "Strongly solves 2048 on small boards, age by age")]
+#[command(
+    name = "age2048",
+    version,
+    about = "Strongly solves 2048 on small boards, age by age"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -130,17 +134,32 @@ pub fn run_solve(a: &SolveArgs) -> Result<()> {
     let cfg = solve_config(a)?;
     set_threads(a.threads)?;
     let t = Instant::now();
-    let bar = if a.quiet { ProgressBar::hidden() } else { ProgressBar::new_spinner() };
-    bar.set_style(ProgressStyle::with_template("{spinner} {elapsed_precise} {msg}").expect("valid template"));
+    let bar = if a.quiet {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::new_spinner()
+    };
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} {elapsed_precise} {msg}").expect("valid template"),
+    );
     let on_event = |e: Event| match e {
-        Event::Forward { age, states, afterstates } => {
-            bar.set_message(format!("{} forward: age {age}, {states} states, {afterstates} afterstates", cfg.shape));
+        Event::Forward {
+            age,
+            states,
+            afterstates,
+        } => {
+            bar.set_message(format!(
+                "{} forward: age {age}, {states} states, {afterstates} afterstates",
+                cfg.shape
+            ));
             bar.tick();
         }
         Event::BackwardStart { top, min_age } => {
             bar.set_style(
-                ProgressStyle::with_template("{bar:40} {pos}/{len} ages {elapsed_precise} eta {eta} {msg}")
-                    .expect("valid template"),
+                ProgressStyle::with_template(
+                    "{bar:40} {pos}/{len} ages {elapsed_precise} eta {eta} {msg}",
+                )
+                .expect("valid template"),
             );
             bar.set_length(u64::from((top - min_age) / 2 + 1));
             bar.set_position(0);
@@ -187,10 +206,17 @@ fn read_boards(a: &BestArgs) -> Result<Vec<String>> {
     let mut boards = a.boards.clone();
     if let Some(path) = &a.input {
         let lines: Vec<String> = if path.as_os_str() == "-" {
-            io::stdin().lock().lines().collect::<io::Result<_>>().map_err(|e| Error::io("<stdin>", e))?
+            io::stdin()
+                .lock()
+                .lines()
+                .collect::<io::Result<_>>()
+                .map_err(|e| Error::io("<stdin>", e))?
         } else {
             let f = File::open(path).map_err(|e| Error::io(path, e))?;
-            io::BufReader::new(f).lines().collect::<io::Result<_>>().map_err(|e| Error::io(path, e))?
+            io::BufReader::new(f)
+                .lines()
+                .collect::<io::Result<_>>()
+                .map_err(|e| Error::io(path, e))?
         };
         boards.extend(
             lines
@@ -200,7 +226,9 @@ fn read_boards(a: &BestArgs) -> Result<Vec<String>> {
         );
     }
     if boards.is_empty() {
-        return Err(Error::Invalid("no board given (pass boards as arguments or --input FILE)".into()));
+        return Err(Error::Invalid(
+            "no board given (pass boards as arguments or --input FILE)".into(),
+        ));
     }
     Ok(boards)
 }
@@ -215,10 +243,12 @@ fn open_index(path: &Path) -> Result<Option<AgeIndex<Mmap>>> {
     // SAFETY: the map is read-only and the store never rewrites a file in place (it writes a
     // temporary file and renames it), so the mapped bytes do not change under us.
     let map = unsafe { Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
-    AgeIndex::from_bytes(map).map(Some).map_err(|e| Error::Corrupt {
-        path: path.to_path_buf(),
-        what: e.to_string(),
-    })
+    AgeIndex::from_bytes(map)
+        .map(Some)
+        .map_err(|e| Error::Corrupt {
+            path: path.to_path_buf(),
+            what: e.to_string(),
+        })
 }
 
 pub fn run_best(a: &BestArgs, out: &mut dyn Write) -> Result<()> {
@@ -227,7 +257,10 @@ pub fn run_best(a: &BestArgs, out: &mut dyn Write) -> Result<()> {
     let variant = Variant::parse(&a.variant, p4)?;
     let store = Store::new(&a.data);
     if !a.data.is_dir() {
-        return Err(Error::Invalid(format!("data directory {} does not exist", a.data.display())));
+        return Err(Error::Invalid(format!(
+            "data directory {} does not exist",
+            a.data.display()
+        )));
     }
     let manifest = store.read_manifest(shape, &variant.name())?;
     let group = Group::parse(&manifest.symmetry)?;
@@ -239,7 +272,10 @@ pub fn run_best(a: &BestArgs, out: &mut dyn Write) -> Result<()> {
         let code = board::parse_board(&text, shape)?;
         let age = board::age(code);
         if !indexes.contains_key(&age) {
-            indexes.insert(age, open_index(&store.index_file(shape, &variant.name(), age))?);
+            indexes.insert(
+                age,
+                open_index(&store.index_file(shape, &variant.name(), age))?,
+            );
         }
         let Some(index) = indexes[&age].as_ref() else {
             return Err(Error::Unreachable {
@@ -259,7 +295,11 @@ fn num(x: Option<f64>) -> String {
     x.map_or(String::new(), |v| v.to_string())
 }
 
-fn write_evaluations(rows: &[(String, Evaluation)], format: Format, out: &mut dyn Write) -> io::Result<()> {
+fn write_evaluations(
+    rows: &[(String, Evaluation)],
+    format: Format,
+    out: &mut dyn Write,
+) -> io::Result<()> {
     let best = |e: &Evaluation| e.best.map_or(String::new(), |d| d.letter().to_string());
     match format {
         Format::Csv => {
@@ -288,12 +328,25 @@ fn write_evaluations(rows: &[(String, Evaluation)], format: Format, out: &mut dy
                     })
                 })
                 .collect();
-            writeln!(out, "{}", serde_json::to_string_pretty(&v).map_err(io::Error::other)?)?;
+            writeln!(
+                out,
+                "{}",
+                serde_json::to_string_pretty(&v).map_err(io::Error::other)?
+            )?;
         }
         Format::Table => {
             let fmt = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.4}"));
-            let w = rows.iter().map(|(t, _)| t.chars().count()).max().unwrap_or(5).max(5);
-            writeln!(out, "{:<w$}  {:>12} {:>12} {:>12} {:>12} {:>12}  best", "board", "L", "R", "U", "D", "value")?;
+            let w = rows
+                .iter()
+                .map(|(t, _)| t.chars().count())
+                .max()
+                .unwrap_or(5)
+                .max(5);
+            writeln!(
+                out,
+                "{:<w$}  {:>12} {:>12} {:>12} {:>12} {:>12}  best",
+                "board", "L", "R", "U", "D", "value"
+            )?;
             for (text, e) in rows {
                 writeln!(
                     out,

@@ -84,8 +84,6 @@ pub fn expand(game: &Game, class: &ForwardClass, states: &[u64]) -> Vec<u64> {
                     }
                 }
             }
-            out.sort_unstable();
-            out.dedup();
             out
         })
         .collect();
@@ -116,15 +114,14 @@ pub fn spawn(game: &Game, class: &ForwardClass, afterstates: &[u64]) -> (Vec<u64
                     }
                 }
             }
-            two.sort_unstable();
-            two.dedup();
-            four.sort_unstable();
-            four.dedup();
             (two, four)
         })
         .collect();
     let (two, four): (Vec<Vec<u64>>, Vec<Vec<u64>>) = parts.into_iter().unzip();
-    (layer::sort_dedup(two.concat()), layer::sort_dedup(four.concat()))
+    (
+        layer::sort_dedup(two.concat()),
+        layer::sort_dedup(four.concat()),
+    )
 }
 
 fn merge_into(pending: &mut BTreeMap<u32, Vec<u64>>, age: u32, ids: Vec<u64>) {

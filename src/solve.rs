@@ -20,7 +20,9 @@ use crate::error::{Error, Result};
 use crate::forward::{self, AgeLayer, Start};
 use crate::game::Game;
 use crate::index::{encode_age_index, AgeIndex, AgeIndexMeta};
-use crate::store::{self, AgeStats, FileEntry, IndexEntry, Manifest, StatesColumns, Store, Timings};
+use crate::store::{
+    self, AgeStats, FileEntry, IndexEntry, Manifest, StatesColumns, Store, Timings,
+};
 use crate::symmetry::Group;
 use crate::variant::{ForwardClass, Kind, Variant};
 
@@ -37,7 +39,11 @@ pub struct SolveConfig {
 #[derive(Clone, Copy, Debug)]
 pub enum Event {
     /// The forward pass finished an age.
-    Forward { age: u32, states: usize, afterstates: usize },
+    Forward {
+        age: u32,
+        states: usize,
+        afterstates: usize,
+    },
     /// The backward pass starts at `top` and will go down to `min_age`.
     BackwardStart { top: u32, min_age: u32 },
     /// The backward pass finished an age.
@@ -72,15 +78,35 @@ struct BackwardProgress {
 
 /// Test hook: `AGE2048_ABORT_AFTER_AGES=n` aborts the process (as a kill would) once `n` ages
 /// have been finished by this run, so tests can resume from any point deterministically.
-fn abort_hook() -> impl FnMut() {
-    let limit: Option<u64> = std::env::var("AGE2048_ABORT_AFTER_AGES").ok().and_then(|s| s.parse().ok());
-    let mut done = 0u64;
-    move || {
-        done += 1;
-        if limit.is_some_and(|l| done >= l) {
+struct AbortHook {
+    limit: Option<u64>,
+    done: std::sync::atomic::AtomicU64,
+}
+
+impl AbortHook {
+    fn from_env() -> AbortHook {
+        AbortHook {
+            limit: std::env::var("AGE2048_ABORT_AFTER_AGES")
+                .ok()
+                .and_then(|s| s.parse().ok()),
+            done: Default::default(),
+        }
+    }
+    fn finished_age(&self) {
+        let done = self.done.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        if self.limit.is_some_and(|l| done >= l) {
             std::process::abort();
         }
     }
+}
+
+/// One finished age of the backward pass, owned, on its way to the writer thread.
+struct AgeJob {
+    age: u32,
+    states: Vec<u64>,
+    afterstates: Vec<u64>,
+    state_recs: Vec<crate::backward::StateRec>,
+    after_values: Vec<f64>,
 }
 
 /// Solves every variant of `cfg`; returns one manifest per variant, in the order given.
@@ -93,7 +119,9 @@ pub fn solve(cfg: &SolveConfig, on_event: &(dyn Fn(Event) + Sync)) -> Result<Vec
     }
     let mut manifests = Vec::new();
     for (class, variants) in classes {
-        manifests.extend(solve_class(&store, &game, cfg.group, &class, &variants, on_event)?);
+        manifests.extend(solve_class(
+            &store, &game, cfg.group, &class, &variants, on_event,
+        )?);
     }
     let order = |m: &Manifest| cfg.variants.iter().position(|v| v.name() == m.variant);
     manifests.sort_by_key(order);
@@ -109,7 +137,9 @@ fn values_path(work: &std::path::Path, age: u32) -> PathBuf {
 }
 
 fn stats_path(work: &std::path::Path, variant: &str, age: u32) -> PathBuf {
-    work.join("stats").join(variant).join(format!("age={age}.json"))
+    work.join("stats")
+        .join(variant)
+        .join(format!("age={age}.json"))
 }
 
 fn load_layer(work: &std::path::Path, kind: char, age: u32) -> Result<Vec<u64>> {
@@ -125,7 +155,7 @@ fn solve_class(
     on_event: &(dyn Fn(Event) + Sync),
 ) -> Result<Vec<Manifest>> {
     let t0 = Instant::now();
-    let mut finished_age = abort_hook();
+    let hook = AbortHook::from_env();
     let shape = game.shape();
     let work = store.work_dir(shape, &class.key());
     let meta = WorkMeta {
@@ -150,11 +180,18 @@ fn solve_class(
         let t = Instant::now();
         let start = match fwd.done_age {
             Some(age) => {
-                on_event(Event::Resumed { pass: "forward", age });
+                on_event(Event::Resumed {
+                    pass: "forward",
+                    age,
+                });
                 Start::After {
                     age,
                     afterstates: load_layer(&work, 'A', age)?,
-                    afterstates_prev: if age >= 2 { load_layer(&work, 'A', age - 2)? } else { Vec::new() },
+                    afterstates_prev: if age >= 2 {
+                        load_layer(&work, 'A', age - 2)?
+                    } else {
+                        Vec::new()
+                    },
                 }
             }
             None => Start::Fresh,
@@ -172,7 +209,7 @@ fn solve_class(
                 states: layer.states.len(),
                 afterstates: layer.afterstates.len(),
             });
-            finished_age();
+            hook.finished_age();
             Ok(())
         })?;
         fwd.complete = true;
@@ -211,7 +248,10 @@ fn solve_class(
         let base_seconds = bwd.seconds;
         let (top, next) = match bwd.done_age {
             Some(done) => {
-                on_event(Event::Resumed { pass: "backward", age: done });
+                on_event(Event::Resumed {
+                    pass: "backward",
+                    age: done,
+                });
                 let level = |age: u32| -> Result<Level> {
                     let ids = load_layer(&work, 'S', age)?;
                     let values: Vec<f64> = store::read_words(&values_path(&work, age))?
@@ -222,7 +262,11 @@ fn solve_class(
                     if values.len() != ids.len() * k {
                         return Err(Error::Corrupt {
                             path: values_path(&work, age),
-                            what: format!("{} values for {} states × {k} variants", values.len(), ids.len()),
+                            what: format!(
+                                "{} values for {} states × {k} variants",
+                                values.len(),
+                                ids.len()
+                            ),
                         });
                     }
                     Ok(Level::new(age, ids, values))
@@ -232,36 +276,79 @@ fn solve_class(
             None => (max_age, None),
         };
         on_event(Event::BackwardStart { top, min_age });
-        backward.run(
-            top,
-            min_age,
-            next,
-            |age| Ok((load_layer(&work, 'S', age)?, load_layer(&work, 'A', age)?)),
-            |out: &AgeOutput, level: &Level| {
-                let stats: Vec<AgeStats> = variants
-                    .par_iter()
-                    .enumerate()
-                    .map(|(vi, v)| write_age(store, game, out, k, vi, v))
-                    .collect::<Result<_>>()?;
-                for (v, s) in names.iter().zip(&stats) {
-                    store::write_json(&stats_path(&work, v, out.age), s)?;
+        // Writing an age (Parquet, index, digests) runs on its own thread while the pass
+        // values the next age; the progress record is written only after the age's files.
+        let (tx, rx) = std::sync::mpsc::sync_channel::<AgeJob>(2);
+        let bwd = &mut bwd;
+        let (run, written) = std::thread::scope(|scope| {
+            let writer = scope.spawn(|| -> Result<f64> {
+                let mut write_s = 0.0;
+                for job in rx {
+                    let tw = Instant::now();
+                    let out = AgeOutput {
+                        age: job.age,
+                        states: &job.states,
+                        afterstates: &job.afterstates,
+                        state_recs: &job.state_recs,
+                        after_values: &job.after_values,
+                    };
+                    let stats: Vec<AgeStats> = variants
+                        .par_iter()
+                        .enumerate()
+                        .map(|(vi, v)| write_age(store, game, &out, k, vi, v))
+                        .collect::<Result<_>>()?;
+                    for (v, s) in names.iter().zip(&stats) {
+                        store::write_json(&stats_path(&work, v, job.age), s)?;
+                    }
+                    let bits: Vec<u64> = job.state_recs.iter().map(|r| r.value.to_bits()).collect();
+                    store::write_words(&values_path(&work, job.age), &bits)?;
+                    bwd.done_age = Some(job.age);
+                    bwd.seconds = base_seconds + t.elapsed().as_secs_f64();
+                    store::write_json(&bwd_path, &*bwd)?;
+                    // Resuming needs the values of the last two finished ages; the starting
+                    // ages (≤ 8) are kept for the values at the initial states.
+                    let old = values_path(&work, job.age + 4);
+                    if job.age + 4 > 8 && old.exists() {
+                        fs::remove_file(&old).map_err(|e| Error::io(&old, e))?;
+                    }
+                    write_s += tw.elapsed().as_secs_f64();
+                    on_event(Event::Backward { age: job.age });
+                    hook.finished_age();
                 }
-                let bits: Vec<u64> = level.values.iter().map(|x| x.to_bits()).collect();
-                store::write_words(&values_path(&work, out.age), &bits)?;
-                bwd.done_age = Some(out.age);
-                bwd.seconds = base_seconds + t.elapsed().as_secs_f64();
-                store::write_json(&bwd_path, &bwd)?;
-                // Resuming needs the values of the last two finished ages; the starting ages
-                // (≤ 8) are kept for the values at the initial states.
-                let old = values_path(&work, out.age + 4);
-                if out.age + 4 > 8 && old.exists() {
-                    fs::remove_file(&old).map_err(|e| Error::io(&old, e))?;
-                }
-                on_event(Event::Backward { age: out.age });
-                finished_age();
-                Ok(())
-            },
-        )?;
+                Ok(write_s)
+            });
+            let run = backward.run(
+                top,
+                min_age,
+                next,
+                |age| Ok((load_layer(&work, 'S', age)?, load_layer(&work, 'A', age)?)),
+                |out: &AgeOutput, _level: &Level| {
+                    let job = AgeJob {
+                        age: out.age,
+                        states: out.states.to_vec(),
+                        afterstates: out.afterstates.to_vec(),
+                        state_recs: out.state_recs.to_vec(),
+                        after_values: out.after_values.to_vec(),
+                    };
+                    tx.send(job)
+                        .map_err(|_| Error::Invalid("the writer stopped".into()))
+                },
+            );
+            drop(tx);
+            let written = writer
+                .join()
+                .unwrap_or_else(|_| Err(Error::Invalid("the writer thread panicked".into())));
+            (run, written)
+        });
+        // The writer's own error says more than the pass's "the writer stopped".
+        let write_s = written?;
+        run?;
+        if std::env::var_os("AGE2048_TIMINGS").is_some() {
+            eprintln!(
+                "backward: {:.2} s, writing {write_s:.2} s (overlapped)",
+                t.elapsed().as_secs_f64()
+            );
+        }
     }
 
     // ---- finish: ages table, manifests, then drop the work files
@@ -324,11 +411,19 @@ fn solve_class(
         manifests.push(manifest);
     }
     fs::remove_dir_all(&work).map_err(|e| Error::io(&work, e))?;
+    // Drop `.work/board=B` and `.work` too once empty (remove_dir refuses non-empty ones).
+    for dir in work.ancestors().skip(1).take(2) {
+        let _ = fs::remove_dir(dir);
+    }
     Ok(manifests)
 }
 
 /// Per variant: (value from two 2-tiles, value over the real initial distribution).
-fn initial_values(game: &Game, work: &std::path::Path, variants: &[Variant]) -> Result<Vec<(Option<f64>, Option<f64>)>> {
+fn initial_values(
+    game: &Game,
+    work: &std::path::Path,
+    variants: &[Variant],
+) -> Result<Vec<(Option<f64>, Option<f64>)>> {
     let k = variants.len();
     let mut levels: BTreeMap<u32, (Vec<u64>, Vec<u64>)> = BTreeMap::new();
     for age in [4u32, 6, 8] {
@@ -355,14 +450,21 @@ fn initial_values(game: &Game, work: &std::path::Path, variants: &[Variant]) -> 
                 if starts.is_empty() {
                     return None;
                 }
-                let vals: Option<Vec<(f64, f64)>> = starts.iter().map(|&(b, p)| value(b, vi).map(|x| (x, p))).collect();
+                let vals: Option<Vec<(f64, f64)>> = starts
+                    .iter()
+                    .map(|&(b, p)| value(b, vi).map(|x| (x, p)))
+                    .collect();
                 let vals = vals?;
                 Some(match v.kind {
                     Kind::Guaranteed(_) => vals.iter().map(|x| x.0).fold(f64::INFINITY, f64::min),
                     _ => vals.iter().map(|(x, p)| x * p).sum(),
                 })
             };
-            let two = if v.p4 < 1.0 { fold(game.starts(0.0)) } else { None };
+            let two = if v.p4 < 1.0 {
+                fold(game.starts(0.0))
+            } else {
+                None
+            };
             (two, fold(game.starts(v.p4)))
         })
         .collect())
@@ -370,14 +472,31 @@ fn initial_values(game: &Game, work: &std::path::Path, variants: &[Variant]) -> 
 
 /// Writes one age of one variant: states and afterstates Parquet, the age index. Returns the
 /// age's figures with the files' digests.
-fn write_age(store: &Store, game: &Game, out: &AgeOutput, k: usize, vi: usize, v: &Variant) -> Result<AgeStats> {
+fn write_age(
+    store: &Store,
+    game: &Game,
+    out: &AgeOutput,
+    k: usize,
+    vi: usize,
+    v: &Variant,
+) -> Result<AgeStats> {
     let shape = game.shape();
     let cells = game.cells();
     let name = v.name();
     let age = out.age;
     let recs: Vec<_> = out.state_recs.iter().skip(vi).step_by(k).copied().collect();
-    let after_values: Vec<f64> = out.after_values.iter().skip(vi).step_by(k).copied().collect();
-    let after_empty: Vec<u8> = out.afterstates.iter().map(|&a| board::count_empty(a, cells) as u8).collect();
+    let after_values: Vec<f64> = out
+        .after_values
+        .iter()
+        .skip(vi)
+        .step_by(k)
+        .copied()
+        .collect();
+    let after_empty: Vec<u8> = out
+        .afterstates
+        .iter()
+        .map(|&a| board::count_empty(a, cells) as u8)
+        .collect();
 
     let mut st = AgeStats {
         age,
@@ -397,10 +516,15 @@ fn write_age(store: &Store, game: &Game, out: &AgeOutput, k: usize, vi: usize, v
     if !recs.is_empty() {
         st.mean_state_value = Some(recs.iter().map(|r| r.value).sum::<f64>() / recs.len() as f64);
     }
-    let gaps: Vec<f64> = recs.iter().filter(|r| r.moves >= 2).map(|r| r.gap).collect();
+    let gaps: Vec<f64> = recs
+        .iter()
+        .filter(|r| r.moves >= 2)
+        .map(|r| r.gap)
+        .collect();
     if !gaps.is_empty() {
         st.mean_action_gap = Some(gaps.iter().sum::<f64>() / gaps.len() as f64);
-        st.frac_gap_lt_1 = Some(gaps.iter().filter(|&&g| g < 1.0).count() as f64 / gaps.len() as f64);
+        st.frac_gap_lt_1 =
+            Some(gaps.iter().filter(|&&g| g < 1.0).count() as f64 / gaps.len() as f64);
     }
 
     let index_path = store.index_file(shape, &name, age);
@@ -414,7 +538,8 @@ fn write_age(store: &Store, game: &Game, out: &AgeOutput, k: usize, vi: usize, v
                 age,
                 variant: name.clone(),
             };
-            let bytes = encode_age_index(&meta, out.states, out.afterstates, &after_values).map_err(|e| Error::Invalid(format!("{}: {e}", index_path.display())))?;
+            let bytes = encode_age_index(&meta, out.states, out.afterstates, &after_values)
+                .map_err(|e| Error::Invalid(format!("{}: {e}", index_path.display())))?;
             let s = AgeIndex::from_bytes(&bytes[..])
                 .map_err(|e| Error::Corrupt {
                     path: index_path.clone(),
@@ -444,21 +569,42 @@ fn write_age(store: &Store, game: &Game, out: &AgeOutput, k: usize, vi: usize, v
                             moves: recs.iter().map(|r| r.moves).collect(),
                             best: recs
                                 .iter()
-                                .map(|r| (r.best != NO_MOVE).then(|| ["L", "R", "U", "D"][r.best as usize]))
+                                .map(|r| {
+                                    (r.best != NO_MOVE)
+                                        .then(|| ["L", "R", "U", "D"][r.best as usize])
+                                })
                                 .collect(),
-                            gap: recs.iter().map(|r| (r.moves >= 2).then_some(r.gap)).collect(),
-                            empty: out.states.iter().map(|&s| board::count_empty(s, cells) as u8).collect(),
+                            gap: recs
+                                .iter()
+                                .map(|r| (r.moves >= 2).then_some(r.gap))
+                                .collect(),
+                            empty: out
+                                .states
+                                .iter()
+                                .map(|&s| board::count_empty(s, cells) as u8)
+                                .collect(),
                         },
                     )
                 },
-                || store::afterstates_parquet(&after_path, out.afterstates.to_vec(), after_values.clone(), after_empty.clone()),
+                || {
+                    store::afterstates_parquet(
+                        &after_path,
+                        out.afterstates.to_vec(),
+                        after_values.clone(),
+                        after_empty.clone(),
+                    )
+                },
             )
         },
     );
     let (index_bytes, index_entry) = index?;
     let states_pq = states_pq?;
     let after_pq = after_pq?;
-    for (path, bytes) in [(&states_path, &states_pq), (&after_path, &after_pq), (&index_path, &index_bytes)] {
+    for (path, bytes) in [
+        (&states_path, &states_pq),
+        (&after_path, &after_pq),
+        (&index_path, &index_bytes),
+    ] {
         let sha = store::atomic_write(path, bytes)?;
         st.files.push(FileEntry {
             path: store.relative(path),

@@ -20,7 +20,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, BooleanArray, Float64Array, StringArray, UInt32Array, UInt64Array, UInt8Array};
+use arrow::array::{
+    ArrayRef, BooleanArray, Float64Array, StringArray, UInt32Array, UInt64Array, UInt8Array,
+};
 use arrow::datatypes::{DataType, Field, Schema};
 use arrow::record_batch::RecordBatch;
 use parquet::arrow::ArrowWriter;
@@ -72,7 +74,8 @@ impl Store {
         self.part("index", board, variant)
     }
     pub fn index_file(&self, board: Shape, variant: &str, age: u32) -> PathBuf {
-        self.index_dir(board, variant).join(format!("age={age}.a2i"))
+        self.index_dir(board, variant)
+            .join(format!("age={age}.a2i"))
     }
     pub fn manifest_file(&self, board: Shape, variant: &str) -> PathBuf {
         self.root
@@ -81,7 +84,10 @@ impl Store {
             .join(format!("variant={variant}.json"))
     }
     pub fn work_dir(&self, board: Shape, class_key: &str) -> PathBuf {
-        self.root.join(".work").join(format!("board={board}")).join(class_key)
+        self.root
+            .join(".work")
+            .join(format!("board={board}"))
+            .join(class_key)
     }
     /// Path relative to the data directory, with `/` separators (as in manifests).
     pub fn relative(&self, path: &Path) -> String {
@@ -267,16 +273,19 @@ pub fn read_words(path: &Path) -> Result<Option<Vec<u64>>> {
 }
 
 pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<String> {
-    let bytes = serde_json::to_vec_pretty(value).map_err(|e| Error::Invalid(format!("{}: {e}", path.display())))?;
+    let bytes = serde_json::to_vec_pretty(value)
+        .map_err(|e| Error::Invalid(format!("{}: {e}", path.display())))?;
     atomic_write(path, &bytes)
 }
 
 pub fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Option<T>> {
     match fs::read(path) {
-        Ok(b) => serde_json::from_slice(&b).map(Some).map_err(|e| Error::Corrupt {
-            path: path.to_path_buf(),
-            what: e.to_string(),
-        }),
+        Ok(b) => serde_json::from_slice(&b)
+            .map(Some)
+            .map_err(|e| Error::Corrupt {
+                path: path.to_path_buf(),
+                what: e.to_string(),
+            }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(Error::io(path, e)),
     }
@@ -286,8 +295,7 @@ pub fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Option<T>>
 // Parquet tables.
 
 fn writer_props(delta_cols: &[&str], plain_cols: &[&str]) -> WriterProperties {
-    let mut b = WriterProperties::builder()
-        .set_compression(Compression::SNAPPY);
+    let mut b = WriterProperties::builder().set_compression(Compression::SNAPPY);
     // Sorted ids delta-encode to a few bits each; values are mostly distinct, so a dictionary
     // would be built only to be thrown away.
     for c in delta_cols {
@@ -295,8 +303,15 @@ fn writer_props(delta_cols: &[&str], plain_cols: &[&str]) -> WriterProperties {
             .set_column_dictionary_enabled(ColumnPath::from(*c), false)
             .set_column_encoding(ColumnPath::from(*c), Encoding::DELTA_BINARY_PACKED);
     }
+    for c in delta_cols {
+        b = b.set_column_compression(ColumnPath::from(*c), Compression::UNCOMPRESSED);
+    }
+    // Values are full-precision doubles: nearly incompressible, so neither a dictionary nor
+    // a compressor earns its time.
     for c in plain_cols {
-        b = b.set_column_dictionary_enabled(ColumnPath::from(*c), false);
+        b = b
+            .set_column_dictionary_enabled(ColumnPath::from(*c), false)
+            .set_column_compression(ColumnPath::from(*c), Compression::UNCOMPRESSED);
     }
     b.build()
 }
@@ -354,7 +369,12 @@ pub fn states_parquet(path: &Path, c: StatesColumns) -> Result<Vec<u8>> {
     parquet_bytes(path, &b, writer_props(&["id"], &["value", "gap"]))
 }
 
-pub fn afterstates_parquet(path: &Path, id: Vec<u64>, value: Vec<f64>, empty: Vec<u8>) -> Result<Vec<u8>> {
+pub fn afterstates_parquet(
+    path: &Path,
+    id: Vec<u64>,
+    value: Vec<f64>,
+    empty: Vec<u8>,
+) -> Result<Vec<u8>> {
     let fields = vec![
         Field::new("id", DataType::UInt64, false),
         Field::new("value", DataType::Float64, false),
@@ -382,12 +402,22 @@ pub fn ages_parquet(path: &Path, ages: &[AgeStats]) -> Result<Vec<u8>> {
         f("mean_action_gap"),
         f("frac_gap_lt_1"),
     ];
-    let col = |g: fn(&AgeStats) -> Option<f64>| -> ArrayRef { Arc::new(Float64Array::from(ages.iter().map(g).collect::<Vec<_>>())) };
+    let col = |g: fn(&AgeStats) -> Option<f64>| -> ArrayRef {
+        Arc::new(Float64Array::from(ages.iter().map(g).collect::<Vec<_>>()))
+    };
     let cols: Vec<ArrayRef> = vec![
-        Arc::new(UInt32Array::from(ages.iter().map(|a| a.age).collect::<Vec<_>>())),
-        Arc::new(UInt64Array::from(ages.iter().map(|a| a.n_states).collect::<Vec<_>>())),
-        Arc::new(UInt64Array::from(ages.iter().map(|a| a.n_afterstates).collect::<Vec<_>>())),
-        Arc::new(UInt64Array::from(ages.iter().map(|a| a.n_terminal_states).collect::<Vec<_>>())),
+        Arc::new(UInt32Array::from(
+            ages.iter().map(|a| a.age).collect::<Vec<_>>(),
+        )),
+        Arc::new(UInt64Array::from(
+            ages.iter().map(|a| a.n_states).collect::<Vec<_>>(),
+        )),
+        Arc::new(UInt64Array::from(
+            ages.iter().map(|a| a.n_afterstates).collect::<Vec<_>>(),
+        )),
+        Arc::new(UInt64Array::from(
+            ages.iter().map(|a| a.n_terminal_states).collect::<Vec<_>>(),
+        )),
         col(|a| a.mean_empty_cells_afterstates),
         col(|a| a.best_afterstate_value),
         col(|a| a.mean_state_value),

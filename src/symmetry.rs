@@ -179,9 +179,9 @@ impl Symmetry {
 }
 
 fn apply_perm(code: u64, perm: &[u8]) -> u64 {
-    perm.iter()
-        .enumerate()
-        .fold(0u64, |acc, (i, &src)| acc | (u64::from(cell(code, src as usize)) << (4 * i)))
+    perm.iter().enumerate().fold(0u64, |acc, (i, &src)| {
+        acc | (u64::from(cell(code, src as usize)) << (4 * i))
+    })
 }
 
 /// Each group element as "destination cell i takes the tile of source cell perm[i]".
@@ -225,7 +225,19 @@ mod tests {
     #[test]
     fn canon_is_min_over_generic_images_and_same_for_all_symmetric_boards() {
         let mut rng = rand::rngs::StdRng::seed_from_u64(7);
-        for (r, c) in [(2, 2), (2, 3), (3, 2), (3, 3), (2, 4), (4, 2), (3, 4), (4, 3), (4, 4), (1, 6), (2, 5)] {
+        for (r, c) in [
+            (2, 2),
+            (2, 3),
+            (3, 2),
+            (3, 3),
+            (2, 4),
+            (4, 2),
+            (3, 4),
+            (4, 3),
+            (4, 4),
+            (1, 6),
+            (2, 5),
+        ] {
             let shape = Shape::new(r, c).unwrap();
             for group in [Group::Full, Group::Flips, Group::None] {
                 let sym = Symmetry::new(shape, group);
@@ -241,7 +253,11 @@ mod tests {
                     let id = sym.canon(b);
                     assert_eq!(id, *images.iter().min().unwrap(), "{shape} {group:?}");
                     for &img in &images {
-                        assert_eq!(sym.canon(img), id, "{shape} {group:?}: symmetric boards differ");
+                        assert_eq!(
+                            sym.canon(img),
+                            id,
+                            "{shape} {group:?}: symmetric boards differ"
+                        );
                     }
                 }
             }

@@ -173,7 +173,9 @@ impl fmt::Display for Variant {
 }
 
 fn parse_p4(text: &str) -> Result<f64, VariantError> {
-    let p: f64 = text.parse().map_err(|_| VariantError::P4(text.to_string()))?;
+    let p: f64 = text
+        .parse()
+        .map_err(|_| VariantError::P4(text.to_string()))?;
     check_p4(p).map(|_| p)
 }
 
@@ -245,8 +247,16 @@ mod tests {
         let e = Variant::expectation().forward_class();
         let o = Variant::parse("optimistic", None).unwrap().forward_class();
         assert_eq!(e, o);
-        let z = Variant::parse("expectation", Some(0.0)).unwrap().forward_class();
+        let z = Variant::parse("expectation", Some(0.0))
+            .unwrap()
+            .forward_class();
         assert!(z.spawn2 && !z.spawn4);
-        assert_eq!(Variant::parse("goal-64", None).unwrap().forward_class().absorb, Some(6));
+        assert_eq!(
+            Variant::parse("goal-64", None)
+                .unwrap()
+                .forward_class()
+                .absorb,
+            Some(6)
+        );
     }
 }

@@ -42,7 +42,13 @@ fn cached<T: Send + Sync + 'static>(
     key: String,
     make: impl FnOnce() -> T,
 ) -> Cell<T> {
-    let cell = map.get_or_init(Default::default).lock().unwrap().entry(key).or_default().clone();
+    let cell = map
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap()
+        .entry(key)
+        .or_default()
+        .clone();
     cell.get_or_init(make);
     cell
 }
@@ -51,7 +57,10 @@ fn cached<T: Send + Sync + 'static>(
 fn oracle_for(shape: Shape, v: Variant) -> Arc<Mutex<Solved>> {
     static MAP: OnceLock<Mutex<HashMap<String, Cell<Arc<Mutex<Solved>>>>>> = OnceLock::new();
     let key = format!("{} {} {}", shape.name(), v.base_name(), v.p4);
-    cached(&MAP, key, || Arc::new(Mutex::new(Solved::new(shape, v)))).get().unwrap().clone()
+    cached(&MAP, key, || Arc::new(Mutex::new(Solved::new(shape, v))))
+        .get()
+        .unwrap()
+        .clone()
 }
 
 /// A solver output directory, solved once per test binary; `Err` holds the solver's failure.
@@ -63,7 +72,13 @@ fn solved_dir(
 ) -> Result<Arc<tempfile::TempDir>, String> {
     static MAP: OnceLock<Mutex<HashMap<String, Cell<Result<Arc<tempfile::TempDir>, String>>>>> =
         OnceLock::new();
-    let key = format!("{} {} {} {:?}", shape.name(), group.name(), variants.join(","), p4);
+    let key = format!(
+        "{} {} {} {:?}",
+        shape.name(),
+        group.name(),
+        variants.join(","),
+        p4
+    );
     cached(&MAP, key, || {
         let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
         let mut args: Vec<String> = vec![
@@ -90,7 +105,10 @@ fn solved_dir(
 
 /// Runs the solver binary; `Err` carries the command and its stderr.
 fn run(args: &[String]) -> Result<String, String> {
-    let out = Command::new(BIN).args(args).output().map_err(|e| format!("{BIN}: {e}"))?;
+    let out = Command::new(BIN)
+        .args(args)
+        .output()
+        .map_err(|e| format!("{BIN}: {e}"))?;
     if !out.status.success() {
         return Err(format!(
             "`age2048 {}` failed ({}):\n{}",
@@ -103,7 +121,9 @@ fn run(args: &[String]) -> Result<String, String> {
 }
 
 fn manifest_path(dir: &Path, shape: Shape, variant: &str) -> PathBuf {
-    dir.join("manifest").join(format!("board={}", shape.name())).join(format!("variant={variant}.json"))
+    dir.join("manifest")
+        .join(format!("board={}", shape.name()))
+        .join(format!("variant={variant}.json"))
 }
 
 fn read_manifest(dir: &Path, shape: Shape, variant: &str) -> serde_json::Value {
@@ -120,7 +140,11 @@ fn manifest_variants(dir: &Path, shape: Shape) -> Vec<String> {
         .unwrap_or_else(|e| panic!("{}: {e}", d.display()))
         .filter_map(|e| {
             let name = e.ok()?.file_name().into_string().ok()?;
-            Some(name.strip_prefix("variant=")?.strip_suffix(".json")?.to_string())
+            Some(
+                name.strip_prefix("variant=")?
+                    .strip_suffix(".json")?
+                    .to_string(),
+            )
         })
         .collect();
     names.sort();
@@ -128,11 +152,15 @@ fn manifest_variants(dir: &Path, shape: Shape) -> Vec<String> {
 }
 
 fn json_u64(m: &serde_json::Value, key: &str) -> u64 {
-    m[key].as_u64().unwrap_or_else(|| panic!("manifest field {key:?} is not an integer: {}", m[key]))
+    m[key]
+        .as_u64()
+        .unwrap_or_else(|| panic!("manifest field {key:?} is not an integer: {}", m[key]))
 }
 
 fn json_f64(m: &serde_json::Value, key: &str) -> f64 {
-    m[key].as_f64().unwrap_or_else(|| panic!("manifest field {key:?} is not a number: {}", m[key]))
+    m[key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("manifest field {key:?} is not a number: {}", m[key]))
 }
 
 /// One row of `best --format csv`.
@@ -148,14 +176,31 @@ fn parse_float(field: &str, what: &str) -> Result<Option<f64>, String> {
     if field.is_empty() {
         return Ok(None);
     }
-    field.parse::<f64>().map(Some).map_err(|e| format!("{what}: {field:?}: {e}"))
+    field
+        .parse::<f64>()
+        .map(Some)
+        .map_err(|e| format!("{what}: {field:?}: {e}"))
 }
 
 /// Runs `best --format csv --input FILE` on the given board texts.
 fn best(dir: &Path, shape: Shape, variant: &str, texts: &[String]) -> Result<Vec<Row>, String> {
     let input = tempfile::NamedTempFile::new().map_err(|e| e.to_string())?;
     std::fs::write(input.path(), texts.join("\n") + "\n").map_err(|e| e.to_string())?;
-    let args: Vec<String> = [
+    let file = input.path().display().to_string();
+    best_with(dir, shape, variant, &["--input", &file], None, texts.len())
+}
+
+/// Runs `best --format csv` with extra arguments (boards or `--input`) and optional standard
+/// input, and parses its rows.
+fn best_with(
+    dir: &Path,
+    shape: Shape,
+    variant: &str,
+    extra: &[&str],
+    stdin: Option<String>,
+    n: usize,
+) -> Result<Vec<Row>, String> {
+    let mut args: Vec<String> = [
         "best",
         "--board",
         &shape.name(),
@@ -163,21 +208,48 @@ fn best(dir: &Path, shape: Shape, variant: &str, texts: &[String]) -> Result<Vec
         &dir.display().to_string(),
         "--variant",
         variant,
-        "--input",
-        &input.path().display().to_string(),
         "--format",
         "csv",
     ]
     .iter()
     .map(|s| s.to_string())
     .collect();
-    let out = run(&args)?;
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let out = match stdin {
+        None => run(&args)?,
+        Some(text) => {
+            use std::io::Write;
+            let mut child = Command::new(BIN)
+                .args(&args)
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .map_err(|e| e.to_string())?;
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(text.as_bytes())
+                .map_err(|e| e.to_string())?;
+            let out = child.wait_with_output().map_err(|e| e.to_string())?;
+            if !out.status.success() {
+                return Err(format!(
+                    "`age2048 {}` failed ({}):\n{}",
+                    args.join(" "),
+                    out.status,
+                    String::from_utf8_lossy(&out.stderr)
+                ));
+            }
+            String::from_utf8(out.stdout).map_err(|e| e.to_string())?
+        }
+    };
     let mut lines = out.lines();
     let header = lines.next().unwrap_or("");
     if header != "board,L,R,U,D,value,best" {
         return Err(format!("unexpected CSV header {header:?}"));
     }
-    let mut rows = Vec::with_capacity(texts.len());
+    let mut rows = Vec::with_capacity(n);
     for line in lines {
         let f: Vec<&str> = line.split(',').collect();
         if f.len() != 7 {
@@ -190,10 +262,15 @@ fn best(dir: &Path, shape: Shape, variant: &str, texts: &[String]) -> Result<Vec
             parse_float(f[4], "D")?,
         ];
         let value = parse_float(f[5], "value")?.ok_or_else(|| format!("empty value: {line:?}"))?;
-        rows.push(Row { board: f[0].to_string(), q, value, best: f[6].to_string() });
+        rows.push(Row {
+            board: f[0].to_string(),
+            q,
+            value,
+            best: f[6].to_string(),
+        });
     }
-    if rows.len() != texts.len() {
-        return Err(format!("{} boards in, {} CSV rows out", texts.len(), rows.len()));
+    if rows.len() != n {
+        return Err(format!("{n} boards in, {} CSV rows out", rows.len()));
     }
     Ok(rows)
 }
@@ -209,7 +286,13 @@ fn texts(shape: Shape, boards: &[Board]) -> Vec<String> {
 
 fn fmt_q(q: &[Option<f64>; 4]) -> String {
     let f = |x: &Option<f64>| x.map_or("-".to_string(), |v| format!("{v}"));
-    format!("L {} R {} U {} D {}", f(&q[0]), f(&q[1]), f(&q[2]), f(&q[3]))
+    format!(
+        "L {} R {} U {} D {}",
+        f(&q[0]),
+        f(&q[1]),
+        f(&q[2]),
+        f(&q[3])
+    )
 }
 
 /// Collected discrepancies of one test, reported together at its end.
@@ -222,7 +305,11 @@ impl Failures {
     }
     fn check(self, what: &str) {
         if !self.0.is_empty() {
-            panic!("{what}: {} discrepancies:\n  {}", self.0.len(), self.0.join("\n  "));
+            panic!(
+                "{what}: {} discrepancies:\n  {}",
+                self.0.len(),
+                self.0.join("\n  ")
+            );
         }
     }
 }
@@ -320,7 +407,11 @@ fn check_counts(
         }
     }
     if m["symmetry"].as_str() != Some(group.name()) {
-        fails.push(format!("{what}: symmetry {}, expected {:?}", m["symmetry"], group.name()));
+        fails.push(format!(
+            "{what}: symmetry {}, expected {:?}",
+            m["symmetry"],
+            group.name()
+        ));
     }
     let Some(ages) = m["ages"].as_array() else {
         fails.push(format!("{what}: no ages array"));
@@ -328,7 +419,11 @@ fn check_counts(
     };
     let mut got: BTreeMap<u64, [u64; 3]> = BTreeMap::new();
     for a in ages {
-        let c = [json_u64(a, keys[0]), json_u64(a, keys[1]), json_u64(a, keys[2])];
+        let c = [
+            json_u64(a, keys[0]),
+            json_u64(a, keys[1]),
+            json_u64(a, keys[2]),
+        ];
         if c != [0, 0, 0] {
             got.insert(json_u64(a, "age"), c);
         }
@@ -339,7 +434,11 @@ fn check_counts(
         let o = counts.get(&age).copied().unwrap_or_default();
         let s = got.get(&age).copied().unwrap_or_default();
         if o[..k_max] != s[..k_max] {
-            bad.push(format!("age {age}: solver {:?} oracle {:?}", &s[..k_max], &o[..k_max]));
+            bad.push(format!(
+                "age {age}: solver {:?} oracle {:?}",
+                &s[..k_max],
+                &o[..k_max]
+            ));
         }
     }
     if !bad.is_empty() {
@@ -352,17 +451,28 @@ fn check_counts(
     }
     let max_age = solved.max_age();
     if m["max_age"].as_u64() != Some(max_age) {
-        fails.push(format!("{what}: max_age {}, oracle {max_age}", m["max_age"]));
+        fails.push(format!(
+            "{what}: max_age {}, oracle {max_age}",
+            m["max_age"]
+        ));
     }
 }
 
 /// Compares the manifest's `value_two_2_tiles` and `value_initial` with the oracle's.
 /// With `p4 = 1` two 2-tiles are unreachable, so a missing or null value is accepted there.
-fn check_manifest_values(m: &serde_json::Value, solved: &mut Solved, what: &str, fails: &mut Failures) {
+fn check_manifest_values(
+    m: &serde_json::Value,
+    solved: &mut Solved,
+    what: &str,
+    fails: &mut Failures,
+) {
     let v2 = solved.value_two_2_tiles();
     let vi = solved.value_initial();
     let optional2 = solved.oracle.variant.p4 >= 1.0;
-    for (key, want, optional) in [("value_two_2_tiles", v2, optional2), ("value_initial", vi, false)] {
+    for (key, want, optional) in [
+        ("value_two_2_tiles", v2, optional2),
+        ("value_initial", vi, false),
+    ] {
         match m[key].as_f64() {
             Some(x) if close(x, want) => {}
             None if optional => {}
@@ -378,7 +488,9 @@ fn row_after(text: &str, dir: char) -> Option<(String, u64)> {
     let cols = text.split_whitespace().count();
     let shape = Shape::new(1, cols);
     let rules = Rules::new(shape);
-    rules.apply_letter(parse_board(shape, text), dir).map(|(b, r)| (board_text(shape, b, "_"), r))
+    rules
+        .apply_letter(parse_board(shape, text), dir)
+        .map(|(b, r)| (board_text(shape, b, "_"), r))
 }
 
 #[test]
@@ -414,17 +526,36 @@ fn oracle_move_rule() {
     let col = Shape::new(4, 1);
     let rules = Rules::new(col);
     let b = parse_board(col, "2/2/2/.");
-    assert_eq!(rules.apply_letter(b, 'U').map(|(a, r)| (board_text(col, a, "."), r)), Some(("4/2/./.".into(), 4)));
-    assert_eq!(rules.apply_letter(b, 'D').map(|(a, r)| (board_text(col, a, "."), r)), Some(("././2/4".into(), 4)));
+    assert_eq!(
+        rules
+            .apply_letter(b, 'U')
+            .map(|(a, r)| (board_text(col, a, "."), r)),
+        Some(("4/2/./.".into(), 4))
+    );
+    assert_eq!(
+        rules
+            .apply_letter(b, 'D')
+            .map(|(a, r)| (board_text(col, a, "."), r)),
+        Some(("././2/4".into(), 4))
+    );
     assert_eq!(rules.apply_letter(b, 'L'), None);
-    assert_eq!(rules.apply_letter(parse_board(col, "4/2/2/."), 'D').map(|(a, r)| (board_text(col, a, "."), r)), Some(("././4/4".into(), 4)));
+    assert_eq!(
+        rules
+            .apply_letter(parse_board(col, "4/2/2/."), 'D')
+            .map(|(a, r)| (board_text(col, a, "."), r)),
+        Some(("././4/4".into(), 4))
+    );
     assert_eq!(rules.apply_letter(parse_board(col, "./2/4/8"), 'D'), None);
 
     // Whole boards, each line independently.
     let s = Shape::new(3, 3);
     let rules = Rules::new(s);
     let b = parse_board(s, "2 2 4/0 4 4/8 0 8");
-    let mv = |d| rules.apply_letter(b, d).map(|(a, r)| (board_text(s, a, "0"), r));
+    let mv = |d| {
+        rules
+            .apply_letter(b, d)
+            .map(|(a, r)| (board_text(s, a, "0"), r))
+    };
     assert_eq!(mv('L'), Some(("4 4 0/8 0 0/16 0 0".into(), 4 + 8 + 16)));
     assert_eq!(mv('R'), Some(("0 4 4/0 0 8/0 0 16".into(), 28)));
     assert_eq!(mv('U'), Some(("2 2 8/8 4 8/0 0 0".into(), 8)));
@@ -452,11 +583,30 @@ fn oracle_move_rule() {
         }
         let line: Vec<u8> = (0..4).map(|i| cell(key, i)).collect();
         let (new, reward) = slide_line(&line);
-        let want: Board = new.iter().enumerate().map(|(i, &e)| (e as u64) << (4 * i)).sum();
+        let want: Board = new
+            .iter()
+            .enumerate()
+            .map(|(i, &e)| (e as u64) << (4 * i))
+            .sum();
         let got = rules.apply(key, 0);
-        assert_eq!(got, if want == key { None } else { Some((want, reward)) }, "line {line:?}");
+        assert_eq!(
+            got,
+            if want == key {
+                None
+            } else {
+                Some((want, reward))
+            },
+            "line {line:?}"
+        );
         let rev: Board = (0..4).map(|i| (cell(key, 3 - i) as u64) << (4 * i)).sum();
-        let got_r = rules.apply(rev, 1).map(|(b, r)| ((0..4).map(|i| (cell(b, 3 - i) as u64) << (4 * i)).sum::<u64>(), r));
+        let got_r = rules.apply(rev, 1).map(|(b, r)| {
+            (
+                (0..4)
+                    .map(|i| (cell(b, 3 - i) as u64) << (4 * i))
+                    .sum::<u64>(),
+                r,
+            )
+        });
         assert_eq!(got_r, got, "mirrored line {line:?}");
     }
 }
@@ -516,8 +666,14 @@ fn oracle_published_2x2_and_self_consistency() {
                 let perms = group_perms(shape, group);
                 for &b in &fwd.states {
                     for p in &perms {
-                        assert!(solved.oracle.state_v.get(&permute(b, p)).is_some(), "not closed");
-                        assert!(close(solved.reached_value(permute(b, p)), solved.reached_value(b)));
+                        assert!(
+                            solved.oracle.state_v.get(&permute(b, p)).is_some(),
+                            "not closed"
+                        );
+                        assert!(close(
+                            solved.reached_value(permute(b, p)),
+                            solved.reached_value(b)
+                        ));
                     }
                 }
                 let a = age_counts(shape, group, &fwd);
@@ -557,11 +713,26 @@ fn oracle_variant_properties() {
         let opt = Solved::new(shape, Variant::new(Kind::Optimistic));
         let pes = Solved::new(shape, Variant::new(Kind::Pessimistic));
         for &s in &exp.reach.states {
-            let (o, e, p) = (opt.reached_value(s), exp.reached_value(s), pes.reached_value(s));
-            assert!(o >= e - 1e-9 * o.abs() && e >= p - 1e-9 * e.abs(), "{s:#x}: {o} {e} {p}");
+            let (o, e, p) = (
+                opt.reached_value(s),
+                exp.reached_value(s),
+                pes.reached_value(s),
+            );
+            assert!(
+                o >= e - 1e-9 * o.abs() && e >= p - 1e-9 * e.abs(),
+                "{s:#x}: {o} {e} {p}"
+            );
         }
-        let max_t = exp.reach.states.iter().map(|&b| max_exp(shape, b)).max().unwrap();
-        let mut goals: Vec<Solved> = (2..=max_t).map(|t| Solved::new(shape, Variant::new(Kind::Goal(t)))).collect();
+        let max_t = exp
+            .reach
+            .states
+            .iter()
+            .map(|&b| max_exp(shape, b))
+            .max()
+            .unwrap();
+        let mut goals: Vec<Solved> = (2..=max_t)
+            .map(|t| Solved::new(shape, Variant::new(Kind::Goal(t))))
+            .collect();
         for t in 2..=max_t {
             let g = &goals[(t - 2) as usize];
             let gu = Solved::new(shape, Variant::new(Kind::Guaranteed(t)));
@@ -578,6 +749,14 @@ fn oracle_variant_properties() {
                 }
             }
         }
+        // p4 = 1 is the p4 = 0 game with every tile doubled: same counts, twice the rewards.
+        let mut only2 = Solved::new(shape, Variant::with_p4(Kind::Expectation, 0.0));
+        let mut only4 = Solved::new(shape, Variant::with_p4(Kind::Expectation, 1.0));
+        assert_eq!(
+            totals(&age_counts(shape, Group::None, &only2.reach)),
+            totals(&age_counts(shape, Group::None, &only4.reach))
+        );
+        assert!(close(2.0 * only2.value_initial(), only4.value_initial()));
         // The largest reachable tile is made with positive probability from two 2-tiles.
         assert!(goals.last_mut().unwrap().value_two_2_tiles() > 0.0);
     }
@@ -607,13 +786,28 @@ fn expectation_vs_solver(shape: Shape, sample: Option<usize>) {
             Some(n) => {
                 // A seeded sample, plus every initial state.
                 let mut rng = rand::rngs::StdRng::seed_from_u64(2048 + group as u64);
-                let mut b: Vec<Board> =
-                    solved.reach.states.choose_multiple(&mut rng, n).copied().collect();
-                b.extend(initial_states(shape, &solved.oracle.variant).iter().map(|x| x.0));
+                let mut b: Vec<Board> = solved
+                    .reach
+                    .states
+                    .choose_multiple(&mut rng, n)
+                    .copied()
+                    .collect();
+                b.extend(
+                    initial_states(shape, &solved.oracle.variant)
+                        .iter()
+                        .map(|x| x.0),
+                );
                 b
             }
         };
-        check_boards(&what, dir.path(), &solved, "expectation", &boards, &mut fails);
+        check_boards(
+            &what,
+            dir.path(),
+            &solved,
+            "expectation",
+            &boards,
+            &mut fails,
+        );
     }
     fails.check(&format!("{} expectation vs solver", shape.name()));
 }
@@ -626,9 +820,40 @@ fn solver_2x2_expectation() {
         let dir = solved_dir(s, group, &["expectation".into()], None).expect("solve");
         let m = read_manifest(dir.path(), s, "expectation");
         assert_eq!(json_u64(&m, "n_states"), n, "2x2 {} states", group.name());
-        assert_eq!(format!("{:.3}", json_f64(&m, "value_two_2_tiles")), "67.696");
+        assert_eq!(
+            format!("{:.3}", json_f64(&m, "value_two_2_tiles")),
+            "67.696"
+        );
     }
     expectation_vs_solver(s, None);
+
+    // Boards given as arguments and on standard input give the same rows as a file.
+    let dir = solved_dir(s, Group::Full, &["expectation".into()], None).expect("solve");
+    let arc = oracle_for(s, Variant::new(Kind::Expectation));
+    let mut boards: Vec<Board> = arc.lock().unwrap().reach.states.clone();
+    boards.sort_unstable();
+    let t = texts(s, &boards[..boards.len().min(7)]);
+    let file = best(dir.path(), s, "expectation", &t).expect("best --input FILE");
+    let refs: Vec<&str> = t.iter().map(String::as_str).collect();
+    let args =
+        best_with(dir.path(), s, "expectation", &refs, None, t.len()).expect("best BOARD...");
+    let stdin = best_with(
+        dir.path(),
+        s,
+        "expectation",
+        &["--input", "-"],
+        Some(t.join("\n") + "\n"),
+        t.len(),
+    )
+    .expect("best --input -");
+    for ((a, b), c) in file.iter().zip(&args).zip(&stdin) {
+        assert_eq!(format!("{a:?}"), format!("{b:?}"), "boards as arguments");
+        assert_eq!(
+            format!("{a:?}"),
+            format!("{c:?}"),
+            "boards on standard input"
+        );
+    }
 }
 
 #[test]
@@ -647,18 +872,84 @@ fn solver_2x4_expectation() {
 }
 
 // ------------------------------------------------------------------------------------------
+// The oracle's own numbers, printed (`cargo test --test brute oracle_report -- --ignored
+// --nocapture`); 2x4 takes tens of seconds.
+
+#[test]
+#[ignore]
+fn oracle_report() {
+    for shape in [
+        Shape::new(2, 2),
+        Shape::new(2, 3),
+        Shape::new(3, 2),
+        Shape::new(2, 4),
+    ] {
+        let arc = oracle_for(shape, Variant::new(Kind::Expectation));
+        let mut s = arc.lock().unwrap();
+        for group in Group::ALL {
+            let t = totals(&age_counts(shape, group, &s.reach));
+            println!(
+                "{} {}: states {} afterstates {} terminal {}",
+                shape.name(),
+                group.name(),
+                t[0],
+                t[1],
+                t[2]
+            );
+        }
+        println!(
+            "{} expectation: max_age {} two 2-tiles {} initial {}",
+            shape.name(),
+            s.max_age(),
+            s.value_two_2_tiles(),
+            s.value_initial()
+        );
+        drop(s);
+        if shape.cells() > 6 {
+            continue;
+        }
+        let mut vs = variant_list(shape);
+        vs.extend([0.0, 1.0, 0.5].map(|p4| Variant::with_p4(Kind::Expectation, p4)));
+        for v in vs {
+            let mut s = Solved::new(shape, v);
+            let t = totals(&age_counts(shape, Group::Full, &s.reach));
+            println!(
+                "{} {} p4={}: full states {} afterstates {} terminal {}; two 2-tiles {} initial {}",
+                shape.name(),
+                v.base_name(),
+                v.p4,
+                t[0],
+                t[1],
+                t[2],
+                s.value_two_2_tiles(),
+                s.value_initial()
+            );
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------------------
 // 5. Variants on 2x2 and 2x3.
 
 /// Goal exponents from 4 up to the largest tile reachable in the expectation game.
 fn goal_exps(shape: Shape) -> Vec<u8> {
     let arc = oracle_for(shape, Variant::new(Kind::Expectation));
     let solved = arc.lock().unwrap();
-    let max_t = solved.reach.states.iter().map(|&b| max_exp(shape, b)).max().unwrap();
+    let max_t = solved
+        .reach
+        .states
+        .iter()
+        .map(|&b| max_exp(shape, b))
+        .max()
+        .unwrap();
     (2..=max_t).collect()
 }
 
 fn variant_list(shape: Shape) -> Vec<Variant> {
-    let mut v = vec![Variant::new(Kind::Optimistic), Variant::new(Kind::Pessimistic)];
+    let mut v = vec![
+        Variant::new(Kind::Optimistic),
+        Variant::new(Kind::Pessimistic),
+    ];
     for t in goal_exps(shape) {
         v.push(Variant::new(Kind::Goal(t)));
         v.push(Variant::new(Kind::Guaranteed(t)));
@@ -710,7 +1001,10 @@ fn solver_goal_variant_counts() {
     let mut fails = Failures::default();
     for shape in [Shape::new(2, 2), Shape::new(2, 3)] {
         let dir = variant_dir(shape).unwrap_or_else(|e| panic!("{e}"));
-        for v in variant_list(shape).into_iter().filter(|v| v.goal().is_some()) {
+        for v in variant_list(shape)
+            .into_iter()
+            .filter(|v| v.goal().is_some())
+        {
             let what = format!("{} {}", shape.name(), v.base_name());
             let m = read_manifest(dir.path(), shape, &v.base_name());
             let arc = oracle_for(shape, v);
@@ -731,10 +1025,19 @@ fn solver_variant_properties() {
         let dir = variant_dir(shape).unwrap_or_else(|e| panic!("{e}"));
         let exp_dir = solved_dir(shape, Group::Full, &["expectation".into()], None)
             .unwrap_or_else(|e| panic!("{e}"));
-        let boards = oracle_for(shape, Variant::new(Kind::Expectation)).lock().unwrap().reach.states.clone();
+        let boards = oracle_for(shape, Variant::new(Kind::Expectation))
+            .lock()
+            .unwrap()
+            .reach
+            .states
+            .clone();
         let t = texts(shape, &boards);
         let values = |d: &Path, name: &str, t: &[String]| -> Vec<f64> {
-            best(d, shape, name, t).unwrap_or_else(|e| panic!("{e}")).iter().map(|r| r.value).collect()
+            best(d, shape, name, t)
+                .unwrap_or_else(|e| panic!("{e}"))
+                .iter()
+                .map(|r| r.value)
+                .collect()
         };
         let e = values(exp_dir.path(), "expectation", &t);
         let o = values(dir.path(), "optimistic", &t);
@@ -742,18 +1045,28 @@ fn solver_variant_properties() {
         let mut bad = Vec::new();
         for i in 0..boards.len() {
             if !(o[i] >= e[i] - TOL * o[i].abs() && e[i] >= p[i] - TOL * e[i].abs()) {
-                bad.push(format!("{:?}: optimistic {} expectation {} pessimistic {}", t[i], o[i], e[i], p[i]));
+                bad.push(format!(
+                    "{:?}: optimistic {} expectation {} pessimistic {}",
+                    t[i], o[i], e[i], p[i]
+                ));
             }
         }
         let exps = goal_exps(shape);
         for (k, &te) in exps.iter().enumerate() {
             let tile = 1u64 << te;
             // The goal-T boards; the larger goals' boards include them.
-            let gb = oracle_for(shape, Variant::new(Kind::Goal(te))).lock().unwrap().reach.states.clone();
+            let gb = oracle_for(shape, Variant::new(Kind::Goal(te)))
+                .lock()
+                .unwrap()
+                .reach
+                .states
+                .clone();
             let gt = texts(shape, &gb);
             let g = values(dir.path(), &format!("goal-{tile}"), &gt);
             let gu = values(dir.path(), &format!("guaranteed-{tile}"), &gt);
-            let next = exps.get(k + 1).map(|&n| values(dir.path(), &format!("goal-{}", 1u64 << n), &gt));
+            let next = exps
+                .get(k + 1)
+                .map(|&n| values(dir.path(), &format!("goal-{}", 1u64 << n), &gt));
             for i in 0..gb.len() {
                 if !(0.0..=1.0 + 1e-12).contains(&g[i]) {
                     bad.push(format!("{:?}: goal-{tile} {}", gt[i], g[i]));
@@ -762,11 +1075,20 @@ fn solver_variant_properties() {
                     bad.push(format!("{:?}: guaranteed-{tile} {}", gt[i], gu[i]));
                 }
                 if gu[i] == 1.0 && !close(g[i], 1.0) {
-                    bad.push(format!("{:?}: guaranteed-{tile} 1 but goal-{tile} {}", gt[i], g[i]));
+                    bad.push(format!(
+                        "{:?}: guaranteed-{tile} 1 but goal-{tile} {}",
+                        gt[i], g[i]
+                    ));
                 }
                 if let Some(n) = &next {
                     if n[i] > g[i] + 1e-12 {
-                        bad.push(format!("{:?}: goal-{tile} {} < goal-{} {}", gt[i], g[i], 2 * tile, n[i]));
+                        bad.push(format!(
+                            "{:?}: goal-{tile} {} < goal-{} {}",
+                            gt[i],
+                            g[i],
+                            2 * tile,
+                            n[i]
+                        ));
                     }
                 }
             }
@@ -774,7 +1096,11 @@ fn solver_variant_properties() {
         if !bad.is_empty() {
             let n = bad.len();
             bad.truncate(SHOW);
-            fails.push(format!("{}: {n} violations:\n    {}", shape.name(), bad.join("\n    ")));
+            fails.push(format!(
+                "{}: {n} violations:\n    {}",
+                shape.name(),
+                bad.join("\n    ")
+            ));
         }
     }
     fails.check("variant properties");
@@ -804,7 +1130,9 @@ fn solver_p4_variants() {
                     n.clone()
                 }
                 _ => {
-                    fails.push(format!("{what}: manifests {names:?}, expected one expectation-p4={p4}"));
+                    fails.push(format!(
+                        "{what}: manifests {names:?}, expected one expectation-p4={p4}"
+                    ));
                     continue;
                 }
             };

@@ -103,7 +103,11 @@ pub fn parse_board(shape: Shape, text: &str) -> Board {
         let cells: Vec<&str> = row.split_whitespace().collect();
         assert_eq!(cells.len(), shape.cols, "cells in row {r} of {text:?}");
         for (c, t) in cells.iter().enumerate() {
-            let v: u64 = if *t == "." { 0 } else { t.parse().expect("tile") };
+            let v: u64 = if *t == "." {
+                0
+            } else {
+                t.parse().expect("tile")
+            };
             let e = if v == 0 {
                 0
             } else {
@@ -177,7 +181,11 @@ fn tabulate(len: usize) -> Vec<(u32, u64)> {
             if new.iter().any(|&e| e > 15) {
                 return (key, u64::MAX);
             }
-            let packed = new.iter().enumerate().map(|(k, &e)| (e as u32) << (4 * k)).sum();
+            let packed = new
+                .iter()
+                .enumerate()
+                .map(|(k, &e)| (e as u32) << (4 * k))
+                .sum();
             (packed, reward)
         })
         .collect()
@@ -186,19 +194,27 @@ fn tabulate(len: usize) -> Vec<(u32, u64)> {
 impl Rules {
     pub fn new(shape: Shape) -> Rules {
         let (rows, cols) = (shape.rows, shape.cols);
-        let left: Vec<Vec<usize>> =
-            (0..rows).map(|r| (0..cols).map(|c| shape.idx(r, c)).collect()).collect();
-        let right: Vec<Vec<usize>> =
-            (0..rows).map(|r| (0..cols).rev().map(|c| shape.idx(r, c)).collect()).collect();
-        let up: Vec<Vec<usize>> =
-            (0..cols).map(|c| (0..rows).map(|r| shape.idx(r, c)).collect()).collect();
-        let down: Vec<Vec<usize>> =
-            (0..cols).map(|c| (0..rows).rev().map(|r| shape.idx(r, c)).collect()).collect();
+        let left: Vec<Vec<usize>> = (0..rows)
+            .map(|r| (0..cols).map(|c| shape.idx(r, c)).collect())
+            .collect();
+        let right: Vec<Vec<usize>> = (0..rows)
+            .map(|r| (0..cols).rev().map(|c| shape.idx(r, c)).collect())
+            .collect();
+        let up: Vec<Vec<usize>> = (0..cols)
+            .map(|c| (0..rows).map(|r| shape.idx(r, c)).collect())
+            .collect();
+        let down: Vec<Vec<usize>> = (0..cols)
+            .map(|c| (0..rows).rev().map(|r| shape.idx(r, c)).collect())
+            .collect();
         let mut tables = vec![Vec::new(); rows.max(cols) + 1];
         for len in [rows, cols] {
             tables[len] = tabulate(len);
         }
-        Rules { shape, lines: [left, right, up, down], tables }
+        Rules {
+            shape,
+            lines: [left, right, up, down],
+            tables,
+        }
     }
 
     /// Applies move `m` (index into `MOVES`); `None` if it changes nothing.
@@ -206,8 +222,11 @@ impl Rules {
         let mut out = b;
         let mut reward = 0;
         for line in &self.lines[m] {
-            let key: u32 =
-                line.iter().enumerate().map(|(k, &i)| (cell(b, i) as u32) << (4 * k)).sum();
+            let key: u32 = line
+                .iter()
+                .enumerate()
+                .map(|(k, &i)| (cell(b, i) as u32) << (4 * k))
+                .sum();
             let (new, r) = self.tables[line.len()][key as usize];
             if new == key {
                 continue;
@@ -226,7 +245,13 @@ impl Rules {
     }
 
     pub fn apply_letter(&self, b: Board, letter: char) -> Option<(Board, u64)> {
-        self.apply(b, MOVES.iter().position(|&m| m == letter).expect("move letter"))
+        self.apply(
+            b,
+            MOVES
+                .iter()
+                .position(|&m| m == letter)
+                .expect("move letter"),
+        )
     }
 
     pub fn is_terminal(&self, b: Board) -> bool {
@@ -278,7 +303,10 @@ impl Variant {
     }
     /// Spawnable tiles (exponent, probability) with positive probability.
     pub fn tiles(&self) -> Vec<(u8, f64)> {
-        [(1u8, self.p2()), (2u8, self.p4)].into_iter().filter(|&(_, p)| p > 0.0).collect()
+        [(1u8, self.p2()), (2u8, self.p4)]
+            .into_iter()
+            .filter(|&(_, p)| p > 0.0)
+            .collect()
     }
 }
 
@@ -398,7 +426,10 @@ pub struct Memo {
 
 impl Memo {
     pub fn new(shape: Shape) -> Memo {
-        Memo { shape, maps: Vec::new() }
+        Memo {
+            shape,
+            maps: Vec::new(),
+        }
     }
     pub fn get(&self, b: &Board) -> Option<&f64> {
         self.maps.get(age(self.shape, *b) as usize / 2)?.get(b)
@@ -421,7 +452,8 @@ impl Memo {
 impl std::ops::Index<&Board> for Memo {
     type Output = f64;
     fn index(&self, b: &Board) -> &f64 {
-        self.get(b).unwrap_or_else(|| panic!("board {b:#x} not in the memo"))
+        self.get(b)
+            .unwrap_or_else(|| panic!("board {b:#x} not in the memo"))
     }
 }
 
@@ -477,7 +509,9 @@ impl Oracle {
             }
             let mut any = false;
             for m in 0..4 {
-                let Some((a, _)) = self.rules.apply(s, m) else { continue };
+                let Some((a, _)) = self.rules.apply(s, m) else {
+                    continue;
+                };
                 any = true;
                 if !afters.insert(a) || self.at_goal(a) {
                     continue;
@@ -527,7 +561,9 @@ impl Oracle {
                     continue;
                 }
                 for m in 0..4 {
-                    let Some((a, _)) = self.rules.apply(s, m) else { continue };
+                    let Some((a, _)) = self.rules.apply(s, m) else {
+                        continue;
+                    };
                     if !afters.insert(a) || self.at_goal(a) {
                         continue;
                     }
@@ -548,7 +584,11 @@ impl Oracle {
     /// `None` for an invalid move.
     pub fn q(&mut self, s: Board, m: usize) -> Option<f64> {
         let (a, reward) = self.rules.apply(s, m)?;
-        let r = if self.variant.goal().is_some() { 0.0 } else { reward as f64 };
+        let r = if self.variant.goal().is_some() {
+            0.0
+        } else {
+            reward as f64
+        };
         Some(r + self.after_value(a))
     }
 
@@ -597,7 +637,11 @@ impl Oracle {
                     let opt = self.variant.kind == Kind::Optimistic;
                     let mut sum = 0.0;
                     for &(t, p) in &tiles {
-                        let mut ext = if opt { f64::NEG_INFINITY } else { f64::INFINITY };
+                        let mut ext = if opt {
+                            f64::NEG_INFINITY
+                        } else {
+                            f64::INFINITY
+                        };
                         for c in (0..cells).filter(|&c| cell(a, c) == 0) {
                             let v = self.value(with_cell(a, c, t));
                             ext = if opt { ext.max(v) } else { ext.min(v) };
@@ -623,7 +667,10 @@ impl Oracle {
 
     /// Value over the real initial distribution.
     pub fn value_initial(&mut self) -> f64 {
-        initial_states(self.shape(), &self.variant).into_iter().map(|(b, p)| p * self.value(b)).sum()
+        initial_states(self.shape(), &self.variant)
+            .into_iter()
+            .map(|(b, p)| p * self.value(b))
+            .sum()
     }
 
     /// Average over the placements of two 2-tiles.
@@ -638,7 +685,10 @@ impl Oracle {
 pub fn age_counts_hashed(shape: Shape, group: Group, reach: &Reach) -> AgeCounts {
     let perms = group_perms(shape, group);
     let mut out: AgeCounts = BTreeMap::new();
-    for (k, set) in [&reach.states, &reach.afters, &reach.terminals].into_iter().enumerate() {
+    for (k, set) in [&reach.states, &reach.afters, &reach.terminals]
+        .into_iter()
+        .enumerate()
+    {
         let orbits: FastSet<Board> = set.iter().map(|&b| canonical(b, &perms)).collect();
         for b in orbits {
             out.entry(age(shape, b)).or_default()[k] += 1;
@@ -653,7 +703,10 @@ pub fn age_counts_hashed(shape: Shape, group: Group, reach: &Reach) -> AgeCounts
 pub fn age_counts(shape: Shape, group: Group, reach: &Reach) -> AgeCounts {
     let perms = group_perms(shape, group);
     let mut out: AgeCounts = BTreeMap::new();
-    for (k, set) in [&reach.states, &reach.afters, &reach.terminals].into_iter().enumerate() {
+    for (k, set) in [&reach.states, &reach.afters, &reach.terminals]
+        .into_iter()
+        .enumerate()
+    {
         for &b in set.iter() {
             if canonical(b, &perms) == b {
                 out.entry(age(shape, b)).or_default()[k] += 1;
@@ -701,7 +754,14 @@ impl Solved {
                     .copied()
                     .filter(|&s| !oracle.at_goal(s) && oracle.rules.is_terminal(s))
                     .collect();
-                Solved { oracle, reach: Reach { states, afters, terminals } }
+                Solved {
+                    oracle,
+                    reach: Reach {
+                        states,
+                        afters,
+                        terminals,
+                    },
+                }
             })
             .unwrap()
             .join()
@@ -745,13 +805,21 @@ impl Solved {
     }
 
     pub fn max_age(&self) -> u64 {
-        self.reach.states.iter().map(|&b| age(self.shape(), b)).max().unwrap()
+        self.reach
+            .states
+            .iter()
+            .map(|&b| age(self.shape(), b))
+            .max()
+            .unwrap()
     }
 
     pub fn value_initial(&mut self) -> f64 {
         let shape = self.shape();
         let v = self.oracle.variant;
-        initial_states(shape, &v).into_iter().map(|(b, p)| p * self.value(b)).sum()
+        initial_states(shape, &v)
+            .into_iter()
+            .map(|(b, p)| p * self.value(b))
+            .sum()
     }
 
     /// Average over the placements of two 2-tiles (computed even where they are unreachable,

@@ -1,0 +1,135 @@
+//! The full 3x3 solve, as CI runs it: published counts and values, the layout on disk, and
+//! `best` (index look-ups) agreeing with the `states` Parquet board by board.
+
+use std::fs::{self, File};
+use std::path::Path;
+use std::process::Command;
+
+use age2048::board::{format_board, Shape};
+use arrow::array::{Array, Float64Array, StringArray, UInt64Array};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_age2048"))
+}
+
+fn read_states(path: &Path) -> Vec<(u64, f64, Option<String>)> {
+    let f = File::open(path).unwrap();
+    let reader = ParquetRecordBatchReaderBuilder::try_new(f)
+        .unwrap()
+        .build()
+        .unwrap();
+    let mut out = Vec::new();
+    for batch in reader {
+        let b = batch.unwrap();
+        let id = b
+            .column_by_name("id")
+            .unwrap()
+            .as_any()
+            .downcast_ref::<UInt64Array>()
+            .unwrap()
+            .clone();
+        let value = b
+            .column_by_name("value")
+            .unwrap()
+            .as_any()
+            .downcast_ref::<Float64Array>()
+            .unwrap()
+            .clone();
+        let best = b
+            .column_by_name("best")
+            .unwrap()
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .unwrap()
+            .clone();
+        for i in 0..b.num_rows() {
+            let bst = (!best.is_null(i)).then(|| best.value(i).to_string());
+            out.push((id.value(i), value.value(i), bst));
+        }
+    }
+    out
+}
+
+#[test]
+fn solve_3x3_reproduces_the_published_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let d = data.to_str().unwrap();
+    let o = bin()
+        .args(["solve", "--board", "3x3", "--data", d, "--quiet"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+
+    let m: serde_json::Value = serde_json::from_slice(
+        &fs::read(data.join("manifest/board=3x3/variant=expectation.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(m["n_states"], 48_713_519u64, "published 3x3 state count");
+    let two = m["value_two_2_tiles"].as_f64().unwrap();
+    let init = m["value_initial"].as_f64().unwrap();
+    assert_eq!(format!("{two:.2}"), "5469.21");
+    assert_eq!(format!("{init:.2}"), "5468.49");
+    assert_eq!(m["max_tile"], 1024);
+
+    // Per-age counts add up, and every listed file exists with its size.
+    let ages = m["ages"].as_array().unwrap();
+    let sum: u64 = ages.iter().map(|a| a["n_states"].as_u64().unwrap()).sum();
+    assert_eq!(sum, 48_713_519);
+    for f in m["files"].as_array().unwrap() {
+        let p = data.join(f["path"].as_str().unwrap());
+        assert_eq!(
+            fs::metadata(&p).unwrap().len(),
+            f["bytes"].as_u64().unwrap(),
+            "{}",
+            p.display()
+        );
+    }
+
+    // `best` (Elias-Fano index) agrees with the Parquet values for a spread of ages.
+    let shape = Shape::new(3, 3).unwrap();
+    for age in [4u64, 6, 8, 100, 500, 1000, 1500, 2000] {
+        let path = data.join(format!(
+            "states/board=3x3/variant=expectation/age={age}/part-0.parquet"
+        ));
+        if !path.exists() {
+            continue;
+        }
+        let rows = read_states(&path);
+        let step = (rows.len() / 200).max(1);
+        let sample: Vec<_> = rows.iter().step_by(step).collect();
+        let input = dir.path().join(format!("boards-{age}.txt"));
+        let text: Vec<String> = sample
+            .iter()
+            .map(|(id, _, _)| format_board(*id, shape))
+            .collect();
+        fs::write(&input, text.join("\n")).unwrap();
+        let o = bin()
+            .args([
+                "best",
+                "--board",
+                "3x3",
+                "--data",
+                d,
+                "--format",
+                "csv",
+                "--input",
+                input.to_str().unwrap(),
+            ])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let out = String::from_utf8(o.stdout).unwrap();
+        for ((_, value, best), line) in sample.iter().zip(out.lines().skip(1)) {
+            let f: Vec<&str> = line.split(',').collect();
+            let v: f64 = f[5].parse().unwrap();
+            assert_eq!(v, *value, "age {age}: {line}");
+            assert_eq!(
+                f[6],
+                best.as_deref().unwrap_or(""),
+                "age {age}: best move differs: {line}"
+            );
+        }
+    }
+}
