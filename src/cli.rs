@@ -40,6 +40,8 @@ pub enum Command {
     Solve(SolveArgs),
     /// Print the q-value of each move and the state value of boards, from the solved index.
     Best(BestArgs),
+    /// The largest tile the player can force whatever the spawns (the spawner picks cell and value).
+    Guaranteed(GuaranteedArgs),
     #[cfg(feature = "report")]
     /// Run SQL (DuckDB) over the solved data: views states, afterstates, ages.
     Sql(crate::cli_report::SqlArgs),
@@ -101,6 +103,57 @@ pub struct BestArgs {
     pub format: Format,
     /// Boards: rows separated by '/', cells by spaces, 0 or . for empty: "2 0 4/0 8 0/0 0 2".
     pub boards: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct GuaranteedArgs {
+    /// Board sizes RxC, comma-separated (e.g. 1x3,2x2,2x3).
+    #[arg(long)]
+    pub board: String,
+    /// Probability of a 4: only 0 and 1 change what the spawner may put down.
+    #[arg(long)]
+    pub p4: Option<String>,
+    /// Worker threads (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+}
+
+pub fn run_guaranteed(a: &GuaranteedArgs, out: &mut dyn Write) -> Result<()> {
+    let shapes: Vec<Shape> = a.board.split(',').map(|b| Shape::parse(b.trim())).collect::<Result<_, _>>()?;
+    let p4 = a.p4.as_deref().map(parse_p4_arg).transpose()?.unwrap_or(crate::variant::DEFAULT_P4);
+    set_threads(a.threads)?;
+    let mut rows = Vec::new();
+    for shape in shapes {
+        let g = crate::guaranteed::guaranteed(&Game::new(shape, Group::Full), p4)?;
+        rows.push((shape, g));
+    }
+    let io = |e| Error::io("<stdout>", e);
+    match a.format {
+        Format::Csv => {
+            writeln!(out, "board,from_empty,two_tile_min").map_err(io)?;
+            for (s, g) in &rows {
+                let two = g.two_tile_min.map_or(String::new(), |t| t.to_string());
+                writeln!(out, "{s},{},{two}", g.from_empty).map_err(io)?;
+            }
+        }
+        Format::Json => {
+            let v: Vec<serde_json::Value> = rows
+                .iter()
+                .map(|(s, g)| serde_json::json!({"board": s.to_string(), "from_empty": g.from_empty, "two_tile_min": g.two_tile_min}))
+                .collect();
+            writeln!(out, "{}", serde_json::Value::Array(v)).map_err(io)?;
+        }
+        Format::Table => {
+            writeln!(out, "{:<6} {:>10} {:>13}", "board", "from_empty", "two_tile_min").map_err(io)?;
+            for (s, g) in &rows {
+                let two = g.two_tile_min.map_or("-".to_string(), |t| t.to_string());
+                writeln!(out, "{:<6} {:>10} {:>13}", s.to_string(), g.from_empty, two).map_err(io)?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A checked `solve` configuration.

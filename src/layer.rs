@@ -6,8 +6,6 @@
 //! hundred thousand ids misses cache at every late step, so lookups go through [`RankIndex`],
 //! an open-addressing table built once per layer (one or two cache lines a lookup).
 
-use rayon::prelude::*;
-
 /// Below this many ids a comparison sort beats the radix sort's fixed costs.
 const RADIX_MIN: usize = 1 << 12;
 
@@ -84,7 +82,7 @@ fn radix_sort(v: &mut [u64]) {
 fn merge_dedup(a: &[u64], b: &[u64]) -> Vec<u64> {
     let mut out = Vec::with_capacity(a.len() + b.len());
     let (mut i, mut j) = (0, 0);
-    let mut push = |x: u64, out: &mut Vec<u64>| {
+    let push = |x: u64, out: &mut Vec<u64>| {
         if out.last() != Some(&x) {
             out.push(x);
         }

@@ -10,6 +10,7 @@ pub mod cli;
 pub mod error;
 pub mod forward;
 pub mod game;
+pub mod guaranteed;
 pub mod index;
 pub mod layer;
 pub mod solve;

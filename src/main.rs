@@ -14,6 +14,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let mut out = stdout.lock();
             cli::run_best(&a, &mut out)?
         }
+        Command::Guaranteed(a) => {
+            let stdout = std::io::stdout();
+            cli::run_guaranteed(&a, &mut stdout.lock())?
+        }
     }
     Ok(())
 }
