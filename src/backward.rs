@@ -15,12 +15,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use rayon::prelude::*;
 
-use crate::board::{self, Dir};
+use crate::board;
 use crate::error::{Error, Result};
 use crate::forward::absorbed;
 use crate::game::Game;
 use crate::layer::RankIndex;
 use crate::variant::{ForwardClass, Kind, Variant};
+
+/// Boards per rayon task: enough work to amortise scheduling, small enough to balance.
+const CHUNK: usize = 1024;
 
 /// `best` when a state has no move to make.
 pub const NO_MOVE: u8 = 4;
@@ -31,7 +34,7 @@ pub struct StateRec {
     pub value: f64,
     /// Best q minus second-best q; NaN with fewer than two valid moves.
     pub gap: f64,
-    /// Index into [`Dir::ALL`] of the best move (the first of equal ones), or [`NO_MOVE`].
+    /// Index into [`crate::board::Dir::ALL`] of the best move (the first of equal ones), or [`NO_MOVE`].
     pub best: u8,
     /// Number of valid moves (0 for a terminal or absorbed state).
     pub moves: u8,
@@ -171,8 +174,8 @@ impl<'g> Backward<'g> {
         let game = self.game;
         let class = self.class;
         let cells = game.cells();
-        out.par_chunks_mut(k * 256)
-            .zip(afterstates.par_chunks(256))
+        out.par_chunks_mut(k * CHUNK)
+            .zip(afterstates.par_chunks(CHUNK))
             .for_each(|(vals, ids)| {
                 // Per-variant accumulators: sum (expectation) or extremes per tile value.
                 let mut acc = vec![[0.0f64; 2]; k];
@@ -287,8 +290,8 @@ impl<'g> Backward<'g> {
         let missing = AtomicBool::new(false);
         let game = self.game;
         let class = self.class;
-        out.par_chunks_mut(k * 256)
-            .zip(states.par_chunks(256))
+        out.par_chunks_mut(k * CHUNK)
+            .zip(states.par_chunks(CHUNK))
             .for_each(|(recs, ids)| {
                 let mut best = vec![(f64::NEG_INFINITY, f64::NEG_INFINITY, NO_MOVE); k];
                 for (j, &s) in ids.iter().enumerate() {
@@ -301,8 +304,8 @@ impl<'g> Backward<'g> {
                     }
                     best.fill((f64::NEG_INFINITY, f64::NEG_INFINITY, NO_MOVE));
                     let mut moves = 0u8;
-                    for (di, d) in Dir::ALL.iter().enumerate() {
-                        let Some((a, reward)) = game.rules.apply(s, *d) else {
+                    for (di, m) in game.rules.moves(s).into_iter().enumerate() {
+                        let Some((a, reward)) = m else {
                             continue;
                         };
                         let Some(ai) = after_index.get(game.canon(a)) else {

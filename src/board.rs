@@ -249,6 +249,63 @@ pub struct Rules {
     rows_table: Option<LineTable>,
     cols_table: Option<LineTable>,
     row_mask: u64,
+    transpose: Option<Transpose>,
+}
+
+/// Per-row tables that transpose a code (R×C → C×R) and back, so that a column move is a row
+/// move of the transposed code: R + C look-ups instead of gathering nibbles one by one.
+struct Transpose {
+    /// `fwd[(r << 4C) | row]`: the transposed contribution of row `r` of the original.
+    fwd: Vec<u64>,
+    /// `back[(c << 4R) | row]`: the original contribution of row `c` of the transposed code.
+    back: Vec<u64>,
+}
+
+impl Transpose {
+    fn new(shape: Shape) -> Transpose {
+        let (rows, cols) = (shape.rows(), shape.cols());
+        let mut fwd = vec![0u64; rows << (4 * cols)];
+        for r in 0..rows {
+            for line in 0..1usize << (4 * cols) {
+                let mut out = 0u64;
+                for c in 0..cols {
+                    out |= (((line >> (4 * c)) & 0xF) as u64) << (4 * (c * rows + r));
+                }
+                fwd[(r << (4 * cols)) | line] = out;
+            }
+        }
+        let mut back = vec![0u64; cols << (4 * rows)];
+        for c in 0..cols {
+            for line in 0..1usize << (4 * rows) {
+                let mut out = 0u64;
+                for r in 0..rows {
+                    out |= (((line >> (4 * r)) & 0xF) as u64) << (4 * (r * cols + c));
+                }
+                back[(c << (4 * rows)) | line] = out;
+            }
+        }
+        Transpose { fwd, back }
+    }
+}
+
+/// Slides every line of a code made of `n` lines of `len` nibbles.
+#[inline(always)]
+fn slide_lines(t: &LineTable, code: u64, n: usize, len: usize, toward0: bool) -> (u64, u32) {
+    let (res, rew) = if toward0 {
+        (&t.toward0, &t.toward0_reward)
+    } else {
+        (&t.toward_end, &t.toward_end_reward)
+    };
+    let mask = (1u64 << (4 * len)) - 1;
+    let mut out = 0u64;
+    let mut reward = 0u32;
+    for i in 0..n {
+        let shift = 4 * len * i;
+        let line = ((code >> shift) & mask) as usize;
+        out |= u64::from(res[line]) << shift;
+        reward += rew[line];
+    }
+    (out, reward)
 }
 
 impl Rules {
@@ -259,12 +316,56 @@ impl Rules {
         } else {
             (shape.rows() <= MAX_TABLE_LINE).then(|| LineTable::new(shape.rows()))
         };
+        let transpose = (shape.rows() <= MAX_TABLE_LINE && shape.cols() <= MAX_TABLE_LINE)
+            .then(|| Transpose::new(shape));
         Rules {
             shape,
             rows_table,
             cols_table,
             row_mask: (1u64 << (4 * shape.cols())) - 1,
+            transpose,
         }
+    }
+
+    #[inline(always)]
+    fn transposed(&self, t: &Transpose, code: u64) -> u64 {
+        let cols = self.shape.cols();
+        (0..self.shape.rows()).fold(0u64, |acc, r| {
+            let line = ((code >> (4 * cols * r)) & self.row_mask) as usize;
+            acc | t.fwd[(r << (4 * cols)) | line]
+        })
+    }
+
+    #[inline(always)]
+    fn untransposed(&self, t: &Transpose, code: u64) -> u64 {
+        let rows = self.shape.rows();
+        let mask = (1u64 << (4 * rows)) - 1;
+        (0..self.shape.cols()).fold(0u64, |acc, c| {
+            let line = ((code >> (4 * rows * c)) & mask) as usize;
+            acc | t.back[(c << (4 * rows)) | line]
+        })
+    }
+
+    /// All four moves at once (L, R, U, D), sharing one transpose for U and D.
+    #[inline]
+    pub fn moves(&self, code: u64) -> [Option<(u64, u32)>; 4] {
+        let (Some(rt), Some(ct), Some(tr)) = (&self.rows_table, self.col_table(), &self.transpose)
+        else {
+            return Dir::ALL.map(|d| self.apply(code, d));
+        };
+        let (rows, cols) = (self.shape.rows(), self.shape.cols());
+        let l = slide_lines(rt, code, rows, cols, true);
+        let r = slide_lines(rt, code, rows, cols, false);
+        let t = self.transposed(tr, code);
+        let u = slide_lines(ct, t, cols, rows, true);
+        let d = slide_lines(ct, t, cols, rows, false);
+        let valid = |(a, rw): (u64, u32), before: u64| (a != before).then_some((a, rw));
+        [
+            valid(l, code),
+            valid(r, code),
+            valid(u, t).map(|(a, rw)| (self.untransposed(tr, a), rw)),
+            valid(d, t).map(|(a, rw)| (self.untransposed(tr, a), rw)),
+        ]
     }
 
     pub fn shape(&self) -> Shape {
@@ -322,6 +423,10 @@ impl Rules {
     #[inline]
     fn move_cols(&self, code: u64, toward0: bool) -> (u64, u32) {
         let (rows, cols) = (self.shape.rows(), self.shape.cols());
+        if let (Some(ct), Some(tr)) = (self.col_table(), &self.transpose) {
+            let (a, reward) = slide_lines(ct, self.transposed(tr, code), cols, rows, toward0);
+            return (self.untransposed(tr, a), reward);
+        }
         let mut out = 0u64;
         let mut reward = 0u32;
         match self.col_table() {
@@ -355,7 +460,7 @@ impl Rules {
 
     /// True when no move is valid.
     pub fn is_terminal(&self, code: u64) -> bool {
-        Dir::ALL.iter().all(|&d| self.apply(code, d).is_none())
+        self.moves(code).iter().all(Option::is_none)
     }
 
     /// Empty cell indices of a board.
@@ -534,6 +639,50 @@ mod tests {
         let (left, r) = rules.apply(b, Dir::L).unwrap();
         assert_eq!(format_board(left, shape), "4 4 . ./2 4 8 .");
         assert_eq!(r, 4);
+    }
+
+    #[test]
+    fn all_moves_at_once_agree_with_single_moves() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+        for (r, c) in [
+            (1, 1),
+            (1, 4),
+            (2, 2),
+            (2, 3),
+            (3, 2),
+            (3, 3),
+            (2, 4),
+            (4, 2),
+            (3, 4),
+            (4, 3),
+            (4, 4),
+            (2, 5),
+            (1, 8),
+        ] {
+            let shape = Shape::new(r, c).unwrap();
+            let rules = Rules::new(shape);
+            let trules = Rules::new(Shape::new(c, r).unwrap());
+            for _ in 0..3000 {
+                let b = (0..shape.cells())
+                    .fold(0u64, |acc, i| acc | (rng.gen_range(0..4u64) << (4 * i)));
+                let all = rules.moves(b);
+                for (i, d) in Dir::ALL.iter().enumerate() {
+                    assert_eq!(
+                        all[i],
+                        rules.apply(b, *d),
+                        "{shape} {d:?} {}",
+                        format_board(b, shape)
+                    );
+                }
+                // Moving up is moving left on the transposed board.
+                let tb = (0..shape.cells()).fold(0u64, |acc, i| {
+                    acc | (u64::from(cell(b, i)) << (4 * ((i % c) * r + i / c)))
+                });
+                let tl = trules.apply(tb, Dir::L);
+                assert_eq!(tl.map(|x| x.1), all[2].map(|x| x.1));
+            }
+        }
     }
 
     #[test]

@@ -121,8 +121,16 @@ pub struct GuaranteedArgs {
 }
 
 pub fn run_guaranteed(a: &GuaranteedArgs, out: &mut dyn Write) -> Result<()> {
-    let shapes: Vec<Shape> = a.board.split(',').map(|b| Shape::parse(b.trim())).collect::<Result<_, _>>()?;
-    let p4 = a.p4.as_deref().map(parse_p4_arg).transpose()?.unwrap_or(crate::variant::DEFAULT_P4);
+    let shapes: Vec<Shape> = a
+        .board
+        .split(',')
+        .map(|b| Shape::parse(b.trim()))
+        .collect::<Result<_, _>>()?;
+    let p4 =
+        a.p4.as_deref()
+            .map(parse_p4_arg)
+            .transpose()?
+            .unwrap_or(crate::variant::DEFAULT_P4);
     set_threads(a.threads)?;
     let mut rows = Vec::new();
     for shape in shapes {
@@ -146,10 +154,16 @@ pub fn run_guaranteed(a: &GuaranteedArgs, out: &mut dyn Write) -> Result<()> {
             writeln!(out, "{}", serde_json::Value::Array(v)).map_err(io)?;
         }
         Format::Table => {
-            writeln!(out, "{:<6} {:>10} {:>13}", "board", "from_empty", "two_tile_min").map_err(io)?;
+            writeln!(
+                out,
+                "{:<6} {:>10} {:>13}",
+                "board", "from_empty", "two_tile_min"
+            )
+            .map_err(io)?;
             for (s, g) in &rows {
                 let two = g.two_tile_min.map_or("-".to_string(), |t| t.to_string());
-                writeln!(out, "{:<6} {:>10} {:>13}", s.to_string(), g.from_empty, two).map_err(io)?;
+                writeln!(out, "{:<6} {:>10} {:>13}", s.to_string(), g.from_empty, two)
+                    .map_err(io)?;
             }
         }
     }

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 
 use rayon::prelude::*;
 
-use crate::board::{self, Dir};
+use crate::board;
 use crate::error::Result;
 use crate::game::Game;
 use crate::layer;
@@ -78,10 +78,8 @@ pub fn expand(game: &Game, class: &ForwardClass, states: &[u64]) -> Vec<u64> {
                 if absorbed(class, s) {
                     continue;
                 }
-                for d in Dir::ALL {
-                    if let Some((a, _)) = game.rules.apply(s, d) {
-                        out.push(game.canon(a));
-                    }
+                for (a, _) in game.rules.moves(s).into_iter().flatten() {
+                    out.push(game.canon(a));
                 }
             }
             out

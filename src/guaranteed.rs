@@ -79,7 +79,10 @@ fn spawner_min(game: &Game, variant: &Variant, after: u64, starts: &HashMap<u64,
     for i in game.rules.empty_cells(after) {
         for (e, ok) in [(1u8, class.spawn2), (2u8, class.spawn4)] {
             if ok {
-                let v = starts.get(&game.canon(board::place(after, i, e))).copied().unwrap_or(0.0);
+                let v = starts
+                    .get(&game.canon(board::place(after, i, e)))
+                    .copied()
+                    .unwrap_or(0.0);
                 worst = worst.min(v);
             }
         }
@@ -104,7 +107,10 @@ pub fn guaranteed(game: &Game, p4: f64) -> Result<Guaranteed> {
     let smallest_spawn = if class.spawn2 { 2 } else { 4 };
     let mut from_empty = smallest_spawn;
     let two_tile_starts: Vec<u64> = game.starts(p4).into_iter().map(|(b, _)| b).collect();
-    let mut per_start: Vec<u32> = two_tile_starts.iter().map(|&b| 1u32 << board::max_exp(b)).collect();
+    let mut per_start: Vec<u32> = two_tile_starts
+        .iter()
+        .map(|&b| 1u32 << board::max_exp(b))
+        .collect();
     // No tile above 2^(cells+1) fits on a board of `cells` cells.
     for e in 2..=(cells as u8 + 1).min(15) {
         let t = 1u32 << e;

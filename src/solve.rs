@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use rayon::prelude::*;
@@ -100,6 +100,27 @@ impl AbortHook {
     }
 }
 
+/// Seconds spent in each part of writing (summed over threads), printed with
+/// `AGE2048_TIMINGS=1` to see where a solve's time goes.
+static WRITE_NS: [std::sync::atomic::AtomicU64; 4] =
+    [const { std::sync::atomic::AtomicU64::new(0) }; 4];
+const WRITE_PARTS: [&str; 4] = [
+    "index",
+    "states parquet",
+    "afterstates parquet",
+    "digest+files",
+];
+
+fn timed<T>(part: usize, f: impl FnOnce() -> T) -> T {
+    let t = Instant::now();
+    let r = f();
+    WRITE_NS[part].fetch_add(
+        t.elapsed().as_nanos() as u64,
+        std::sync::atomic::Ordering::Relaxed,
+    );
+    r
+}
+
 /// One finished age of the backward pass, owned, on its way to the writer thread.
 struct AgeJob {
     age: u32,
@@ -128,22 +149,68 @@ pub fn solve(cfg: &SolveConfig, on_event: &(dyn Fn(Event) + Sync)) -> Result<Vec
     Ok(manifests)
 }
 
-fn layer_path(work: &std::path::Path, kind: char, age: u32) -> PathBuf {
-    work.join("layers").join(format!("{kind}{age}.ids"))
+fn layer_path(work: &Path, age: u32) -> PathBuf {
+    work.join("layers").join(format!("age={age}.ids"))
 }
 
-fn values_path(work: &std::path::Path, age: u32) -> PathBuf {
+fn values_path(work: &Path, age: u32) -> PathBuf {
     work.join("values").join(format!("age={age}.f64"))
 }
 
-fn stats_path(work: &std::path::Path, variant: &str, age: u32) -> PathBuf {
-    work.join("stats")
-        .join(variant)
-        .join(format!("age={age}.json"))
+fn stats_path(work: &Path, age: u32) -> PathBuf {
+    work.join("stats").join(format!("age={age}.json"))
 }
 
-fn load_layer(work: &std::path::Path, kind: char, age: u32) -> Result<Vec<u64>> {
-    Ok(store::read_words(&layer_path(work, kind, age))?.unwrap_or_default())
+/// One work file per age holds both layers: `[n_states, states…, afterstates…]`.
+fn save_layers(work: &Path, layer: &AgeLayer) -> Result<()> {
+    let mut words = Vec::with_capacity(1 + layer.states.len() + layer.afterstates.len());
+    words.push(layer.states.len() as u64);
+    words.extend_from_slice(&layer.states);
+    words.extend_from_slice(&layer.afterstates);
+    store::write_words(&layer_path(work, layer.age), &words)
+}
+
+/// The states and afterstates of an age (empty if the forward pass found none).
+fn load_layers(work: &Path, age: u32) -> Result<(Vec<u64>, Vec<u64>)> {
+    let path = layer_path(work, age);
+    let Some(mut words) = store::read_words(&path)? else {
+        return Ok((Vec::new(), Vec::new()));
+    };
+    let n = words.first().copied().unwrap_or(u64::MAX);
+    if n >= words.len() as u64 {
+        return Err(Error::Corrupt {
+            path,
+            what: "layer counts do not fit the file".into(),
+        });
+    }
+    let afterstates = words.split_off(1 + n as usize);
+    words.remove(0);
+    Ok((words, afterstates))
+}
+
+/// Ages `age=<n>.<ext>` present in a work directory, ascending.
+fn ages_in(dir: &Path) -> Result<Vec<u32>> {
+    let rd = match fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io(dir, e)),
+    };
+    let mut ages = Vec::new();
+    for entry in rd {
+        let name = entry.map_err(|e| Error::io(dir, e))?.file_name();
+        let name = name.to_string_lossy();
+        // `.tmp` files are unfinished writes: not an age.
+        if let Some(age) = name
+            .strip_prefix("age=")
+            .and_then(|r| r.split_once('.'))
+            .filter(|(_, ext)| !ext.ends_with("tmp"))
+            .and_then(|(a, _)| a.parse().ok())
+        {
+            ages.push(age);
+        }
+    }
+    ages.sort_unstable();
+    Ok(ages)
 }
 
 fn solve_class(
@@ -173,37 +240,30 @@ fn solve_class(
         store::write_json(&meta_path, &meta)?;
     }
 
-    // ---- forward
+    // ---- forward: one layer file per finished age; `forward.json` once the pass is complete
     let fwd_path = work.join("forward.json");
     let mut fwd: ForwardProgress = store::read_json(&fwd_path)?.unwrap_or_default();
     if !fwd.complete {
         let t = Instant::now();
-        let start = match fwd.done_age {
-            Some(age) => {
+        let done = ages_in(&work.join("layers"))?;
+        fwd.min_age = done.first().copied();
+        let start = match done.last() {
+            Some(&age) => {
                 on_event(Event::Resumed {
                     pass: "forward",
                     age,
                 });
                 Start::After {
                     age,
-                    afterstates: load_layer(&work, 'A', age)?,
-                    afterstates_prev: if age >= 2 {
-                        load_layer(&work, 'A', age - 2)?
-                    } else {
-                        Vec::new()
-                    },
+                    afterstates: load_layers(&work, age)?.1,
+                    afterstates_prev: load_layers(&work, age.saturating_sub(2))?.1,
                 }
             }
             None => Start::Fresh,
         };
-        let base_seconds = fwd.seconds;
-        forward::run(game, class, start, |layer: AgeLayer| {
-            store::write_words(&layer_path(&work, 'S', layer.age), &layer.states)?;
-            store::write_words(&layer_path(&work, 'A', layer.age), &layer.afterstates)?;
-            fwd.done_age = Some(layer.age);
+        let last = forward::run(game, class, start, |layer: AgeLayer| {
+            save_layers(&work, &layer)?;
             fwd.min_age = Some(fwd.min_age.map_or(layer.age, |m| m.min(layer.age)));
-            fwd.seconds = base_seconds + t.elapsed().as_secs_f64();
-            store::write_json(&fwd_path, &fwd)?;
             on_event(Event::Forward {
                 age: layer.age,
                 states: layer.states.len(),
@@ -212,8 +272,9 @@ fn solve_class(
             hook.finished_age();
             Ok(())
         })?;
+        fwd.done_age = Some(last);
         fwd.complete = true;
-        fwd.seconds = base_seconds + t.elapsed().as_secs_f64();
+        fwd.seconds = t.elapsed().as_secs_f64();
         store::write_json(&fwd_path, &fwd)?;
     }
     let (Some(max_age), Some(min_age)) = (fwd.done_age, fwd.min_age) else {
@@ -224,6 +285,8 @@ fn solve_class(
     let names: Vec<String> = variants.iter().map(Variant::name).collect();
     let bwd_path = work.join("backward.json");
     let mut bwd: BackwardProgress = store::read_json(&bwd_path)?.unwrap_or_default();
+    // The backward pass's progress is the youngest age with a stats file (written last).
+    bwd.done_age = ages_in(&work.join("stats"))?.first().copied();
     if bwd.variants != names || bwd.top != max_age {
         bwd = BackwardProgress {
             variants: names.clone(),
@@ -231,6 +294,7 @@ fn solve_class(
             done_age: None,
             seconds: 0.0,
         };
+        store::write_json(&bwd_path, &bwd)?;
         for dir in ["values", "stats"] {
             let d = work.join(dir);
             if d.exists() {
@@ -253,7 +317,7 @@ fn solve_class(
                     age: done,
                 });
                 let level = |age: u32| -> Result<Level> {
-                    let ids = load_layer(&work, 'S', age)?;
+                    let ids = load_layers(&work, age)?.0;
                     let values: Vec<f64> = store::read_words(&values_path(&work, age))?
                         .unwrap_or_default()
                         .into_iter()
@@ -297,14 +361,12 @@ fn solve_class(
                         .enumerate()
                         .map(|(vi, v)| write_age(store, game, &out, k, vi, v))
                         .collect::<Result<_>>()?;
-                    for (v, s) in names.iter().zip(&stats) {
-                        store::write_json(&stats_path(&work, v, job.age), s)?;
-                    }
                     let bits: Vec<u64> = job.state_recs.iter().map(|r| r.value.to_bits()).collect();
                     store::write_words(&values_path(&work, job.age), &bits)?;
+                    // Last: the stats file marks the age as finished.
+                    store::write_json(&stats_path(&work, job.age), &stats)?;
                     bwd.done_age = Some(job.age);
                     bwd.seconds = base_seconds + t.elapsed().as_secs_f64();
-                    store::write_json(&bwd_path, &*bwd)?;
                     // Resuming needs the values of the last two finished ages; the starting
                     // ages (≤ 8) are kept for the values at the initial states.
                     let old = values_path(&work, job.age + 4);
@@ -321,7 +383,7 @@ fn solve_class(
                 top,
                 min_age,
                 next,
-                |age| Ok((load_layer(&work, 'S', age)?, load_layer(&work, 'A', age)?)),
+                |age| load_layers(&work, age),
                 |out: &AgeOutput, _level: &Level| {
                     let job = AgeJob {
                         age: out.age,
@@ -348,24 +410,34 @@ fn solve_class(
                 "backward: {:.2} s, writing {write_s:.2} s (overlapped)",
                 t.elapsed().as_secs_f64()
             );
+            for (name, ns) in WRITE_PARTS.iter().zip(&WRITE_NS) {
+                let s = ns.load(std::sync::atomic::Ordering::Relaxed) as f64 / 1e9;
+                eprintln!("  {name}: {s:.2} s");
+            }
         }
     }
 
     // ---- finish: ages table, manifests, then drop the work files
     let starts = initial_values(game, &work, variants)?;
+    let mut per_age: Vec<Vec<AgeStats>> = Vec::new();
+    for age in ages_in(&work.join("stats"))? {
+        let stats: Vec<AgeStats> = store::read_json(&stats_path(&work, age))?.unwrap_or_default();
+        if stats.len() != k {
+            return Err(Error::Corrupt {
+                path: stats_path(&work, age),
+                what: format!("{} variants recorded, {k} expected", stats.len()),
+            });
+        }
+        per_age.push(stats);
+    }
     let mut manifests = Vec::new();
     for (vi, v) in variants.iter().enumerate() {
         let name = v.name();
-        let mut ages = Vec::new();
-        let mut age = min_age;
-        while age <= max_age {
-            if let Some(s) = store::read_json::<AgeStats>(&stats_path(&work, &name, age))? {
-                if s.n_states > 0 || s.n_afterstates > 0 {
-                    ages.push(s);
-                }
-            }
-            age += 2;
-        }
+        let ages: Vec<AgeStats> = per_age
+            .iter()
+            .map(|s| s[vi].clone())
+            .filter(|s| s.n_states > 0 || s.n_afterstates > 0)
+            .collect();
         let ages_file = store.ages_file(shape, &name);
         let bytes = store::ages_parquet(&ages_file, &ages)?;
         let sha = store::atomic_write(&ages_file, &bytes)?;
@@ -427,7 +499,7 @@ fn initial_values(
     let k = variants.len();
     let mut levels: BTreeMap<u32, (Vec<u64>, Vec<u64>)> = BTreeMap::new();
     for age in [4u32, 6, 8] {
-        let ids = load_layer(work, 'S', age)?;
+        let ids = load_layers(work, age)?.0;
         let vals = store::read_words(&values_path(work, age))?.unwrap_or_default();
         if vals.len() != ids.len() * k {
             return Err(Error::Corrupt {
@@ -532,67 +604,73 @@ fn write_age(
     let after_path = store.afterstates_file(shape, &name, age);
     let (index, (states_pq, after_pq)) = rayon::join(
         || -> Result<(Vec<u8>, IndexEntry)> {
-            let meta = AgeIndexMeta {
-                rows: shape.rows() as u8,
-                cols: shape.cols() as u8,
-                age,
-                variant: name.clone(),
-            };
-            let bytes = encode_age_index(&meta, out.states, out.afterstates, &after_values)
-                .map_err(|e| Error::Invalid(format!("{}: {e}", index_path.display())))?;
-            let s = AgeIndex::from_bytes(&bytes[..])
-                .map_err(|e| Error::Corrupt {
-                    path: index_path.clone(),
-                    what: e.to_string(),
-                })?
-                .stats();
-            let entry = IndexEntry {
-                file: store.relative(&index_path),
-                file_bytes: s.file_bytes,
-                base: u32::from(s.base),
-                state_id_bytes: s.state_id_bytes,
-                afterstate_id_bytes: s.afterstate_id_bytes,
-                bits_per_afterstate_id: s.bits_per_afterstate_id,
-                bits_per_state_id: s.bits_per_state_id,
-            };
-            Ok((bytes, entry))
+            timed(0, || {
+                let meta = AgeIndexMeta {
+                    rows: shape.rows() as u8,
+                    cols: shape.cols() as u8,
+                    age,
+                    variant: name.clone(),
+                };
+                let bytes = encode_age_index(&meta, out.states, out.afterstates, &after_values)
+                    .map_err(|e| Error::Invalid(format!("{}: {e}", index_path.display())))?;
+                let s = AgeIndex::from_bytes(&bytes[..])
+                    .map_err(|e| Error::Corrupt {
+                        path: index_path.clone(),
+                        what: e.to_string(),
+                    })?
+                    .stats();
+                let entry = IndexEntry {
+                    file: store.relative(&index_path),
+                    file_bytes: s.file_bytes,
+                    base: u32::from(s.base),
+                    state_id_bytes: s.state_id_bytes,
+                    afterstate_id_bytes: s.afterstate_id_bytes,
+                    bits_per_afterstate_id: s.bits_per_afterstate_id,
+                    bits_per_state_id: s.bits_per_state_id,
+                };
+                Ok((bytes, entry))
+            })
         },
         || {
             rayon::join(
                 || {
-                    store::states_parquet(
-                        &states_path,
-                        StatesColumns {
-                            id: out.states.to_vec(),
-                            value: recs.iter().map(|r| r.value).collect(),
-                            terminal: recs.iter().map(|r| r.terminal).collect(),
-                            moves: recs.iter().map(|r| r.moves).collect(),
-                            best: recs
-                                .iter()
-                                .map(|r| {
-                                    (r.best != NO_MOVE)
-                                        .then(|| ["L", "R", "U", "D"][r.best as usize])
-                                })
-                                .collect(),
-                            gap: recs
-                                .iter()
-                                .map(|r| (r.moves >= 2).then_some(r.gap))
-                                .collect(),
-                            empty: out
-                                .states
-                                .iter()
-                                .map(|&s| board::count_empty(s, cells) as u8)
-                                .collect(),
-                        },
-                    )
+                    timed(1, || {
+                        store::states_parquet(
+                            &states_path,
+                            StatesColumns {
+                                id: out.states.to_vec(),
+                                value: recs.iter().map(|r| r.value).collect(),
+                                terminal: recs.iter().map(|r| r.terminal).collect(),
+                                moves: recs.iter().map(|r| r.moves).collect(),
+                                best: recs
+                                    .iter()
+                                    .map(|r| {
+                                        (r.best != NO_MOVE)
+                                            .then(|| ["L", "R", "U", "D"][r.best as usize])
+                                    })
+                                    .collect(),
+                                gap: recs
+                                    .iter()
+                                    .map(|r| (r.moves >= 2).then_some(r.gap))
+                                    .collect(),
+                                empty: out
+                                    .states
+                                    .iter()
+                                    .map(|&s| board::count_empty(s, cells) as u8)
+                                    .collect(),
+                            },
+                        )
+                    })
                 },
                 || {
-                    store::afterstates_parquet(
-                        &after_path,
-                        out.afterstates.to_vec(),
-                        after_values.clone(),
-                        after_empty.clone(),
-                    )
+                    timed(2, || {
+                        store::afterstates_parquet(
+                            &after_path,
+                            out.afterstates.to_vec(),
+                            after_values.clone(),
+                            after_empty.clone(),
+                        )
+                    })
                 },
             )
         },
@@ -605,7 +683,7 @@ fn write_age(
         (&after_path, &after_pq),
         (&index_path, &index_bytes),
     ] {
-        let sha = store::atomic_write(path, bytes)?;
+        let sha = timed(3, || store::atomic_write(path, bytes))?;
         st.files.push(FileEntry {
             path: store.relative(path),
             bytes: bytes.len() as u64,

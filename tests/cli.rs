@@ -367,17 +367,36 @@ fn snapshot_without_manifest(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
 fn variants_solve_together_and_guaranteed_reports_forced_tiles() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    solve(&data, "2x3", &["--variant", "expectation,optimistic,pessimistic,goal-64,guaranteed-16"]);
-    let v = |name: &str| manifest(&data, "2x3", name)["value_initial"].as_f64().unwrap();
+    solve(
+        &data,
+        "2x3",
+        &[
+            "--variant",
+            "expectation,optimistic,pessimistic,goal-64,guaranteed-16",
+        ],
+    );
+    let v = |name: &str| {
+        manifest(&data, "2x3", name)["value_initial"]
+            .as_f64()
+            .unwrap()
+    };
     assert!(v("optimistic") > v("expectation") && v("expectation") > v("pessimistic"));
     assert!((0.0..=1.0).contains(&v("goal-64")));
     assert_eq!(v("guaranteed-16"), 1.0);
     // p4 is part of the variant's name.
     solve(&data, "2x3", &["--p4", "0.2"]);
-    assert!(data.join("manifest/board=2x3/variant=expectation-p4=0.2.json").is_file());
+    assert!(data
+        .join("manifest/board=2x3/variant=expectation-p4=0.2.json")
+        .is_file());
 
     let o = run(&["guaranteed", "--board", "1x1,2x2,2x3", "--format", "csv"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(stdout(&o), "board,from_empty,two_tile_min\n1x1,2,\n2x2,8,8\n2x3,16,16\n");
-    assert_clean_error(&run(&["guaranteed", "--board", "2x2,7x7"]), "bad board size '7x7'");
+    assert_eq!(
+        stdout(&o),
+        "board,from_empty,two_tile_min\n1x1,2,\n2x2,8,8\n2x3,16,16\n"
+    );
+    assert_clean_error(
+        &run(&["guaranteed", "--board", "2x2,7x7"]),
+        "bad board size '7x7'",
+    );
 }
