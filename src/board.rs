@@ -208,7 +208,7 @@ impl LineTable {
             for (j, v) in line.iter_mut().enumerate() {
                 *v = ((packed >> (4 * j)) & 0xF) as u8;
             }
-            if line.iter().any(|&e| e == MAX_EXP) && has_pair(line, MAX_EXP) {
+            if has_pair(line, MAX_EXP) {
                 // Two 2^15 tiles would merge past what a nibble holds. Such lines are not
                 // reachable on boards we can solve; leave them unchanged (the move is invalid).
                 t.toward0[packed] = packed as u16;

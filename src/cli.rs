@@ -338,13 +338,13 @@ pub fn run_best(a: &BestArgs, out: &mut dyn Write) -> Result<()> {
     for text in boards {
         let code = board::parse_board(&text, shape)?;
         let age = board::age(code);
-        if !indexes.contains_key(&age) {
-            indexes.insert(
-                age,
-                open_index(&store.index_file(shape, &variant.name(), age))?,
-            );
-        }
-        let Some(index) = indexes[&age].as_ref() else {
+        let index = match indexes.entry(age) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(open_index(&store.index_file(shape, &variant.name(), age))?)
+            }
+        };
+        let Some(index) = index.as_ref() else {
             return Err(Error::Unreachable {
                 text,
                 board: shape.to_string(),

@@ -51,7 +51,7 @@ fn radix_sort(v: &mut [u64]) {
     let mut in_v = true; // where the data currently is
     for p in 0..passes {
         let c = &mut counts[p * buckets..(p + 1) * buckets];
-        if c.iter().any(|&n| n == v.len()) {
+        if c.contains(&v.len()) {
             continue; // every id has the same digit: the pass would not move anything
         }
         let mut sum = 0;

@@ -55,7 +55,8 @@ fn cached<T: Send + Sync + 'static>(
 
 /// The oracle solved for one shape and variant, computed once per test binary.
 fn oracle_for(shape: Shape, v: Variant) -> Arc<Mutex<Solved>> {
-    static MAP: OnceLock<Mutex<HashMap<String, Cell<Arc<Mutex<Solved>>>>>> = OnceLock::new();
+    type Memo = Mutex<HashMap<String, Cell<Arc<Mutex<Solved>>>>>;
+    static MAP: OnceLock<Memo> = OnceLock::new();
     let key = format!("{} {} {}", shape.name(), v.base_name(), v.p4);
     cached(&MAP, key, || Arc::new(Mutex::new(Solved::new(shape, v))))
         .get()
@@ -70,8 +71,8 @@ fn solved_dir(
     variants: &[String],
     p4: Option<f64>,
 ) -> Result<Arc<tempfile::TempDir>, String> {
-    static MAP: OnceLock<Mutex<HashMap<String, Cell<Result<Arc<tempfile::TempDir>, String>>>>> =
-        OnceLock::new();
+    type Dirs = Mutex<HashMap<String, Cell<Result<Arc<tempfile::TempDir>, String>>>>;
+    static MAP: OnceLock<Dirs> = OnceLock::new();
     let key = format!(
         "{} {} {} {:?}",
         shape.name(),

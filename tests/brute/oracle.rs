@@ -332,7 +332,8 @@ impl Group {
 /// The group's elements as permutations: `perm[i]` is where cell `i` goes.
 pub fn group_perms(shape: Shape, group: Group) -> Vec<Vec<usize>> {
     let (rr, cc) = (shape.rows, shape.cols);
-    let mut maps: Vec<Box<dyn Fn(usize, usize) -> (usize, usize)>> = vec![Box::new(|r, c| (r, c))];
+    type CellMap = Box<dyn Fn(usize, usize) -> (usize, usize)>;
+    let mut maps: Vec<CellMap> = vec![Box::new(|r, c| (r, c))];
     if group != Group::None {
         maps.push(Box::new(move |r, c| (r, cc - 1 - c)));
         maps.push(Box::new(move |r, c| (rr - 1 - r, c)));
