@@ -6,6 +6,8 @@
 
 BOARDS   ?= 2x2 2x3 2x4 3x3
 VARIANTS ?= expectation,optimistic,pessimistic
+# Goal and guaranteed-reachability variants (small solves: boards holding T are absorbing).
+GOALS    ?= goal-16,goal-32,guaranteed-8,guaranteed-16
 DATA     ?= data
 OUT      ?= reports
 CARGO    ?= cargo
@@ -24,7 +26,9 @@ solve: build
 	@for b in $(BOARDS); do \
 	  echo "== solve $$b ($(VARIANTS))"; \
 	  $(BIN) solve --board $$b --data $(DATA) --variant $(VARIANTS) || exit $$?; \
+	  $(BIN) solve --board $$b --data $(DATA) --variant $(GOALS) --quiet || exit $$?; \
 	done
+	$(BIN) guaranteed --board 1x2,1x3,1x4,2x2,2x3,2x4,3x3
 
 report: build
 	$(BIN) report --data $(DATA) --out $(OUT)

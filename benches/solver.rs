@@ -56,6 +56,7 @@ fn bench(c: &mut Criterion) {
                 group: Group::Full,
                 variants: vec![Variant::expectation()],
                 data: dir.path().to_path_buf(),
+                force: false,
             };
             solve(&cfg, &|_| {}).unwrap()
         })

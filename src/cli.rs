@@ -73,6 +73,9 @@ pub struct SolveArgs {
     /// No progress bars.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Solve again even if DIR already holds this solve.
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
@@ -181,6 +184,7 @@ pub fn solve_config(a: &SolveArgs) -> Result<SolveConfig> {
         group,
         variants,
         data: a.data.clone(),
+        force: a.force,
     })
 }
 

@@ -33,6 +33,8 @@ pub struct SolveConfig {
     pub group: Group,
     pub variants: Vec<Variant>,
     pub data: PathBuf,
+    /// Solve again even if the data directory already holds a complete solve.
+    pub force: bool,
 }
 
 /// Progress events, for a progress bar.
@@ -140,6 +142,12 @@ pub fn solve(cfg: &SolveConfig, on_event: &(dyn Fn(Event) + Sync)) -> Result<Vec
     }
     let mut manifests = Vec::new();
     for (class, variants) in classes {
+        if !cfg.force {
+            if let Some(done) = already_solved(&store, cfg.shape, cfg.group, &variants) {
+                manifests.extend(done);
+                continue;
+            }
+        }
         manifests.extend(solve_class(
             &store, &game, cfg.group, &class, &variants, on_event,
         )?);
@@ -147,6 +155,32 @@ pub fn solve(cfg: &SolveConfig, on_event: &(dyn Fn(Event) + Sync)) -> Result<Vec
     let order = |m: &Manifest| cfg.variants.iter().position(|v| v.name() == m.variant);
     manifests.sort_by_key(order);
     Ok(manifests)
+}
+
+/// The manifests of a finished solve of these variants (same group and layout, every listed
+/// file present with its size), so that solving again is a no-op; `None` otherwise.
+fn already_solved(
+    store: &Store,
+    shape: Shape,
+    group: Group,
+    variants: &[Variant],
+) -> Option<Vec<Manifest>> {
+    let mut out = Vec::new();
+    for v in variants {
+        let m = store.read_manifest(shape, &v.name()).ok()?;
+        if m.symmetry != group.name() || m.layout_version != store::LAYOUT_VERSION {
+            return None;
+        }
+        let complete = m
+            .files
+            .iter()
+            .all(|f| fs::metadata(store.root().join(&f.path)).is_ok_and(|md| md.len() == f.bytes));
+        if !complete {
+            return None;
+        }
+        out.push(m);
+    }
+    Some(out)
 }
 
 fn layer_path(work: &Path, age: u32) -> PathBuf {

@@ -347,6 +347,10 @@ fn a_killed_solve_resumes_and_ends_with_the_same_digests() {
     let _ = child.kill();
     let _ = child.wait();
     solve(&b, "2x3", &[]);
+    // Solving a finished board again is a no-op that leaves every file as it is.
+    let finished = snapshot(&b);
+    solve(&b, "2x3", &[]);
+    assert_eq!(snapshot(&b), finished);
     let resumed = manifest(&b, "2x3", "expectation");
     assert_eq!(
         resumed["files"], reference["files"],
