@@ -19,7 +19,7 @@ cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
   echo
   echo "Release build (\`cargo build --release --no-default-features\`), \`age2048 solve --board B\`"
   echo "into a fresh data directory, $runs runs each; wall time and peak RSS from /usr/bin/time."
-  echo "Machine: $(nproc) cores, $cpu, $(free -g | awk '/Mem:/{print $2}') GiB; $(date -u +%Y-%m-%d)."
+  echo "Machine: $(nproc) cores, $cpu, $(free -g | awk '/Mem:/{print $2}') GiB; load average before the runs: $(cut -d' ' -f1-3 /proc/loadavg); $(date -u +%Y-%m-%d)."
   echo
   echo "| board | variant | runs | median wall (s) | min (s) | max (s) | median peak RSS (MB) |"
   echo "|---|---|---|---|---|---|---|"
@@ -33,9 +33,13 @@ for b in $boards; do
       /usr/bin/time -f "%e %M" -o "$tmp/t" "$bin" solve --board "$b" --variant "$v" --data "$tmp/data" --quiet 2>/dev/null
       cat "$tmp/t" >> "$tmp/times"
     done
-    sort -n "$tmp/times" | awk -v b="$b" -v v="$v" -v n="$runs" '
-      { t[NR]=$1; m[NR]=$2 }
-      END { asort(m); printf "| %s | %s | %d | %.2f | %.2f | %.2f | %.0f |\n", b, v, n, t[int((NR+1)/2)], t[1], t[NR], m[int((NR+1)/2)]/1024 }' >> "$tmp/report.md"
+    n=$(wc -l < "$tmp/times")
+    mid=$(( (n + 1) / 2 ))
+    t_med=$(cut -d' ' -f1 "$tmp/times" | sort -n | sed -n "${mid}p")
+    t_min=$(cut -d' ' -f1 "$tmp/times" | sort -n | head -1)
+    t_max=$(cut -d' ' -f1 "$tmp/times" | sort -n | tail -1)
+    m_med=$(cut -d' ' -f2 "$tmp/times" | sort -n | sed -n "${mid}p")
+    echo "| $b | $v | $n | $t_med | $t_min | $t_max | $(( m_med / 1024 )) |" >> "$tmp/report.md"
   done
 done
 cp "$tmp/report.md" "$out/solve.md"

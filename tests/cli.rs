@@ -36,6 +36,13 @@ fn solve(data: &Path, board: &str, extra: &[&str]) -> Output {
     o
 }
 
+/// `age2048 best --board 2x2 --data DATA ARGS…`
+fn best_2x2(data: &Path, args: &[&str]) -> Output {
+    let mut all = vec!["best", "--board", "2x2", "--data", data.to_str().unwrap()];
+    all.extend_from_slice(args);
+    run(&all)
+}
+
 fn manifest(data: &Path, board: &str, variant: &str) -> serde_json::Value {
     let p = data.join(format!("manifest/board={board}/variant={variant}.json"));
     serde_json::from_slice(&fs::read(&p).unwrap()).unwrap()
@@ -109,17 +116,7 @@ fn solve_2x2_matches_published_figures_and_best_answers() {
     );
 
     // best: two 2-tiles in a row; L and R are equivalent by symmetry, U and D too.
-    let o = run(&[
-        "best",
-        "--board",
-        "2x2",
-        "--data",
-        full.to_str().unwrap(),
-        "--format",
-        "csv",
-        "2 2/. .",
-        "2 ./. 2",
-    ]);
+    let o = best_2x2(&full, &["--format", "csv", "2 2/. .", "2 ./. 2"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     let lines: Vec<&str> = out.lines().collect();
@@ -140,56 +137,24 @@ fn solve_2x2_matches_published_figures_and_best_answers() {
     assert!(q[0].unwrap() > 4.0);
 
     // json and table formats
-    let o = run(&[
-        "best",
-        "--board",
-        "2x2",
-        "--data",
-        full.to_str().unwrap(),
-        "--format",
-        "json",
-        "2 2/. .",
-    ]);
+    let o = best_2x2(&full, &["--format", "json", "2 2/. ."]);
     let j: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(j[0]["board"], "2 2/. .");
-    let o = run(&[
-        "best",
-        "--board",
-        "2x2",
-        "--data",
-        full.to_str().unwrap(),
-        "2 4/. .",
-    ]);
+    let o = best_2x2(&full, &["2 4/. ."]);
     assert!(stdout(&o).contains("best"), "{}", stdout(&o));
 
     // a terminal board: no move, value 0
-    let o = run(&[
-        "best",
-        "--board",
-        "2x2",
-        "--data",
-        full.to_str().unwrap(),
-        "--format",
-        "csv",
-        "2 4/4 2",
-    ]);
+    let o = best_2x2(&full, &["--format", "csv", "2 4/4 2"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(stdout(&o).lines().nth(1).unwrap(), "2 4/4 2,,,,,0,");
 
     // --input from a file and from stdin
     let input = dir.path().join("boards.txt");
     fs::write(&input, "# a comment\n2 2/. .\n\n. ./2 2\n").unwrap();
-    let o = run(&[
-        "best",
-        "--board",
-        "2x2",
-        "--data",
-        full.to_str().unwrap(),
-        "--format",
-        "csv",
-        "--input",
-        input.to_str().unwrap(),
-    ]);
+    let o = best_2x2(
+        &full,
+        &["--format", "csv", "--input", input.to_str().unwrap()],
+    );
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(stdout(&o).lines().count(), 3);
 }
