@@ -1,0 +1,281 @@
+//! Loading what the report draws: manifests (serde), the per-age and per-board SQL results
+//! (DuckDB, queries in `sql/`), and the Polars frames (quantiles, variants side by side).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use arrow::array::{Array, Float64Array, StringArray, UInt64Array};
+use arrow::compute::cast;
+use arrow::datatypes::DataType;
+use arrow::record_batch::RecordBatch;
+use duckdb::Connection;
+use serde::Deserialize;
+
+use super::ReportError;
+use crate::sql::query;
+
+/// `sql/per_age.sql`: one row per board, variant and age.
+pub const PER_AGE_SQL: &str = include_str!("../../sql/per_age.sql");
+/// `sql/boards.sql`: totals per board and variant.
+pub const BOARDS_SQL: &str = include_str!("../../sql/boards.sql");
+/// `sql/largest_tile.sql`: largest tile per board and variant from the codes.
+pub const LARGEST_TILE_SQL: &str = include_str!("../../sql/largest_tile.sql");
+/// `sql/state_value_quantiles.sql`: DuckDB reference of the quantile band.
+pub const STATE_VALUE_QUANTILES_SQL: &str = include_str!("../../sql/state_value_quantiles.sql");
+
+/// The run manifest written by the solver (`manifest/board=RxC/variant=V.json`).
+/// Every field is optional so that an older or partial manifest still reports.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Manifest {
+    pub tool: Option<String>,
+    pub version: Option<String>,
+    pub board: Option<String>,
+    pub variant: Option<String>,
+    pub symmetry: Option<serde_json::Value>,
+    pub p4: Option<f64>,
+    pub n_states: Option<u64>,
+    pub n_afterstates: Option<u64>,
+    pub n_terminal_states: Option<u64>,
+    pub max_age: Option<u64>,
+    pub max_tile: Option<u64>,
+    pub value_two_2_tiles: Option<f64>,
+    pub value_initial: Option<f64>,
+    pub timings: Timings,
+    pub peak_rss_bytes: Option<u64>,
+    pub ages: Vec<ManifestAge>,
+    pub files: Vec<ManifestFile>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Timings {
+    pub forward_s: Option<f64>,
+    pub backward_s: Option<f64>,
+    pub total_s: Option<f64>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct ManifestAge {
+    pub age: u64,
+    pub n_states: u64,
+    pub n_afterstates: u64,
+    pub n_terminal_states: u64,
+    pub index: Option<IndexInfo>,
+    /// Data files of this age (the solver lists them per age).
+    pub files: Vec<ManifestFile>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct IndexInfo {
+    pub file: Option<String>,
+    pub file_bytes: Option<u64>,
+    pub base: Option<serde_json::Value>,
+    pub afterstate_id_bytes: Option<u64>,
+    pub state_id_bytes: Option<u64>,
+    pub bits_per_afterstate_id: Option<f64>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct ManifestFile {
+    pub path: String,
+    pub bytes: Option<u64>,
+    pub sha256: Option<String>,
+}
+
+/// A manifest with the board and variant it belongs to (from its path if not in the JSON).
+#[derive(Debug, Clone)]
+pub struct ManifestEntry {
+    pub board: String,
+    pub variant: String,
+    pub path: PathBuf,
+    pub manifest: Manifest,
+}
+
+/// Reads every `manifest/board=*/variant=*.json` under `data`, sorted by board then variant.
+pub fn load_manifests(data: &Path) -> Result<Vec<ManifestEntry>, ReportError> {
+    let root = data.join("manifest");
+    let mut out = Vec::new();
+    let Ok(boards) = std::fs::read_dir(&root) else { return Ok(out) };
+    for b in boards.flatten() {
+        let bname = b.file_name().to_string_lossy().to_string();
+        let Some(board) = bname.strip_prefix("board=") else { continue };
+        let Ok(vs) = std::fs::read_dir(b.path()) else { continue };
+        for v in vs.flatten() {
+            let vname = v.file_name().to_string_lossy().to_string();
+            let Some(variant) = vname.strip_prefix("variant=").and_then(|s| s.strip_suffix(".json"))
+            else {
+                continue;
+            };
+            let path = v.path();
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| ReportError::io("reading the manifest", &path, e))?;
+            let manifest: Manifest = serde_json::from_str(&text).map_err(|e| {
+                ReportError::Manifest { path: path.clone(), message: e.to_string() }
+            })?;
+            out.push(ManifestEntry {
+                board: manifest.board.clone().unwrap_or_else(|| crate::sql::unescape(board)),
+                variant: manifest.variant.clone().unwrap_or_else(|| crate::sql::unescape(variant)),
+                path,
+                manifest,
+            });
+        }
+    }
+    out.sort_by(|a, b| board_key(&a.board).cmp(&board_key(&b.board)).then(variant_key(&a.variant).cmp(&variant_key(&b.variant))));
+    Ok(out)
+}
+
+/// Sort key of a board name `RxC`: by cells, then rows; unparsable names last.
+pub fn board_key(board: &str) -> (usize, usize, String) {
+    match parse_board(board) {
+        Some((r, c)) => (r * c, r, board.to_string()),
+        None => (usize::MAX, 0, board.to_string()),
+    }
+}
+
+/// Sort key of a variant: expectation, optimistic, pessimistic, then the rest by name.
+pub fn variant_key(variant: &str) -> (usize, String) {
+    let rank = match variant {
+        "expectation" => 0,
+        "optimistic" => 1,
+        "pessimistic" => 2,
+        _ => 3,
+    };
+    (rank, variant.to_string())
+}
+
+/// Parses `RxC`.
+pub fn parse_board(board: &str) -> Option<(usize, usize)> {
+    let (r, c) = board.split_once('x')?;
+    Some((r.parse().ok()?, c.parse().ok()?))
+}
+
+/// One row of `sql/per_age.sql`.
+#[derive(Debug, Clone)]
+pub struct AgeRow {
+    pub board: String,
+    pub variant: String,
+    pub age: u64,
+    pub n_states: u64,
+    pub n_afterstates: u64,
+    pub n_terminal_states: u64,
+    pub terminal_share: Option<f64>,
+    pub frac_gap_lt_1: Option<f64>,
+    pub mean_empty_cells_afterstates: Option<f64>,
+    pub best_afterstate_value: Option<f64>,
+    pub mean_state_value: Option<f64>,
+    pub mean_action_gap: Option<f64>,
+}
+
+/// One row of `sql/boards.sql`.
+#[derive(Debug, Clone)]
+pub struct BoardRow {
+    pub board: String,
+    pub variant: String,
+    pub states: u64,
+    pub afterstates: u64,
+    pub terminal_states: u64,
+    pub max_age: Option<u64>,
+}
+
+fn column(batch: &RecordBatch, name: &str, to: &DataType, ctx: &str) -> Result<std::sync::Arc<dyn Array>, ReportError> {
+    let c = batch
+        .column_by_name(name)
+        .ok_or_else(|| ReportError::shape(ctx, format!("no column {name}")))?;
+    cast(c, to).map_err(|e| ReportError::arrow(format!("{ctx}: column {name}"), e))
+}
+
+pub(crate) fn col_str(b: &RecordBatch, name: &str, ctx: &str) -> Result<Vec<String>, ReportError> {
+    let a = column(b, name, &DataType::Utf8, ctx)?;
+    let a = a.as_any().downcast_ref::<StringArray>().ok_or_else(|| ReportError::shape(ctx, name))?;
+    Ok((0..a.len()).map(|i| if a.is_null(i) { String::new() } else { a.value(i).to_string() }).collect())
+}
+
+pub(crate) fn col_u64(b: &RecordBatch, name: &str, ctx: &str) -> Result<Vec<Option<u64>>, ReportError> {
+    let a = column(b, name, &DataType::UInt64, ctx)?;
+    let a = a.as_any().downcast_ref::<UInt64Array>().ok_or_else(|| ReportError::shape(ctx, name))?;
+    Ok((0..a.len()).map(|i| (!a.is_null(i)).then(|| a.value(i))).collect())
+}
+
+pub(crate) fn col_f64(b: &RecordBatch, name: &str, ctx: &str) -> Result<Vec<Option<f64>>, ReportError> {
+    let a = column(b, name, &DataType::Float64, ctx)?;
+    let a = a.as_any().downcast_ref::<Float64Array>().ok_or_else(|| ReportError::shape(ctx, name))?;
+    Ok((0..a.len()).map(|i| (!a.is_null(i)).then(|| a.value(i))).collect())
+}
+
+/// Runs `sql/per_age.sql`.
+pub fn per_age(conn: &Connection) -> Result<Vec<AgeRow>, ReportError> {
+    let ctx = "sql/per_age.sql";
+    let b = query(conn, PER_AGE_SQL)
+        .map_err(|e| ReportError::DuckDb { context: ctx.into(), message: e.to_string() })?
+        .concat()?;
+    let board = col_str(&b, "board", ctx)?;
+    let variant = col_str(&b, "variant", ctx)?;
+    let age = col_u64(&b, "age", ctx)?;
+    let ns = col_u64(&b, "n_states", ctx)?;
+    let na = col_u64(&b, "n_afterstates", ctx)?;
+    let nt = col_u64(&b, "n_terminal_states", ctx)?;
+    let ts = col_f64(&b, "terminal_share", ctx)?;
+    let fg = col_f64(&b, "frac_gap_lt_1", ctx)?;
+    let me = col_f64(&b, "mean_empty_cells_afterstates", ctx)?;
+    let bv = col_f64(&b, "best_afterstate_value", ctx)?;
+    let mv = col_f64(&b, "mean_state_value", ctx)?;
+    let mg = col_f64(&b, "mean_action_gap", ctx)?;
+    Ok((0..b.num_rows())
+        .map(|i| AgeRow {
+            board: board[i].clone(),
+            variant: variant[i].clone(),
+            age: age[i].unwrap_or(0),
+            n_states: ns[i].unwrap_or(0),
+            n_afterstates: na[i].unwrap_or(0),
+            n_terminal_states: nt[i].unwrap_or(0),
+            terminal_share: ts[i],
+            frac_gap_lt_1: fg[i],
+            mean_empty_cells_afterstates: me[i],
+            best_afterstate_value: bv[i],
+            mean_state_value: mv[i],
+            mean_action_gap: mg[i],
+        })
+        .collect())
+}
+
+/// Runs `sql/boards.sql`.
+pub fn boards(conn: &Connection) -> Result<Vec<BoardRow>, ReportError> {
+    let ctx = "sql/boards.sql";
+    let b = query(conn, BOARDS_SQL)
+        .map_err(|e| ReportError::DuckDb { context: ctx.into(), message: e.to_string() })?
+        .concat()?;
+    let board = col_str(&b, "board", ctx)?;
+    let variant = col_str(&b, "variant", ctx)?;
+    let s = col_u64(&b, "states", ctx)?;
+    let a = col_u64(&b, "afterstates", ctx)?;
+    let t = col_u64(&b, "terminal_states", ctx)?;
+    let m = col_u64(&b, "max_age", ctx)?;
+    Ok((0..b.num_rows())
+        .map(|i| BoardRow {
+            board: board[i].clone(),
+            variant: variant[i].clone(),
+            states: s[i].unwrap_or(0),
+            afterstates: a[i].unwrap_or(0),
+            terminal_states: t[i].unwrap_or(0),
+            max_age: m[i],
+        })
+        .collect())
+}
+
+/// Runs `sql/largest_tile.sql`: `(board, variant) -> largest tile`.
+pub fn largest_tiles(conn: &Connection) -> Result<BTreeMap<(String, String), u64>, ReportError> {
+    let ctx = "sql/largest_tile.sql";
+    let b = query(conn, LARGEST_TILE_SQL)
+        .map_err(|e| ReportError::DuckDb { context: ctx.into(), message: e.to_string() })?
+        .concat()?;
+    let board = col_str(&b, "board", ctx)?;
+    let variant = col_str(&b, "variant", ctx)?;
+    let t = col_u64(&b, "largest_tile", ctx)?;
+    Ok((0..b.num_rows())
+        .filter_map(|i| t[i].map(|t| ((board[i].clone(), variant[i].clone()), t)))
+        .collect())
+}

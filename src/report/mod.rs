@@ -1,0 +1,235 @@
+//! The `report` command: figures (SVG + PNG + CSV of each series), tables (Markdown + CSV),
+//! `index.html` and `README.md` from a solved data directory.
+//!
+//! Data flow: DuckDB runs the queries in `sql/` over the views of [`crate::sql::open_catalog`]
+//! (per-age series, board totals); Polars scans the same Parquet files for the dataframe work
+//! (quantiles of the state values, the variants side by side); the manifests give values,
+//! timings, index sizes and digests. Every file is written to a temporary name and renamed, so
+//! re-running over an existing folder is idempotent and never leaves a half-written file.
+//!
+//! Output layout of `OUT/`:
+//! `figures/<name>.{svg,png,csv}`, `tables/<name>.{md,csv}`, `index.html`, `README.md`.
+
+pub mod data;
+pub mod error;
+pub mod figures;
+pub mod fixture;
+pub mod frames;
+pub mod page;
+pub mod render;
+pub mod tables;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use arrow::array::ArrayRef;
+use arrow::datatypes::{Field, Schema};
+use arrow::record_batch::RecordBatch;
+
+pub use error::ReportError;
+
+use data::{board_key, variant_key};
+use figures::BoardInfo;
+
+/// What [`run_report`] produced.
+#[derive(Debug, Clone, Default)]
+pub struct ReportSummary {
+    /// The output folder.
+    pub out: PathBuf,
+    /// Boards and variants found.
+    pub boards: Vec<String>,
+    pub variants: Vec<String>,
+    /// Figure names (each written as `figures/NAME.svg`, `.png`, `.csv`).
+    pub figures: Vec<String>,
+    /// Table names (each written as `tables/NAME.md`, `.csv`).
+    pub tables: Vec<String>,
+    /// Every file written, relative to `out`.
+    pub files: Vec<PathBuf>,
+}
+
+/// CSV bytes (with header) of named columns, via Arrow's CSV writer.
+pub(crate) fn csv_bytes(cols: Vec<(&str, ArrayRef)>) -> Result<Vec<u8>, ReportError> {
+    let fields: Vec<Field> =
+        cols.iter().map(|(n, a)| Field::new(*n, a.data_type().clone(), true)).collect();
+    let batch = RecordBatch::try_new(
+        std::sync::Arc::new(Schema::new(fields)),
+        cols.into_iter().map(|(_, a)| a).collect(),
+    )
+    .map_err(|e| ReportError::arrow("building a CSV batch", e))?;
+    let mut buf = Vec::new();
+    {
+        let mut w = arrow::csv::WriterBuilder::new().with_header(true).build(&mut buf);
+        w.write(&batch).map_err(|e| ReportError::arrow("writing CSV", e))?;
+    }
+    Ok(buf)
+}
+
+/// A temporary sibling of `path` keeping its extension (plotters picks the image format from it).
+fn temp_path(path: &Path) -> PathBuf {
+    let stem = path.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_default();
+    let ext = path.extension().map(|s| format!(".{}", s.to_string_lossy())).unwrap_or_default();
+    path.with_file_name(format!(".{stem}.tmp-{}{ext}", std::process::id()))
+}
+
+/// Writes `bytes` to `path` atomically (temporary file + rename).
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
+    let tmp = temp_path(path);
+    std::fs::write(&tmp, bytes).map_err(|e| ReportError::io("writing", &tmp, e))?;
+    std::fs::rename(&tmp, path).map_err(|e| ReportError::io("renaming into", path, e))
+}
+
+struct Progress {
+    total: usize,
+    done: usize,
+    start: Instant,
+}
+
+impl Progress {
+    fn step(&mut self, what: &str) {
+        self.done += 1;
+        eprintln!(
+            "report: [{}/{}] {what} ({:.1} s)",
+            self.done,
+            self.total,
+            self.start.elapsed().as_secs_f64()
+        );
+    }
+}
+
+/// The `report` command: reads the solved data under `data` and writes the report to `out`.
+pub fn run_report(data: &Path, out: &Path) -> Result<ReportSummary, ReportError> {
+    let start = Instant::now();
+    let conn = crate::sql::open_catalog(data)?;
+    let manifests = data::load_manifests(data)?;
+    let rows = data::per_age(&conn)?;
+    if rows.is_empty() {
+        return Err(ReportError::NoData {
+            path: data.to_path_buf(),
+            what: "no ages/board=*/variant=*/part-0.parquet found".into(),
+        });
+    }
+    let board_rows = data::boards(&conn)?;
+    let main = figures::main_variants(&rows);
+
+    let mut boards: Vec<String> = main.keys().cloned().collect();
+    boards.sort_by_key(|b| board_key(b));
+    let mut variants: Vec<String> = board_rows.iter().map(|r| r.variant.clone()).collect();
+    variants.sort_by_key(|v| variant_key(v));
+    variants.dedup();
+
+    // Largest tile: from the manifest, else computed from the state codes.
+    let mut largest: BTreeMap<(String, String), u64> = BTreeMap::new();
+    for e in &manifests {
+        if let Some(t) = e.manifest.max_tile {
+            largest.insert((e.board.clone(), e.variant.clone()), t);
+        }
+    }
+    if main.iter().any(|(b, v)| !largest.contains_key(&(b.clone(), v.clone()))) {
+        match data::largest_tiles(&conn) {
+            Ok(m) => {
+                for (k, t) in m {
+                    largest.entry(k).or_insert(t);
+                }
+            }
+            Err(e) => eprintln!("report: warning: largest tile not computed: {e}"),
+        }
+    }
+    let infos: Vec<BoardInfo> = boards
+        .iter()
+        .map(|b| {
+            let v = main[b].clone();
+            BoardInfo {
+                board: b.clone(),
+                largest_tile: largest.get(&(b.clone(), v.clone())).copied(),
+                max_age: board_rows.iter().find(|r| r.board == *b && r.variant == v).and_then(|r| r.max_age),
+                variant: v,
+            }
+        })
+        .collect();
+
+    let qboard = figures::quantile_board(&infos, data);
+    let mut progress = Progress { total: 0, done: 0, start };
+    progress.total = 3 + 7 + 2;
+    progress.step("per-age series and board totals (DuckDB)");
+
+    let pairs: Vec<(String, String)> = board_rows
+        .iter()
+        .filter(|r| matches!(r.variant.as_str(), "expectation" | "optimistic" | "pessimistic"))
+        .map(|r| (r.board.clone(), r.variant.clone()))
+        .collect();
+    let best = frames::ages_column_by_variant(data, &pairs, "best_afterstate_value")?;
+    progress.step("best afterstate value by variant (Polars)");
+    let quantiles = match &qboard {
+        Some(b) => Some(frames::state_value_quantiles(data, &b.board, &b.variant)?),
+        None => None,
+    };
+    progress.step(&format!(
+        "state value quantiles (Polars{})",
+        qboard.as_ref().map(|b| format!(", board {}", b.board)).unwrap_or_default()
+    ));
+
+    let specs = figures::build_figures(&rows, &infos, &best, quantiles.as_ref())?;
+    progress.total = 3 + specs.len() + 2;
+
+    let fig_dir = out.join("figures");
+    let tab_dir = out.join("tables");
+    for d in [out, fig_dir.as_path(), tab_dir.as_path()] {
+        std::fs::create_dir_all(d).map_err(|e| ReportError::io("creating", d, e))?;
+    }
+    let mut summary = ReportSummary {
+        out: out.to_path_buf(),
+        boards: boards.clone(),
+        variants: variants.clone(),
+        ..Default::default()
+    };
+    for spec in &specs {
+        let n = &spec.figure.name;
+        let svg = render::to_svg(&spec.figure)?;
+        write_atomic(&fig_dir.join(format!("{n}.svg")), svg.as_bytes())?;
+        let png = fig_dir.join(format!("{n}.png"));
+        let tmp = temp_path(&png);
+        render::to_png(&spec.figure, &tmp)?;
+        std::fs::rename(&tmp, &png).map_err(|e| ReportError::io("renaming into", &png, e))?;
+        write_atomic(&fig_dir.join(format!("{n}.csv")), &spec.csv)?;
+        for ext in ["svg", "png", "csv"] {
+            summary.files.push(PathBuf::from("figures").join(format!("{n}.{ext}")));
+        }
+        summary.figures.push(n.clone());
+        progress.step(&format!("figure {n}"));
+    }
+
+    let tables = vec![
+        tables::boards_table(&board_rows, &main, &manifests, &largest),
+        tables::variants_table(&board_rows, &manifests),
+        tables::index_table(&manifests, &main),
+        tables::provenance_table(&manifests),
+    ];
+    for t in &tables {
+        write_atomic(&tab_dir.join(format!("{}.csv", t.name)), &t.csv()?)?;
+        summary.files.push(PathBuf::from("tables").join(format!("{}.csv", t.name)));
+        if t.shown.as_ref().is_none_or(|v| !v.is_empty()) {
+            let md = format!("# {}\n\n{}\n\n{}", t.title, t.description, t.markdown());
+            write_atomic(&tab_dir.join(format!("{}.md", t.name)), md.as_bytes())?;
+            summary.files.push(PathBuf::from("tables").join(format!("{}.md", t.name)));
+        }
+        summary.tables.push(t.name.clone());
+    }
+    progress.step("tables");
+
+    let data_str = data.display().to_string();
+    let inp = page::PageInput {
+        data_dir: &data_str,
+        boards: &boards,
+        variants: &variants,
+        figures: &specs,
+        tables: &tables,
+        manifests: &manifests,
+    };
+    write_atomic(&out.join("README.md"), page::readme(&inp).as_bytes())?;
+    write_atomic(&out.join("index.html"), page::index_html(&inp).as_bytes())?;
+    summary.files.push(PathBuf::from("README.md"));
+    summary.files.push(PathBuf::from("index.html"));
+    progress.step("README.md and index.html");
+    Ok(summary)
+}
