@@ -48,6 +48,9 @@ pub enum Command {
     #[cfg(feature = "report")]
     /// Render every figure and table from the solved data.
     Report(crate::cli_report::ReportArgs),
+    #[cfg(feature = "report")]
+    /// Compare variants of a board: values at the starts, per-age differences, changed best moves.
+    Compare(CompareArgs),
 }
 
 #[derive(Args, Debug)]
@@ -106,6 +109,34 @@ pub struct BestArgs {
     pub format: Format,
     /// Boards: rows separated by '/', cells by spaces, 0 or . for empty: "2 0 4/0 8 0/0 0 2".
     pub boards: Vec<String>,
+}
+
+#[cfg(feature = "report")]
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// Board size RxC.
+    #[arg(long)]
+    pub board: String,
+    /// Variants, comma-separated; the first is the base the others are compared with.
+    #[arg(long)]
+    pub variants: String,
+    /// Data directory.
+    #[arg(long, default_value = "data")]
+    pub data: PathBuf,
+    /// Where to write the figure and CSV files.
+    #[arg(long, default_value = "reports/compare")]
+    pub out: PathBuf,
+}
+
+#[cfg(feature = "report")]
+impl CompareArgs {
+    pub fn variant_list(&self) -> Vec<String> {
+        self.variants
+            .split(',')
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+            .collect()
+    }
 }
 
 #[derive(Args, Debug)]

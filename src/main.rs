@@ -14,6 +14,18 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let mut out = stdout.lock();
             cli::run_best(&a, &mut out)?
         }
+        #[cfg(feature = "report")]
+        Command::Sql(a) => age2048::cli_report::run_sql_cmd(&a)?,
+        #[cfg(feature = "report")]
+        Command::Report(a) => {
+            age2048::cli_report::run_report_cmd(&a)?;
+        }
+        #[cfg(feature = "report")]
+        Command::Compare(a) => {
+            let c = age2048::compare::compare(&a.data, &a.board, &a.variant_list(), &a.out)?;
+            let stdout = std::io::stdout();
+            age2048::compare::print_summary(&c, &mut stdout.lock())?;
+        }
         Command::Guaranteed(a) => {
             let stdout = std::io::stdout();
             cli::run_guaranteed(&a, &mut stdout.lock())?

@@ -112,7 +112,9 @@ pub(crate) fn sql_str(s: &str) -> String {
 
 /// Counts the Parquet files of a Hive layout `dir/k1=*/k2=*/.../*.parquet`.
 fn count_parquet(dir: &Path, levels: usize) -> usize {
-    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
     let mut n = 0;
     for e in entries.flatten() {
         let p = e.path();
@@ -153,18 +155,31 @@ pub(crate) fn unescape(s: &str) -> String {
 /// `root` (values unescaped), sorted.
 pub(crate) fn partitions(root: &Path) -> Vec<(String, String, String, String)> {
     let mut out = Vec::new();
-    let Ok(bs) = std::fs::read_dir(root) else { return out };
+    let Ok(bs) = std::fs::read_dir(root) else {
+        return out;
+    };
     for b in bs.flatten() {
         let bdir = b.file_name().to_string_lossy().to_string();
-        let Some(board) = bdir.strip_prefix("board=") else { continue };
-        let Ok(vs) = std::fs::read_dir(b.path()) else { continue };
+        let Some(board) = bdir.strip_prefix("board=") else {
+            continue;
+        };
+        let Ok(vs) = std::fs::read_dir(b.path()) else {
+            continue;
+        };
         for v in vs.flatten() {
             let vdir = v.file_name().to_string_lossy().to_string();
             if !v.path().is_dir() {
                 continue;
             }
-            let Some(variant) = vdir.strip_prefix("variant=") else { continue };
-            out.push((bdir.clone(), unescape(board), vdir.clone(), unescape(variant)));
+            let Some(variant) = vdir.strip_prefix("variant=") else {
+                continue;
+            };
+            out.push((
+                bdir.clone(),
+                unescape(board),
+                vdir.clone(),
+                unescape(variant),
+            ));
         }
     }
     out.sort();
@@ -190,11 +205,16 @@ fn simple_partitions(root: &Path) -> bool {
 /// Checks that `data` is a directory and returns it as UTF-8 (DuckDB globs are strings).
 fn data_dir_str(data: &Path) -> Result<String, ReportError> {
     if !data.is_dir() {
-        return Err(ReportError::MissingData { path: data.to_path_buf() });
+        return Err(ReportError::MissingData {
+            path: data.to_path_buf(),
+        });
     }
-    data.to_str().map(|s| s.trim_end_matches('/').to_string()).ok_or_else(|| {
-        ReportError::NoData { path: data.to_path_buf(), what: "path is not valid UTF-8".into() }
-    })
+    data.to_str()
+        .map(|s| s.trim_end_matches('/').to_string())
+        .ok_or_else(|| ReportError::NoData {
+            path: data.to_path_buf(),
+            what: "path is not valid UTF-8".into(),
+        })
 }
 
 /// The SQL that defines the three views over `data` (also shown by the report's provenance).
@@ -208,12 +228,21 @@ pub fn catalog_sql(data: &Path) -> Result<String, ReportError> {
             let glob = format!(
                 "{dir}/{}/{}/*.parquet",
                 t.name,
-                t.hive_keys.iter().map(|k| format!("{k}=*")).collect::<Vec<_>>().join("/")
+                t.hive_keys
+                    .iter()
+                    .map(|k| format!("{k}=*"))
+                    .collect::<Vec<_>>()
+                    .join("/")
             );
             let types = t
                 .hive_keys
                 .iter()
-                .map(|k| format!("'{k}': {}", if *k == "age" { "UINTEGER" } else { "VARCHAR" }))
+                .map(|k| {
+                    format!(
+                        "'{k}': {}",
+                        if *k == "age" { "UINTEGER" } else { "VARCHAR" }
+                    )
+                })
                 .collect::<Vec<_>>()
                 .join(", ");
             let keys = t.hive_keys.join(", ");
@@ -228,7 +257,11 @@ pub fn catalog_sql(data: &Path) -> Result<String, ReportError> {
             // on its own, with board and variant as literals, and stack them.
             let mut parts = Vec::new();
             for (bdir, board, vdir, variant) in partitions(&root) {
-                let rest = if t.hive_keys.contains(&"age") { "age=*/*.parquet" } else { "*.parquet" };
+                let rest = if t.hive_keys.contains(&"age") {
+                    "age=*/*.parquet"
+                } else {
+                    "*.parquet"
+                };
                 let glob = format!("{dir}/{}/{bdir}/{vdir}/{rest}", t.name);
                 let (age_type, age_col) = if t.hive_keys.contains(&"age") {
                     (", 'age': UINTEGER", "age, ")
@@ -276,7 +309,8 @@ pub fn catalog_sql(data: &Path) -> Result<String, ReportError> {
 pub fn open_catalog(data: &Path) -> Result<Connection, ReportError> {
     let sql = catalog_sql(data)?;
     let conn = Connection::open_in_memory().map_err(|e| ReportError::duck("opening DuckDB", e))?;
-    conn.execute_batch(&sql).map_err(|e| ReportError::duck("defining the views", e))?;
+    conn.execute_batch(&sql)
+        .map_err(|e| ReportError::duck("defining the views", e))?;
     Ok(conn)
 }
 
@@ -302,7 +336,9 @@ impl QueryResult {
 /// Runs one statement and fetches its whole result as Arrow batches. On failure the error is
 /// [`ReportError::Query`] with DuckDB's message on one line.
 pub fn query(conn: &Connection, statement: &str) -> Result<QueryResult, ReportError> {
-    let fail = |e: duckdb::Error| ReportError::Query { message: one_line(&e.to_string()) };
+    let fail = |e: duckdb::Error| ReportError::Query {
+        message: one_line(&e.to_string()),
+    };
     let mut stmt = conn.prepare(statement).map_err(fail)?;
     let stream = stmt.stream_arrow([]).map_err(fail)?;
     let schema = stream.get_schema();
@@ -334,8 +370,11 @@ pub fn write_result(
         }
         SqlFormat::Csv => {
             let batch = result.concat()?;
-            let mut w = arrow::csv::WriterBuilder::new().with_header(true).build(&mut *out);
-            w.write(&batch).map_err(|e| ReportError::arrow("writing CSV", e))?;
+            let mut w = arrow::csv::WriterBuilder::new()
+                .with_header(true)
+                .build(&mut *out);
+            w.write(&batch)
+                .map_err(|e| ReportError::arrow("writing CSV", e))?;
         }
         SqlFormat::Json => {
             if result.num_rows() == 0 {
@@ -343,9 +382,11 @@ pub fn write_result(
             } else {
                 let mut w = arrow::json::ArrayWriter::new(&mut *out);
                 for b in &result.batches {
-                    w.write(b).map_err(|e| ReportError::arrow("writing JSON", e))?;
+                    w.write(b)
+                        .map_err(|e| ReportError::arrow("writing JSON", e))?;
                 }
-                w.finish().map_err(|e| ReportError::arrow("writing JSON", e))?;
+                w.finish()
+                    .map_err(|e| ReportError::arrow("writing JSON", e))?;
                 writeln!(out).map_err(io_err)?;
             }
         }
@@ -508,8 +549,7 @@ pub fn run_sql(
                 }
             };
             for line in stdin.lock().lines() {
-                let line =
-                    line.map_err(|e| ReportError::io("reading", Path::new("<stdin>"), e))?;
+                let line = line.map_err(|e| ReportError::io("reading", Path::new("<stdin>"), e))?;
                 for s in sp.push(&line).into_iter().chain(sp.push("\n")) {
                     handle(run_one(&s, out))?;
                 }
@@ -534,13 +574,23 @@ mod tests {
         let v = split_statements(
             "select 'a;b' as x; -- c;d\nselect \"q;\" from t /* ; */ ;\n  ;select 3",
         );
-        assert_eq!(v, vec!["select 'a;b' as x", "-- c;d\nselect \"q;\" from t /* ; */", "select 3"]);
+        assert_eq!(
+            v,
+            vec![
+                "select 'a;b' as x",
+                "-- c;d\nselect \"q;\" from t /* ; */",
+                "select 3"
+            ]
+        );
         assert!(split_statements(" -- only a comment\n ; ").is_empty());
     }
 
     #[test]
     fn one_line_joins_duckdb_messages() {
         let m = "Parser Error: syntax error at or near \"SELEC\"\n\nLINE 1: SELEC 1\n        ^";
-        assert_eq!(one_line(m), "Parser Error: syntax error at or near \"SELEC\" | LINE 1: SELEC 1");
+        assert_eq!(
+            one_line(m),
+            "Parser Error: syntax error at or near \"SELEC\" | LINE 1: SELEC 1"
+        );
     }
 }

@@ -15,7 +15,8 @@ const BIN: &str = env!("CARGO_BIN_EXE_age2048");
 fn fixture() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("report_cli_fixture_{}", std::process::id()));
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("report_cli_fixture_{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         age2048::report::fixture::write_fixture(&dir).expect("fixture written");
         dir
@@ -34,7 +35,12 @@ fn run_stdin(args: &[&str], input: &str) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .expect("binary runs");
-    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
     child.wait_with_output().unwrap()
 }
 
@@ -48,13 +54,23 @@ fn stderr(o: &Output) -> String {
 
 /// Runs a query with `--format csv` and returns the rows (header first) split on commas.
 fn sql_csv(data: &Path, q: &str) -> Vec<Vec<String>> {
-    let o = run(&["sql", "--data", data.to_str().unwrap(), "--format", "csv", q]);
+    let o = run(&[
+        "sql",
+        "--data",
+        data.to_str().unwrap(),
+        "--format",
+        "csv",
+        q,
+    ]);
     assert!(o.status.success(), "query failed: {q}\n{}", stderr(&o));
     csv_rows(&stdout(&o))
 }
 
 fn csv_rows(text: &str) -> Vec<Vec<String>> {
-    text.lines().filter(|l| !l.is_empty()).map(|l| l.split(',').map(str::to_string).collect()).collect()
+    text.lines()
+        .filter(|l| !l.is_empty())
+        .map(|l| l.split(',').map(str::to_string).collect())
+        .collect()
 }
 
 fn manifest(data: &Path, board: &str, variant: &str) -> serde_json::Value {
@@ -70,7 +86,10 @@ fn manifest_counts(m: &serde_json::Value) -> BTreeMap<u64, (u64, u64, u64)> {
         .iter()
         .map(|a| {
             let g = |k: &str| a[k].as_u64().unwrap();
-            (g("age"), (g("n_states"), g("n_afterstates"), g("n_terminal_states")))
+            (
+                g("age"),
+                (g("n_states"), g("n_afterstates"), g("n_terminal_states")),
+            )
         })
         .collect()
 }
@@ -119,7 +138,14 @@ fn sql_counts_per_age_equal_the_manifest() {
          WHERE board = '2x3' AND variant = 'expectation'",
     );
     let m = manifest(data, "2x3", "expectation");
-    assert_eq!(rows[1], [m["n_states"].to_string(), m["n_afterstates"].to_string(), m["n_terminal_states"].to_string()]);
+    assert_eq!(
+        rows[1],
+        [
+            m["n_states"].to_string(),
+            m["n_afterstates"].to_string(),
+            m["n_terminal_states"].to_string()
+        ]
+    );
 }
 
 /// On a board really solved by `age2048 solve` (skipped while the binary has no `solve`).
@@ -134,9 +160,18 @@ fn sql_counts_per_age_equal_the_manifest_on_a_solved_board() {
     }
     assert!(o.status.success(), "solve failed: {}", stderr(&o));
     let m = manifest(&data, "2x2", "expectation");
-    assert_eq!(sql_counts(&data, "2x2", "expectation"), nonzero(manifest_counts(&m)));
+    assert_eq!(
+        sql_counts(&data, "2x2", "expectation"),
+        nonzero(manifest_counts(&m))
+    );
     let rep = tmp.path().join("rep");
-    let o = run(&["report", "--data", data.to_str().unwrap(), "--out", rep.to_str().unwrap()]);
+    let o = run(&[
+        "report",
+        "--data",
+        data.to_str().unwrap(),
+        "--out",
+        rep.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "report failed: {}", stderr(&o));
 }
 
@@ -146,7 +181,10 @@ fn sql_bad_query_exits_2_with_duckdbs_message() {
     let o = run(&["sql", "--data", data, "SELEC 1"]);
     assert_eq!(o.status.code(), Some(2));
     let e = stderr(&o);
-    assert!(e.contains("Parser Error: syntax error at or near \"SELEC\""), "{e}");
+    assert!(
+        e.contains("Parser Error: syntax error at or near \"SELEC\""),
+        "{e}"
+    );
     assert_eq!(e.trim_end().lines().count(), 1, "one line: {e}");
 
     let o = run(&["sql", "--data", data, "SELECT * FROM nope"]);
@@ -163,7 +201,13 @@ fn sql_missing_data_dir_exits_2() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("nothing-here"), "{}", stderr(&o));
     assert_eq!(stderr(&o).trim_end().lines().count(), 1);
-    let o = run(&["report", "--data", missing.to_str().unwrap(), "--out", tmp.path().join("r").to_str().unwrap()]);
+    let o = run(&[
+        "report",
+        "--data",
+        missing.to_str().unwrap(),
+        "--out",
+        tmp.path().join("r").to_str().unwrap(),
+    ]);
     assert_eq!(o.status.code(), Some(2));
 }
 
@@ -179,9 +223,18 @@ fn sql_age_is_an_integer_and_hive_columns_filter() {
     );
     assert_eq!(rows[1], ["3"]); // ages 4, 6, 8
     let rows = sql_csv(data, "SELECT DISTINCT board FROM ages ORDER BY board");
-    assert_eq!(rows[1..], [vec!["2x2".to_string()], vec!["2x3".to_string()]]);
-    let rows = sql_csv(data, "SELECT max(max_tile(id)) AS t FROM states WHERE board = '2x2'");
-    assert_eq!(rows[1], [manifest(data, "2x2", "expectation")["max_tile"].to_string()]);
+    assert_eq!(
+        rows[1..],
+        [vec!["2x2".to_string()], vec!["2x3".to_string()]]
+    );
+    let rows = sql_csv(
+        data,
+        "SELECT max(max_tile(id)) AS t FROM states WHERE board = '2x2'",
+    );
+    assert_eq!(
+        rows[1],
+        [manifest(data, "2x2", "expectation")["max_tile"].to_string()]
+    );
 }
 
 #[test]
@@ -193,7 +246,10 @@ fn sql_view_without_files_does_not_break_the_others() {
     assert_eq!(rows[1], ["true"]);
     let rows = sql_csv(&only, "SELECT count(*) AS n FROM ages");
     assert_eq!(rows[1], ["0"]);
-    let rows = sql_csv(&only, "SELECT count(*) AS n FROM afterstates WHERE board = '2x2'");
+    let rows = sql_csv(
+        &only,
+        "SELECT count(*) AS n FROM afterstates WHERE board = '2x2'",
+    );
     assert_eq!(rows[1], ["0"]);
 }
 
@@ -204,24 +260,37 @@ fn sql_and_report_handle_a_variant_with_an_equals_sign() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
     for t in ["states", "afterstates", "ages"] {
-        copy_dir(&fixture().join(t).join("board=2x2"), &data.join(t).join("board=2x2"));
+        copy_dir(
+            &fixture().join(t).join("board=2x2"),
+            &data.join(t).join("board=2x2"),
+        );
         std::fs::rename(
             data.join(t).join("board=2x2/variant=optimistic"),
             data.join(t).join("board=2x2/variant=goal-32-p4=0.2"),
         )
         .unwrap();
     }
-    let rows = sql_csv(&data, "SELECT DISTINCT variant FROM states ORDER BY variant");
+    let rows = sql_csv(
+        &data,
+        "SELECT DISTINCT variant FROM states ORDER BY variant",
+    );
     assert_eq!(
         rows[1..],
-        [vec!["expectation".to_string()], vec!["goal-32-p4=0.2".to_string()], vec!["pessimistic".to_string()]]
+        [
+            vec!["expectation".to_string()],
+            vec!["goal-32-p4=0.2".to_string()],
+            vec!["pessimistic".to_string()]
+        ]
     );
     let rows = sql_csv(
         &data,
         "SELECT typeof(age) AS t, count(*) AS n FROM states WHERE variant = 'goal-32-p4=0.2' AND board = '2x2' GROUP BY 1",
     );
     assert_eq!(rows[1][0], "UINTEGER");
-    let rows = sql_csv(&data, "SELECT count(*) AS n FROM ages WHERE variant = 'goal-32-p4=0.2'");
+    let rows = sql_csv(
+        &data,
+        "SELECT count(*) AS n FROM ages WHERE variant = 'goal-32-p4=0.2'",
+    );
     assert_ne!(rows[1][0], "0");
     let o = report(&data, &tmp.path().join("r"));
     assert!(o.status.success(), "{}", stderr(&o));
@@ -236,14 +305,21 @@ fn sql_reads_statements_from_stdin_one_result_each() {
     );
     assert!(o.status.success(), "{}", stderr(&o));
     let text = stdout(&o);
-    let blocks: Vec<&str> = text.split("\n\n").map(str::trim).filter(|b| !b.is_empty()).collect();
+    let blocks: Vec<&str> = text
+        .split("\n\n")
+        .map(str::trim)
+        .filter(|b| !b.is_empty())
+        .collect();
     assert_eq!(blocks.len(), 3, "{}", stdout(&o));
     assert_eq!(blocks[0], "a\n1");
     assert_eq!(blocks[1], "b\nx;y");
     assert!(blocks[2].starts_with("n\n"));
 
     // A failing statement in a pipe stops with exit 2 after the results before it.
-    let o = run_stdin(&["sql", "--data", data], "SELECT 42 AS answer; SELECT * FROM nope;");
+    let o = run_stdin(
+        &["sql", "--data", data],
+        "SELECT 42 AS answer; SELECT * FROM nope;",
+    );
     assert_eq!(o.status.code(), Some(2));
     assert!(stdout(&o).contains("42"));
     assert!(stderr(&o).contains("Catalog Error"));
@@ -265,7 +341,15 @@ fn sql_formats_table_and_json() {
     assert_eq!(v[0]["board"], "2x2");
     let f = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(f.path(), "SELECT 7 AS seven;").unwrap();
-    let o = run(&["sql", "--data", data, "--file", f.path().to_str().unwrap(), "--format", "csv"]);
+    let o = run(&[
+        "sql",
+        "--data",
+        data,
+        "--file",
+        f.path().to_str().unwrap(),
+        "--format",
+        "csv",
+    ]);
     assert_eq!(stdout(&o), "seven\n7\n");
 }
 
@@ -330,7 +414,10 @@ fn check_xml(text: &str) -> Result<(), String> {
                 return Err(format!("<{open}> closed by </{name}>"));
             }
         } else {
-            let name: String = tag.chars().take_while(|c| !c.is_whitespace() && *c != '/').collect();
+            let name: String = tag
+                .chars()
+                .take_while(|c| !c.is_whitespace() && *c != '/')
+                .collect();
             if name.is_empty() {
                 return Err(format!("empty tag at {i}"));
             }
@@ -359,7 +446,13 @@ fn check_xml(text: &str) -> Result<(), String> {
 }
 
 fn report(data: &Path, out: &Path) -> Output {
-    run(&["report", "--data", data.to_str().unwrap(), "--out", out.to_str().unwrap()])
+    run(&[
+        "report",
+        "--data",
+        data.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ])
 }
 
 #[test]
@@ -368,7 +461,11 @@ fn report_writes_every_file() {
     let out = tmp.path().join("reports");
     let o = report(fixture(), &out);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(stderr(&o).contains("report: ["), "progress shown: {}", stderr(&o));
+    assert!(
+        stderr(&o).contains("report: ["),
+        "progress shown: {}",
+        stderr(&o)
+    );
     let mut expected = vec![out.join("index.html"), out.join("README.md")];
     for f in FIGURES {
         for ext in ["svg", "png", "csv"] {
@@ -387,22 +484,40 @@ fn report_writes_every_file() {
     for f in FIGURES {
         let svg = std::fs::read_to_string(out.join("figures").join(format!("{f}.svg"))).unwrap();
         check_xml(&svg).unwrap_or_else(|e| panic!("{f}.svg is not well-formed: {e}"));
-        assert!(svg.contains("age (sum of the tiles)"), "{f}: x axis labelled");
+        assert!(
+            svg.contains("age (sum of the tiles)"),
+            "{f}: x axis labelled"
+        );
         let png = std::fs::read(out.join("figures").join(format!("{f}.png"))).unwrap();
         assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "{f}.png is a PNG");
     }
     let svg = std::fs::read_to_string(out.join("figures/mean_action_gap_per_age.svg")).unwrap();
-    assert!(svg.contains("2x2") && svg.contains("2x3") && svg.contains("expectation"), "legend and title");
+    assert!(
+        svg.contains("2x2") && svg.contains("2x3") && svg.contains("expectation"),
+        "legend and title"
+    );
     let html = std::fs::read_to_string(out.join("index.html")).unwrap();
     let readme = std::fs::read_to_string(out.join("README.md")).unwrap();
     for f in FIGURES {
-        assert!(html.contains(&format!("figures/{f}.svg")), "index.html shows {f}");
-        assert!(readme.contains(&format!("figures/{f}.png")), "README shows {f}");
+        assert!(
+            html.contains(&format!("figures/{f}.svg")),
+            "index.html shows {f}"
+        );
+        assert!(
+            readme.contains(&format!("figures/{f}.png")),
+            "README shows {f}"
+        );
     }
     for t in TABLES_MD {
-        assert!(html.contains(&format!("tables/{t}.csv")) && readme.contains(&format!("tables/{t}.csv")));
+        assert!(
+            html.contains(&format!("tables/{t}.csv"))
+                && readme.contains(&format!("tables/{t}.csv"))
+        );
     }
-    assert!(readme.contains("0.1.0-fixture"), "provenance names the solver version");
+    assert!(
+        readme.contains("0.1.0-fixture"),
+        "provenance names the solver version"
+    );
     // No temporary file left behind.
     for d in [&out, &out.join("figures"), &out.join("tables")] {
         for e in std::fs::read_dir(d).unwrap() {
@@ -426,7 +541,11 @@ fn assert_same_series(figure_csv: &Path, sql_rows: &[Vec<String>]) {
     for (a, b) in fig.iter().zip(sql_rows).skip(1) {
         for (x, y) in a.iter().zip(b) {
             match (x.parse::<f64>(), y.parse::<f64>()) {
-                (Ok(x), Ok(y)) => assert!((x - y).abs() <= 1e-9 * (1.0 + x.abs()), "{}: {a:?} vs {b:?}", figure_csv.display()),
+                (Ok(x), Ok(y)) => assert!(
+                    (x - y).abs() <= 1e-9 * (1.0 + x.abs()),
+                    "{}: {a:?} vs {b:?}",
+                    figure_csv.display()
+                ),
                 _ => assert_eq!(x, y, "{}", figure_csv.display()),
             }
         }
@@ -450,15 +569,27 @@ fn report_series_equal_the_sql_results() {
             ),
         )
     };
-    assert_same_series(&fig("mean_action_gap_per_age"), &per_board("mean_action_gap", "mean_action_gap"));
-    assert_same_series(&fig("gap_below_1_share_per_age"), &per_board("frac_gap_lt_1", "frac_gap_lt_1"));
+    assert_same_series(
+        &fig("mean_action_gap_per_age"),
+        &per_board("mean_action_gap", "mean_action_gap"),
+    );
+    assert_same_series(
+        &fig("gap_below_1_share_per_age"),
+        &per_board("frac_gap_lt_1", "frac_gap_lt_1"),
+    );
     assert_same_series(
         &fig("mean_empty_cells_per_age"),
-        &per_board("mean_empty_cells_afterstates", "mean_empty_cells_afterstates"),
+        &per_board(
+            "mean_empty_cells_afterstates",
+            "mean_empty_cells_afterstates",
+        ),
     );
     assert_same_series(
         &fig("terminal_share_per_age"),
-        &per_board("terminal_share", "CASE WHEN n_states > 0 THEN n_terminal_states / n_states END"),
+        &per_board(
+            "terminal_share",
+            "CASE WHEN n_states > 0 THEN n_terminal_states / n_states END",
+        ),
     );
     assert_same_series(
         &fig("states_afterstates_per_age"),
@@ -499,7 +630,10 @@ fn report_is_idempotent() {
             for e in std::fs::read_dir(d.join(sub)).unwrap() {
                 let p = e.unwrap().path();
                 if p.is_file() {
-                    v.push((p.strip_prefix(d).unwrap().display().to_string(), std::fs::read(&p).unwrap()));
+                    v.push((
+                        p.strip_prefix(d).unwrap().display().to_string(),
+                        std::fs::read(&p).unwrap(),
+                    ));
                 }
             }
         }

@@ -99,32 +99,52 @@ pub struct ManifestEntry {
 pub fn load_manifests(data: &Path) -> Result<Vec<ManifestEntry>, ReportError> {
     let root = data.join("manifest");
     let mut out = Vec::new();
-    let Ok(boards) = std::fs::read_dir(&root) else { return Ok(out) };
+    let Ok(boards) = std::fs::read_dir(&root) else {
+        return Ok(out);
+    };
     for b in boards.flatten() {
         let bname = b.file_name().to_string_lossy().to_string();
-        let Some(board) = bname.strip_prefix("board=") else { continue };
-        let Ok(vs) = std::fs::read_dir(b.path()) else { continue };
+        let Some(board) = bname.strip_prefix("board=") else {
+            continue;
+        };
+        let Ok(vs) = std::fs::read_dir(b.path()) else {
+            continue;
+        };
         for v in vs.flatten() {
             let vname = v.file_name().to_string_lossy().to_string();
-            let Some(variant) = vname.strip_prefix("variant=").and_then(|s| s.strip_suffix(".json"))
+            let Some(variant) = vname
+                .strip_prefix("variant=")
+                .and_then(|s| s.strip_suffix(".json"))
             else {
                 continue;
             };
             let path = v.path();
             let text = std::fs::read_to_string(&path)
                 .map_err(|e| ReportError::io("reading the manifest", &path, e))?;
-            let manifest: Manifest = serde_json::from_str(&text).map_err(|e| {
-                ReportError::Manifest { path: path.clone(), message: e.to_string() }
-            })?;
+            let manifest: Manifest =
+                serde_json::from_str(&text).map_err(|e| ReportError::Manifest {
+                    path: path.clone(),
+                    message: e.to_string(),
+                })?;
             out.push(ManifestEntry {
-                board: manifest.board.clone().unwrap_or_else(|| crate::sql::unescape(board)),
-                variant: manifest.variant.clone().unwrap_or_else(|| crate::sql::unescape(variant)),
+                board: manifest
+                    .board
+                    .clone()
+                    .unwrap_or_else(|| crate::sql::unescape(board)),
+                variant: manifest
+                    .variant
+                    .clone()
+                    .unwrap_or_else(|| crate::sql::unescape(variant)),
                 path,
                 manifest,
             });
         }
     }
-    out.sort_by(|a, b| board_key(&a.board).cmp(&board_key(&b.board)).then(variant_key(&a.variant).cmp(&variant_key(&b.variant))));
+    out.sort_by(|a, b| {
+        board_key(&a.board)
+            .cmp(&board_key(&b.board))
+            .then(variant_key(&a.variant).cmp(&variant_key(&b.variant)))
+    });
     Ok(out)
 }
 
@@ -181,7 +201,12 @@ pub struct BoardRow {
     pub max_age: Option<u64>,
 }
 
-fn column(batch: &RecordBatch, name: &str, to: &DataType, ctx: &str) -> Result<std::sync::Arc<dyn Array>, ReportError> {
+fn column(
+    batch: &RecordBatch,
+    name: &str,
+    to: &DataType,
+    ctx: &str,
+) -> Result<std::sync::Arc<dyn Array>, ReportError> {
     let c = batch
         .column_by_name(name)
         .ok_or_else(|| ReportError::shape(ctx, format!("no column {name}")))?;
@@ -190,27 +215,59 @@ fn column(batch: &RecordBatch, name: &str, to: &DataType, ctx: &str) -> Result<s
 
 pub(crate) fn col_str(b: &RecordBatch, name: &str, ctx: &str) -> Result<Vec<String>, ReportError> {
     let a = column(b, name, &DataType::Utf8, ctx)?;
-    let a = a.as_any().downcast_ref::<StringArray>().ok_or_else(|| ReportError::shape(ctx, name))?;
-    Ok((0..a.len()).map(|i| if a.is_null(i) { String::new() } else { a.value(i).to_string() }).collect())
+    let a = a
+        .as_any()
+        .downcast_ref::<StringArray>()
+        .ok_or_else(|| ReportError::shape(ctx, name))?;
+    Ok((0..a.len())
+        .map(|i| {
+            if a.is_null(i) {
+                String::new()
+            } else {
+                a.value(i).to_string()
+            }
+        })
+        .collect())
 }
 
-pub(crate) fn col_u64(b: &RecordBatch, name: &str, ctx: &str) -> Result<Vec<Option<u64>>, ReportError> {
+pub(crate) fn col_u64(
+    b: &RecordBatch,
+    name: &str,
+    ctx: &str,
+) -> Result<Vec<Option<u64>>, ReportError> {
     let a = column(b, name, &DataType::UInt64, ctx)?;
-    let a = a.as_any().downcast_ref::<UInt64Array>().ok_or_else(|| ReportError::shape(ctx, name))?;
-    Ok((0..a.len()).map(|i| (!a.is_null(i)).then(|| a.value(i))).collect())
+    let a = a
+        .as_any()
+        .downcast_ref::<UInt64Array>()
+        .ok_or_else(|| ReportError::shape(ctx, name))?;
+    Ok((0..a.len())
+        .map(|i| (!a.is_null(i)).then(|| a.value(i)))
+        .collect())
 }
 
-pub(crate) fn col_f64(b: &RecordBatch, name: &str, ctx: &str) -> Result<Vec<Option<f64>>, ReportError> {
+pub(crate) fn col_f64(
+    b: &RecordBatch,
+    name: &str,
+    ctx: &str,
+) -> Result<Vec<Option<f64>>, ReportError> {
     let a = column(b, name, &DataType::Float64, ctx)?;
-    let a = a.as_any().downcast_ref::<Float64Array>().ok_or_else(|| ReportError::shape(ctx, name))?;
-    Ok((0..a.len()).map(|i| (!a.is_null(i)).then(|| a.value(i))).collect())
+    let a = a
+        .as_any()
+        .downcast_ref::<Float64Array>()
+        .ok_or_else(|| ReportError::shape(ctx, name))?;
+    Ok((0..a.len())
+        .map(|i| (!a.is_null(i)).then(|| a.value(i)))
+        .collect())
 }
 
 /// Runs `sql/per_age.sql`.
 pub fn per_age(conn: &Connection) -> Result<Vec<AgeRow>, ReportError> {
     let ctx = "sql/per_age.sql";
     let b = query(conn, PER_AGE_SQL)
-        .map_err(|e| ReportError::DuckDb { context: ctx.into(), message: e.to_string() })?
+        .map_err(|e| ReportError::DuckDb {
+            context: ctx.into(),
+            message: e.to_string(),
+        })?
         .concat()?;
     let board = col_str(&b, "board", ctx)?;
     let variant = col_str(&b, "variant", ctx)?;
@@ -246,7 +303,10 @@ pub fn per_age(conn: &Connection) -> Result<Vec<AgeRow>, ReportError> {
 pub fn boards(conn: &Connection) -> Result<Vec<BoardRow>, ReportError> {
     let ctx = "sql/boards.sql";
     let b = query(conn, BOARDS_SQL)
-        .map_err(|e| ReportError::DuckDb { context: ctx.into(), message: e.to_string() })?
+        .map_err(|e| ReportError::DuckDb {
+            context: ctx.into(),
+            message: e.to_string(),
+        })?
         .concat()?;
     let board = col_str(&b, "board", ctx)?;
     let variant = col_str(&b, "variant", ctx)?;
@@ -270,7 +330,10 @@ pub fn boards(conn: &Connection) -> Result<Vec<BoardRow>, ReportError> {
 pub fn largest_tiles(conn: &Connection) -> Result<BTreeMap<(String, String), u64>, ReportError> {
     let ctx = "sql/largest_tile.sql";
     let b = query(conn, LARGEST_TILE_SQL)
-        .map_err(|e| ReportError::DuckDb { context: ctx.into(), message: e.to_string() })?
+        .map_err(|e| ReportError::DuckDb {
+            context: ctx.into(),
+            message: e.to_string(),
+        })?
         .concat()?;
     let board = col_str(&b, "board", ctx)?;
     let variant = col_str(&b, "variant", ctx)?;

@@ -69,27 +69,46 @@ impl ReportError {
     }
 
     pub(crate) fn io(context: &'static str, path: &Path, source: io::Error) -> Self {
-        ReportError::Io { context, path: path.to_path_buf(), source }
+        ReportError::Io {
+            context,
+            path: path.to_path_buf(),
+            source,
+        }
     }
 
     pub(crate) fn duck(context: impl Into<String>, e: duckdb::Error) -> Self {
-        ReportError::DuckDb { context: context.into(), message: one_line(&e.to_string()) }
+        ReportError::DuckDb {
+            context: context.into(),
+            message: one_line(&e.to_string()),
+        }
     }
 
     pub(crate) fn polars(context: impl Into<String>, e: polars::prelude::PolarsError) -> Self {
-        ReportError::Polars { context: context.into(), message: one_line(&e.to_string()) }
+        ReportError::Polars {
+            context: context.into(),
+            message: one_line(&e.to_string()),
+        }
     }
 
     pub(crate) fn arrow(context: impl Into<String>, e: arrow::error::ArrowError) -> Self {
-        ReportError::Arrow { context: context.into(), message: one_line(&e.to_string()) }
+        ReportError::Arrow {
+            context: context.into(),
+            message: one_line(&e.to_string()),
+        }
     }
 
     pub(crate) fn shape(context: impl Into<String>, message: impl Into<String>) -> Self {
-        ReportError::Shape { context: context.into(), message: message.into() }
+        ReportError::Shape {
+            context: context.into(),
+            message: message.into(),
+        }
     }
 
     pub(crate) fn plot(figure: &str, e: impl std::fmt::Display) -> Self {
-        ReportError::Plot { figure: figure.to_string(), message: one_line(&e.to_string()) }
+        ReportError::Plot {
+            figure: figure.to_string(),
+            message: one_line(&e.to_string()),
+        }
     }
 }
 

@@ -41,7 +41,11 @@ fn color(i: usize) -> plotters::style::RGBColor {
 }
 
 fn boards_list(boards: &[BoardInfo]) -> String {
-    boards.iter().map(|b| b.board.as_str()).collect::<Vec<_>>().join(", ")
+    boards
+        .iter()
+        .map(|b| b.board.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn variants_phrase(boards: &[BoardInfo]) -> String {
@@ -65,13 +69,28 @@ fn long_csv(
     let mut rows: Vec<_> = rows.iter().collect();
     rows.sort_by(|a, b| (&a.0, &a.1, a.2).cmp(&(&b.0, &b.1, b.2)));
     let mut cols: Vec<(&str, ArrayRef)> = vec![
-        ("board", Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.0.as_str())))),
-        ("variant", Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.1.as_str())))),
-        ("age", Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.2)))),
+        (
+            "board",
+            Arc::new(StringArray::from_iter_values(
+                rows.iter().map(|r| r.0.as_str()),
+            )),
+        ),
+        (
+            "variant",
+            Arc::new(StringArray::from_iter_values(
+                rows.iter().map(|r| r.1.as_str()),
+            )),
+        ),
+        (
+            "age",
+            Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.2))),
+        ),
     ];
     for (j, name) in columns.iter().enumerate() {
         let a: ArrayRef = if int_columns.get(j).copied().unwrap_or(false) {
-            Arc::new(UInt64Array::from_iter(rows.iter().map(|r| r.3[j].map(|v| v as u64))))
+            Arc::new(UInt64Array::from_iter(
+                rows.iter().map(|r| r.3[j].map(|v| v as u64)),
+            ))
         } else {
             Arc::new(Float64Array::from_iter(rows.iter().map(|r| r.3[j])))
         };
@@ -102,7 +121,10 @@ fn per_board_figure(
             .filter(|r| r.board == b.board && r.variant == b.variant)
             .filter_map(|r| get(r).map(|v| (r.age, v)))
             .collect();
-        csv_rows.extend(pts.iter().map(|&(a, v)| (b.board.clone(), b.variant.clone(), a, vec![Some(v)])));
+        csv_rows.extend(
+            pts.iter()
+                .map(|&(a, v)| (b.board.clone(), b.variant.clone(), a, vec![Some(v)])),
+        );
         panel.lines.push(Line {
             label: b.board.clone(),
             color: color(i),
@@ -113,7 +135,11 @@ fn per_board_figure(
     Ok(FigureSpec {
         figure: Figure {
             name: name.into(),
-            title: format!("{quantity} — {}, boards {}", variants_phrase(boards), boards_list(boards)),
+            title: format!(
+                "{quantity} — {}, boards {}",
+                variants_phrase(boards),
+                boards_list(boards)
+            ),
             panels: vec![panel],
             width: 1200,
             height: 760,
@@ -133,7 +159,11 @@ fn big_tile_lines(b: &BoardInfo, i: usize) -> Option<VLines> {
     if max_age / step > 16 {
         step = tile.max(4);
     }
-    let xs: Vec<f64> = (1..).map(|k| k * step).take_while(|&x| x <= max_age).map(|x| x as f64).collect();
+    let xs: Vec<f64> = (1..)
+        .map(|k| k * step)
+        .take_while(|&x| x <= max_age)
+        .map(|x| x as f64)
+        .collect();
     (!xs.is_empty()).then(|| VLines {
         label: format!("{}: multiples of {step}", b.board),
         color: color(i),
@@ -148,16 +178,27 @@ fn counts_figure(rows: &[AgeRow], boards: &[BoardInfo]) -> Result<FigureSpec, Re
     panel.legend = SeriesLabelPosition::UpperRight;
     let mut csv_rows = Vec::new();
     for (i, b) in boards.iter().enumerate() {
-        let sel: Vec<&AgeRow> =
-            rows.iter().filter(|r| r.board == b.board && r.variant == b.variant).collect();
+        let sel: Vec<&AgeRow> = rows
+            .iter()
+            .filter(|r| r.board == b.board && r.variant == b.variant)
+            .collect();
         csv_rows.extend(sel.iter().map(|r| {
-            (b.board.clone(), b.variant.clone(), r.age, vec![Some(r.n_states as f64), Some(r.n_afterstates as f64)])
+            (
+                b.board.clone(),
+                b.variant.clone(),
+                r.age,
+                vec![Some(r.n_states as f64), Some(r.n_afterstates as f64)],
+            )
         }));
         panel.lines.push(Line {
             label: format!("{} states", b.board),
             color: color(i),
             dashed: false,
-            points: sel.iter().filter(|r| r.n_states > 0).map(|r| (r.age as f64, r.n_states as f64)).collect(),
+            points: sel
+                .iter()
+                .filter(|r| r.n_states > 0)
+                .map(|r| (r.age as f64, r.n_states as f64))
+                .collect(),
         });
         panel.lines.push(Line {
             label: format!("{} afterstates", b.board),
@@ -194,7 +235,10 @@ fn counts_figure(rows: &[AgeRow], boards: &[BoardInfo]) -> Result<FigureSpec, Re
 
 /// Value of the best afterstate per age, one panel per variant (expectation, optimistic,
 /// pessimistic), one line per board — as in Fig. 7 of the paper.
-fn best_value_figure(series: &[VariantSeries], boards: &[String]) -> Result<FigureSpec, ReportError> {
+fn best_value_figure(
+    series: &[VariantSeries],
+    boards: &[String],
+) -> Result<FigureSpec, ReportError> {
     let mut variants: Vec<&str> = series.iter().map(|s| s.variant.as_str()).collect();
     variants.sort_by_key(|v| variant_key(v));
     variants.dedup();
@@ -211,7 +255,11 @@ fn best_value_figure(series: &[VariantSeries], boards: &[String]) -> Result<Figu
                 dashed: false,
                 points: s.points.iter().map(|&(a, y)| (a as f64, y)).collect(),
             });
-            csv_rows.extend(s.points.iter().map(|&(a, y)| (s.board.clone(), s.variant.clone(), a, vec![Some(y)])));
+            csv_rows.extend(
+                s.points
+                    .iter()
+                    .map(|&(a, y)| (s.board.clone(), s.variant.clone(), a, vec![Some(y)])),
+            );
         }
         panels.push(p);
     }
@@ -256,8 +304,18 @@ fn quantile_figure(q: &QuantileBand) -> Result<FigureSpec, ReportError> {
         lower: zip(&q.q25),
         upper: zip(&q.q75),
     });
-    p.lines.push(Line { label: "median".into(), color: PALETTE[0], dashed: false, points: zip(&q.q50) });
-    p.lines.push(Line { label: "mean".into(), color: PALETTE[1], dashed: true, points: zip(&q.mean) });
+    p.lines.push(Line {
+        label: "median".into(),
+        color: PALETTE[0],
+        dashed: false,
+        points: zip(&q.q50),
+    });
+    p.lines.push(Line {
+        label: "mean".into(),
+        color: PALETTE[1],
+        dashed: true,
+        points: zip(&q.mean),
+    });
     let rows: Vec<_> = (0..q.age.len())
         .map(|i| {
             (
@@ -378,7 +436,9 @@ pub fn quantile_board(boards: &[BoardInfo], data: &Path) -> Option<BoardInfo> {
 pub fn main_variants(rows: &[AgeRow]) -> BTreeMap<String, String> {
     let mut m: BTreeMap<String, String> = BTreeMap::new();
     for r in rows {
-        let e = m.entry(r.board.clone()).or_insert_with(|| r.variant.clone());
+        let e = m
+            .entry(r.board.clone())
+            .or_insert_with(|| r.variant.clone());
         if variant_key(&r.variant) < variant_key(e) {
             *e = r.variant.clone();
         }

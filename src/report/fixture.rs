@@ -51,7 +51,10 @@ fn cell(code: u64, i: usize) -> u8 {
 }
 
 fn encode(cells: &[u8]) -> u64 {
-    cells.iter().enumerate().fold(0, |acc, (i, &e)| acc | (u64::from(e) << (4 * i)))
+    cells
+        .iter()
+        .enumerate()
+        .fold(0, |acc, (i, &e)| acc | (u64::from(e) << (4 * i)))
 }
 
 /// Smallest code among the board's reflections (and transposes on square boards).
@@ -102,8 +105,12 @@ fn line_can_move(line: &[u8]) -> bool {
 /// Valid moves of a board in the order L, R, U, D.
 fn valid_moves(cells: &[u8], r: usize, c: usize) -> Vec<&'static str> {
     let mut v = Vec::new();
-    let rows: Vec<Vec<u8>> = (0..r).map(|i| (0..c).map(|j| cells[i * c + j]).collect()).collect();
-    let cols: Vec<Vec<u8>> = (0..c).map(|j| (0..r).map(|i| cells[i * c + j]).collect()).collect();
+    let rows: Vec<Vec<u8>> = (0..r)
+        .map(|i| (0..c).map(|j| cells[i * c + j]).collect())
+        .collect();
+    let cols: Vec<Vec<u8>> = (0..c)
+        .map(|j| (0..r).map(|i| cells[i * c + j]).collect())
+        .collect();
     let rev = |l: &Vec<u8>| l.iter().rev().copied().collect::<Vec<u8>>();
     if rows.iter().any(|l| line_can_move(l)) {
         v.push("L");
@@ -121,7 +128,10 @@ fn valid_moves(cells: &[u8], r: usize, c: usize) -> Vec<&'static str> {
 }
 
 fn tile_sum(cells: &[u8]) -> u32 {
-    cells.iter().map(|&e| if e == 0 { 0 } else { 1u32 << e }).sum()
+    cells
+        .iter()
+        .map(|&e| if e == 0 { 0 } else { 1u32 << e })
+        .sum()
 }
 
 /// Canonical boards by age: `(age, codes)`, each list sampled down to [`CAP`] and sorted.
@@ -164,12 +174,18 @@ fn write_parquet(path: &Path, batch: &RecordBatch) -> Result<u64, ReportError> {
         fs::create_dir_all(dir).map_err(|e| ReportError::io("creating", dir, e))?;
     }
     let file = fs::File::create(path).map_err(|e| ReportError::io("creating", path, e))?;
-    let props = WriterProperties::builder().set_compression(Compression::SNAPPY).build();
+    let props = WriterProperties::builder()
+        .set_compression(Compression::SNAPPY)
+        .build();
     let mut w = ArrowWriter::try_new(file, batch.schema(), Some(props))
         .map_err(|e| ReportError::shape("fixture parquet", e.to_string()))?;
-    w.write(batch).map_err(|e| ReportError::shape("fixture parquet", e.to_string()))?;
-    w.close().map_err(|e| ReportError::shape("fixture parquet", e.to_string()))?;
-    fs::metadata(path).map(|m| m.len()).map_err(|e| ReportError::io("reading", path, e))
+    w.write(batch)
+        .map_err(|e| ReportError::shape("fixture parquet", e.to_string()))?;
+    w.close()
+        .map_err(|e| ReportError::shape("fixture parquet", e.to_string()))?;
+    fs::metadata(path)
+        .map(|m| m.len())
+        .map_err(|e| ReportError::io("reading", path, e))
 }
 
 fn fnv_digest(bytes: &[u8]) -> String {
@@ -229,14 +245,24 @@ pub fn write_fixture(data: &Path) -> Result<Vec<FixtureBoard>, ReportError> {
                     let value = if terminal {
                         0.0
                     } else {
-                        scale * remaining * (0.5 + 0.5 * f64::from(empty + 1) / n as f64) * (0.7 + 0.6 * u)
+                        scale
+                            * remaining
+                            * (0.5 + 0.5 * f64::from(empty + 1) / n as f64)
+                            * (0.7 + 0.6 * u)
                     };
                     ids.push(code);
                     values.push(value);
                     terms.push(terminal);
                     moves.push(mv.len() as u8);
-                    bests.push(mv.get((rng.next() % 4) as usize % mv.len().max(1)).map(|s| s.to_string()));
-                    gaps.push(if mv.len() >= 2 { Some(3.0 * rng.unit().powi(2) * (1.0 + remaining / 8.0)) } else { None });
+                    bests.push(
+                        mv.get((rng.next() % 4) as usize % mv.len().max(1))
+                            .map(|s| s.to_string()),
+                    );
+                    gaps.push(if mv.len() >= 2 {
+                        Some(3.0 * rng.unit().powi(2) * (1.0 + remaining / 8.0))
+                    } else {
+                        None
+                    });
                     empties.push(empty);
                 }
                 // Afterstates: boards of the same tile sum with at least one empty cell.
@@ -249,7 +275,10 @@ pub fn write_fixture(data: &Path) -> Result<Vec<FixtureBoard>, ReportError> {
                     .iter()
                     .map(|&code| {
                         let e = (0..n).filter(|&i| cell(code, i) == 0).count();
-                        scale * remaining * (0.5 + 0.5 * (e as f64) / n as f64) * (0.75 + 0.5 * rng.unit())
+                        scale
+                            * remaining
+                            * (0.5 + 0.5 * (e as f64) / n as f64)
+                            * (0.75 + 0.5 * rng.unit())
                     })
                     .collect();
                 let a_empty: Vec<u8> = after
@@ -260,7 +289,13 @@ pub fn write_fixture(data: &Path) -> Result<Vec<FixtureBoard>, ReportError> {
                 let n_s = ids.len() as u64;
                 let n_a = after.len() as u64;
                 let n_t = terms.iter().filter(|&&t| t).count() as u64;
-                let mean = |v: &[f64]| if v.is_empty() { None } else { Some(v.iter().sum::<f64>() / v.len() as f64) };
+                let mean = |v: &[f64]| {
+                    if v.is_empty() {
+                        None
+                    } else {
+                        Some(v.iter().sum::<f64>() / v.len() as f64)
+                    }
+                };
                 let gap_vals: Vec<f64> = gaps.iter().flatten().copied().collect();
                 ages_rows.push((
                     age,
@@ -268,10 +303,20 @@ pub fn write_fixture(data: &Path) -> Result<Vec<FixtureBoard>, ReportError> {
                     n_a,
                     n_t,
                     mean(&a_empty.iter().map(|&e| f64::from(e)).collect::<Vec<_>>()),
-                    a_vals.iter().copied().fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x)))),
+                    a_vals
+                        .iter()
+                        .copied()
+                        .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x)))),
                     mean(&values),
                     mean(&gap_vals),
-                    if gap_vals.is_empty() { None } else { Some(gap_vals.iter().filter(|&&g| g < 1.0).count() as f64 / gap_vals.len() as f64) },
+                    if gap_vals.is_empty() {
+                        None
+                    } else {
+                        Some(
+                            gap_vals.iter().filter(|&&g| g < 1.0).count() as f64
+                                / gap_vals.len() as f64,
+                        )
+                    },
                 ));
                 if age == 4 {
                     value_at_4 = mean(&values).unwrap_or(0.0);
@@ -318,7 +363,11 @@ pub fn write_fixture(data: &Path) -> Result<Vec<FixtureBoard>, ReportError> {
                 let p = format!("afterstates/{part}");
                 files.push((p.clone(), write_parquet(&data.join(&p), &ab)?));
 
-                let bits = if n_a > 1 { (64 - (n_a - 1).leading_zeros()) as u64 + 2 } else { 1 };
+                let bits = if n_a > 1 {
+                    (64 - (n_a - 1).leading_zeros()) as u64 + 2
+                } else {
+                    1
+                };
                 let a_bytes = (n_a * bits).div_ceil(8);
                 let s_bytes = (n_s * (bits + 1)).div_ceil(8);
                 manifest_ages.push(serde_json::json!({
@@ -346,15 +395,33 @@ pub fn write_fixture(data: &Path) -> Result<Vec<FixtureBoard>, ReportError> {
                     Field::new("frac_gap_lt_1", DataType::Float64, true),
                 ],
                 vec![
-                    Arc::new(UInt32Array::from(ages_rows.iter().map(|x| x.0).collect::<Vec<_>>())),
-                    Arc::new(UInt64Array::from(ages_rows.iter().map(|x| x.1).collect::<Vec<_>>())),
-                    Arc::new(UInt64Array::from(ages_rows.iter().map(|x| x.2).collect::<Vec<_>>())),
-                    Arc::new(UInt64Array::from(ages_rows.iter().map(|x| x.3).collect::<Vec<_>>())),
-                    Arc::new(Float64Array::from(ages_rows.iter().map(|x| x.4).collect::<Vec<_>>())),
-                    Arc::new(Float64Array::from(ages_rows.iter().map(|x| x.5).collect::<Vec<_>>())),
-                    Arc::new(Float64Array::from(ages_rows.iter().map(|x| x.6).collect::<Vec<_>>())),
-                    Arc::new(Float64Array::from(ages_rows.iter().map(|x| x.7).collect::<Vec<_>>())),
-                    Arc::new(Float64Array::from(ages_rows.iter().map(|x| x.8).collect::<Vec<_>>())),
+                    Arc::new(UInt32Array::from(
+                        ages_rows.iter().map(|x| x.0).collect::<Vec<_>>(),
+                    )),
+                    Arc::new(UInt64Array::from(
+                        ages_rows.iter().map(|x| x.1).collect::<Vec<_>>(),
+                    )),
+                    Arc::new(UInt64Array::from(
+                        ages_rows.iter().map(|x| x.2).collect::<Vec<_>>(),
+                    )),
+                    Arc::new(UInt64Array::from(
+                        ages_rows.iter().map(|x| x.3).collect::<Vec<_>>(),
+                    )),
+                    Arc::new(Float64Array::from(
+                        ages_rows.iter().map(|x| x.4).collect::<Vec<_>>(),
+                    )),
+                    Arc::new(Float64Array::from(
+                        ages_rows.iter().map(|x| x.5).collect::<Vec<_>>(),
+                    )),
+                    Arc::new(Float64Array::from(
+                        ages_rows.iter().map(|x| x.6).collect::<Vec<_>>(),
+                    )),
+                    Arc::new(Float64Array::from(
+                        ages_rows.iter().map(|x| x.7).collect::<Vec<_>>(),
+                    )),
+                    Arc::new(Float64Array::from(
+                        ages_rows.iter().map(|x| x.8).collect::<Vec<_>>(),
+                    )),
                 ],
             )?;
             let p = format!("ages/board={board}/variant={variant}/part-0.parquet");
@@ -413,6 +480,9 @@ mod tests {
         assert_eq!(valid_moves(&cells, 2, 2), vec!["L", "R", "D"]);
         // 2 4 / 4 2 : no move.
         assert!(valid_moves(&[1, 2, 2, 1], 2, 2).is_empty());
-        assert_eq!(canonical(&[0, 0, 1, 1], 2, 2), canonical(&[1, 1, 0, 0], 2, 2));
+        assert_eq!(
+            canonical(&[0, 0, 1, 1], 2, 2),
+            canonical(&[1, 1, 0, 0], 2, 2)
+        );
     }
 }

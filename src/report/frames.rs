@@ -30,13 +30,20 @@ pub struct QuantileBand {
 /// `(age, file)` for every `age=N/*.parquet` under a partition directory, sorted by age.
 pub fn age_files(dir: &Path) -> Vec<(u64, PathBuf)> {
     let mut out = Vec::new();
-    let Ok(entries) = std::fs::read_dir(dir) else { return out };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().to_string();
-        let Some(age) = name.strip_prefix("age=").and_then(|a| a.parse::<u64>().ok()) else {
+        let Some(age) = name
+            .strip_prefix("age=")
+            .and_then(|a| a.parse::<u64>().ok())
+        else {
             continue;
         };
-        let Ok(files) = std::fs::read_dir(e.path()) else { continue };
+        let Ok(files) = std::fs::read_dir(e.path()) else {
+            continue;
+        };
         let mut files: Vec<PathBuf> = files
             .flatten()
             .map(|f| f.path())
@@ -82,13 +89,22 @@ pub fn state_value_quantiles(
         .map(|d| age_files(&d))
         .unwrap_or_default();
     if files.is_empty() {
-        return Ok(QuantileBand { board: board.into(), variant: variant.into(), ..Default::default() });
+        return Ok(QuantileBand {
+            board: board.into(),
+            variant: variant.into(),
+            ..Default::default()
+        });
     }
     let mut frames = Vec::with_capacity(files.len());
     for (age, f) in &files {
-        frames.push(scan(f)?.select([col("value").cast(DataType::Float64), lit(*age).alias("age")]));
+        frames
+            .push(scan(f)?.select([col("value").cast(DataType::Float64), lit(*age).alias("age")]));
     }
-    let q = |p: f64, name: &str| col("value").quantile(lit(p), QuantileMethod::Linear).alias(name);
+    let q = |p: f64, name: &str| {
+        col("value")
+            .quantile(lit(p), QuantileMethod::Linear)
+            .alias(name)
+    };
     let df = concat(frames, UnionArgs::default())
         .map_err(|e| ReportError::polars(&ctx, e))?
         .group_by([col("age")])
@@ -106,14 +122,24 @@ pub fn state_value_quantiles(
         .map_err(|e| ReportError::polars(&ctx, e))?;
     let get = |n: &str| f64s(&df, n, &ctx);
     let (age, n) = (get("age")?, get("n")?);
-    let (q05, q25, q50, q75, q95, mean) =
-        (get("q05")?, get("q25")?, get("q50")?, get("q75")?, get("q95")?, get("mean")?);
-    let mut band = QuantileBand { board: board.into(), variant: variant.into(), ..Default::default() };
+    let (q05, q25, q50, q75, q95, mean) = (
+        get("q05")?,
+        get("q25")?,
+        get("q50")?,
+        get("q75")?,
+        get("q95")?,
+        get("mean")?,
+    );
+    let mut band = QuantileBand {
+        board: board.into(),
+        variant: variant.into(),
+        ..Default::default()
+    };
     for i in 0..df.height() {
         // Ages without states have no quantiles: skip them.
-        let (Some(a), Some(c), Some(v05), Some(v25), Some(v50), Some(v75), Some(v95), Some(m)) =
-            (age[i], n[i], q05[i], q25[i], q50[i], q75[i], q95[i], mean[i])
-        else {
+        let (Some(a), Some(c), Some(v05), Some(v25), Some(v50), Some(v75), Some(v95), Some(m)) = (
+            age[i], n[i], q05[i], q25[i], q50[i], q75[i], q95[i], mean[i],
+        ) else {
             continue;
         };
         band.age.push(a as u64);
@@ -149,7 +175,9 @@ pub fn ages_column_by_variant(
         let Some(dir) = crate::sql::partition_dir(&data.join("ages"), board, variant) else {
             continue;
         };
-        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
         let mut files: Vec<PathBuf> = entries
             .flatten()
             .map(|e| e.path())
@@ -178,15 +206,21 @@ pub fn ages_column_by_variant(
         let c = df.column(name).map_err(|e| ReportError::polars(&ctx, e))?;
         let s = c.as_materialized_series();
         let ca = s.str().map_err(|e| ReportError::polars(&ctx, e))?;
-        Ok((0..ca.len()).map(|i| ca.get(i).unwrap_or_default().to_string()).collect())
+        Ok((0..ca.len())
+            .map(|i| ca.get(i).unwrap_or_default().to_string())
+            .collect())
     };
     let (boards, variants) = (strs("board")?, strs("variant")?);
     let (ages, ys) = (f64s(&df, "age", &ctx)?, f64s(&df, "y", &ctx)?);
     let mut out: Vec<VariantSeries> = Vec::new();
     for i in 0..df.height() {
-        let (Some(a), Some(y)) = (ages[i], ys[i]) else { continue };
+        let (Some(a), Some(y)) = (ages[i], ys[i]) else {
+            continue;
+        };
         match out.last_mut() {
-            Some(s) if s.board == boards[i] && s.variant == variants[i] => s.points.push((a as u64, y)),
+            Some(s) if s.board == boards[i] && s.variant == variants[i] => {
+                s.points.push((a as u64, y))
+            }
             _ => out.push(VariantSeries {
                 board: boards[i].clone(),
                 variant: variants[i].clone(),

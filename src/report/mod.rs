@@ -50,8 +50,10 @@ pub struct ReportSummary {
 
 /// CSV bytes (with header) of named columns, via Arrow's CSV writer.
 pub(crate) fn csv_bytes(cols: Vec<(&str, ArrayRef)>) -> Result<Vec<u8>, ReportError> {
-    let fields: Vec<Field> =
-        cols.iter().map(|(n, a)| Field::new(*n, a.data_type().clone(), true)).collect();
+    let fields: Vec<Field> = cols
+        .iter()
+        .map(|(n, a)| Field::new(*n, a.data_type().clone(), true))
+        .collect();
     let batch = RecordBatch::try_new(
         std::sync::Arc::new(Schema::new(fields)),
         cols.into_iter().map(|(_, a)| a).collect(),
@@ -59,16 +61,25 @@ pub(crate) fn csv_bytes(cols: Vec<(&str, ArrayRef)>) -> Result<Vec<u8>, ReportEr
     .map_err(|e| ReportError::arrow("building a CSV batch", e))?;
     let mut buf = Vec::new();
     {
-        let mut w = arrow::csv::WriterBuilder::new().with_header(true).build(&mut buf);
-        w.write(&batch).map_err(|e| ReportError::arrow("writing CSV", e))?;
+        let mut w = arrow::csv::WriterBuilder::new()
+            .with_header(true)
+            .build(&mut buf);
+        w.write(&batch)
+            .map_err(|e| ReportError::arrow("writing CSV", e))?;
     }
     Ok(buf)
 }
 
 /// A temporary sibling of `path` keeping its extension (plotters picks the image format from it).
 fn temp_path(path: &Path) -> PathBuf {
-    let stem = path.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_default();
-    let ext = path.extension().map(|s| format!(".{}", s.to_string_lossy())).unwrap_or_default();
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().to_string())
+        .unwrap_or_default();
+    let ext = path
+        .extension()
+        .map(|s| format!(".{}", s.to_string_lossy()))
+        .unwrap_or_default();
     path.with_file_name(format!(".{stem}.tmp-{}{ext}", std::process::id()))
 }
 
@@ -125,7 +136,10 @@ pub fn run_report(data: &Path, out: &Path) -> Result<ReportSummary, ReportError>
             largest.insert((e.board.clone(), e.variant.clone()), t);
         }
     }
-    if main.iter().any(|(b, v)| !largest.contains_key(&(b.clone(), v.clone()))) {
+    if main
+        .iter()
+        .any(|(b, v)| !largest.contains_key(&(b.clone(), v.clone())))
+    {
         match data::largest_tiles(&conn) {
             Ok(m) => {
                 for (k, t) in m {
@@ -142,20 +156,32 @@ pub fn run_report(data: &Path, out: &Path) -> Result<ReportSummary, ReportError>
             BoardInfo {
                 board: b.clone(),
                 largest_tile: largest.get(&(b.clone(), v.clone())).copied(),
-                max_age: board_rows.iter().find(|r| r.board == *b && r.variant == v).and_then(|r| r.max_age),
+                max_age: board_rows
+                    .iter()
+                    .find(|r| r.board == *b && r.variant == v)
+                    .and_then(|r| r.max_age),
                 variant: v,
             }
         })
         .collect();
 
     let qboard = figures::quantile_board(&infos, data);
-    let mut progress = Progress { total: 0, done: 0, start };
+    let mut progress = Progress {
+        total: 0,
+        done: 0,
+        start,
+    };
     progress.total = 3 + 7 + 2;
     progress.step("per-age series and board totals (DuckDB)");
 
     let pairs: Vec<(String, String)> = board_rows
         .iter()
-        .filter(|r| matches!(r.variant.as_str(), "expectation" | "optimistic" | "pessimistic"))
+        .filter(|r| {
+            matches!(
+                r.variant.as_str(),
+                "expectation" | "optimistic" | "pessimistic"
+            )
+        })
         .map(|r| (r.board.clone(), r.variant.clone()))
         .collect();
     let best = frames::ages_column_by_variant(data, &pairs, "best_afterstate_value")?;
@@ -166,7 +192,10 @@ pub fn run_report(data: &Path, out: &Path) -> Result<ReportSummary, ReportError>
     };
     progress.step(&format!(
         "state value quantiles (Polars{})",
-        qboard.as_ref().map(|b| format!(", board {}", b.board)).unwrap_or_default()
+        qboard
+            .as_ref()
+            .map(|b| format!(", board {}", b.board))
+            .unwrap_or_default()
     ));
 
     let specs = figures::build_figures(&rows, &infos, &best, quantiles.as_ref())?;
@@ -193,7 +222,9 @@ pub fn run_report(data: &Path, out: &Path) -> Result<ReportSummary, ReportError>
         std::fs::rename(&tmp, &png).map_err(|e| ReportError::io("renaming into", &png, e))?;
         write_atomic(&fig_dir.join(format!("{n}.csv")), &spec.csv)?;
         for ext in ["svg", "png", "csv"] {
-            summary.files.push(PathBuf::from("figures").join(format!("{n}.{ext}")));
+            summary
+                .files
+                .push(PathBuf::from("figures").join(format!("{n}.{ext}")));
         }
         summary.figures.push(n.clone());
         progress.step(&format!("figure {n}"));
@@ -207,11 +238,15 @@ pub fn run_report(data: &Path, out: &Path) -> Result<ReportSummary, ReportError>
     ];
     for t in &tables {
         write_atomic(&tab_dir.join(format!("{}.csv", t.name)), &t.csv()?)?;
-        summary.files.push(PathBuf::from("tables").join(format!("{}.csv", t.name)));
+        summary
+            .files
+            .push(PathBuf::from("tables").join(format!("{}.csv", t.name)));
         if t.shown.as_ref().is_none_or(|v| !v.is_empty()) {
             let md = format!("# {}\n\n{}\n\n{}", t.title, t.description, t.markdown());
             write_atomic(&tab_dir.join(format!("{}.md", t.name)), md.as_bytes())?;
-            summary.files.push(PathBuf::from("tables").join(format!("{}.md", t.name)));
+            summary
+                .files
+                .push(PathBuf::from("tables").join(format!("{}.md", t.name)));
         }
         summary.tables.push(t.name.clone());
     }

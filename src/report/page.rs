@@ -27,7 +27,9 @@ fn symmetry(e: &ManifestEntry) -> String {
 }
 
 fn opt<T: std::fmt::Display>(v: &Option<T>) -> String {
-    v.as_ref().map(|v| v.to_string()).unwrap_or_else(|| "–".into())
+    v.as_ref()
+        .map(|v| v.to_string())
+        .unwrap_or_else(|| "–".into())
 }
 
 /// Provenance rows: board, variant, tool, version, symmetry, p4, files, bytes, manifest path.
@@ -66,13 +68,21 @@ fn summary_digests(inp: &PageInput) -> Vec<[String; 4]> {
                 .iter()
                 .filter(|f| !f.path.contains("age="))
                 .take(10)
-                .map(move |f| [e.board.clone(), e.variant.clone(), f.path.clone(), f.sha256.clone().unwrap_or_default()])
+                .map(move |f| {
+                    [
+                        e.board.clone(),
+                        e.variant.clone(),
+                        f.path.clone(),
+                        f.sha256.clone().unwrap_or_default(),
+                    ]
+                })
         })
         .collect()
 }
 
-const PROV_HEADERS: [&str; 9] =
-    ["board", "variant", "tool", "version", "symmetry", "p4", "files", "bytes", "manifest"];
+const PROV_HEADERS: [&str; 9] = [
+    "board", "variant", "tool", "version", "symmetry", "p4", "files", "bytes", "manifest",
+];
 
 /// The README.md of the report folder.
 pub fn readme(inp: &PageInput) -> String {
@@ -98,22 +108,43 @@ pub fn readme(inp: &PageInput) -> String {
         ));
     }
     s.push_str("## Tables\n\n");
-    for t in inp.tables.iter().filter(|t| t.shown.as_ref().is_none_or(|v| !v.is_empty())) {
-        s.push_str(&format!("### {}\n\n{} CSV: [tables/{n}.csv](tables/{n}.csv).\n\n", t.title, t.description, n = t.name));
+    for t in inp
+        .tables
+        .iter()
+        .filter(|t| t.shown.as_ref().is_none_or(|v| !v.is_empty()))
+    {
+        s.push_str(&format!(
+            "### {}\n\n{} CSV: [tables/{n}.csv](tables/{n}.csv).\n\n",
+            t.title,
+            t.description,
+            n = t.name
+        ));
         s.push_str(&t.markdown());
         s.push('\n');
     }
     s.push_str("## Provenance\n\n");
-    s.push_str(&format!("Report made by {REPORTER}. Solver runs, from the manifests:\n\n"));
-    s.push_str(&format!("| {} |\n|{}|\n", PROV_HEADERS.join(" | "), [":--"; 9].join("|")));
+    s.push_str(&format!(
+        "Report made by {REPORTER}. Solver runs, from the manifests:\n\n"
+    ));
+    s.push_str(&format!(
+        "| {} |\n|{}|\n",
+        PROV_HEADERS.join(" | "),
+        [":--"; 9].join("|")
+    ));
     for r in provenance_rows(inp) {
-        s.push_str(&format!("| {} |\n", r.map(|c| c.replace('|', "\\|")).join(" | ")));
+        s.push_str(&format!(
+            "| {} |\n",
+            r.map(|c| c.replace('|', "\\|")).join(" | ")
+        ));
     }
     let d = summary_digests(inp);
     if !d.is_empty() {
         s.push_str("\nSHA-256 of the per-age summary files:\n\n| board | variant | file | sha256 |\n|:--|:--|:--|:--|\n");
         for r in d {
-            s.push_str(&format!("| {} | {} | `{}` | `{}` |\n", r[0], r[1], r[2], r[3]));
+            s.push_str(&format!(
+                "| {} | {} | `{}` | `{}` |\n",
+                r[0], r[1], r[2], r[3]
+            ));
         }
     }
     s.push_str(
@@ -162,7 +193,11 @@ pub fn index_html(inp: &PageInput) -> String {
         ));
     }
     s.push_str("<h2>Tables</h2>\n");
-    for t in inp.tables.iter().filter(|t| t.shown.as_ref().is_none_or(|v| !v.is_empty())) {
+    for t in inp
+        .tables
+        .iter()
+        .filter(|t| t.shown.as_ref().is_none_or(|v| !v.is_empty()))
+    {
         s.push_str(&format!(
             "<h3 id=\"{n}\">{}</h3>\n<p>{} <a href=\"tables/{n}.csv\">CSV</a>, <a href=\"tables/{n}.md\">Markdown</a>.</p>\n",
             esc(&t.title),
@@ -205,7 +240,10 @@ pub fn index_html(inp: &PageInput) -> String {
         ("sql/boards.sql", BOARDS_SQL),
         ("sql/state_value_quantiles.sql", STATE_VALUE_QUANTILES_SQL),
     ] {
-        s.push_str(&format!("<p><code>{name}</code>:</p>\n<pre><code>{}</code></pre>\n", esc(q.trim())));
+        s.push_str(&format!(
+            "<p><code>{name}</code>:</p>\n<pre><code>{}</code></pre>\n",
+            esc(q.trim())
+        ));
     }
     s.push_str("</body>\n</html>\n");
     s

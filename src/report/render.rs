@@ -21,13 +21,15 @@ const FAMILY: &str = "sans-serif";
 
 fn ensure_font() -> Result<(), ReportError> {
     static REGISTERED: OnceLock<bool> = OnceLock::new();
-    let ok = *REGISTERED.get_or_init(|| {
-        plotters::style::register_font(FAMILY, FontStyle::Normal, FONT).is_ok()
-    });
+    let ok = *REGISTERED
+        .get_or_init(|| plotters::style::register_font(FAMILY, FontStyle::Normal, FONT).is_ok());
     if ok {
         Ok(())
     } else {
-        Err(ReportError::plot("font", "the embedded DejaVu Sans font could not be loaded"))
+        Err(ReportError::plot(
+            "font",
+            "the embedded DejaVu Sans font could not be loaded",
+        ))
     }
 }
 
@@ -104,7 +106,11 @@ impl Panel {
         self.lines
             .iter()
             .flat_map(|l| l.points.iter().copied())
-            .chain(self.bands.iter().flat_map(|b| b.lower.iter().chain(&b.upper).copied()))
+            .chain(
+                self.bands
+                    .iter()
+                    .flat_map(|b| b.lower.iter().chain(&b.upper).copied()),
+            )
             .filter(|(x, y)| x.is_finite() && y.is_finite())
     }
 
@@ -130,12 +136,17 @@ impl Panel {
         }
         let xr = x0..x1;
         let yr = if self.log_y {
-            // Headroom above the curves for the legend.
-            (y0 / 1.6)..(y1 * 8.0)
+            // Headroom above the curves for the legend: about a third of the decades shown.
+            let decades = (y1 / y0).log10().max(1.0);
+            (y0 / 1.6)..(y1 * 10f64.powf((0.5 * decades).max(0.9)))
         } else {
             let lo = if self.y_from_zero { y0.min(0.0) } else { y0 };
             let span = (y1 - lo).max(1e-9);
-            let lo = if self.y_from_zero && lo >= 0.0 { lo } else { lo - 0.04 * span };
+            let lo = if self.y_from_zero && lo >= 0.0 {
+                lo
+            } else {
+                lo - 0.04 * span
+            };
             lo..(y1 + 0.06 * span)
         };
         (xr, yr)
@@ -208,7 +219,10 @@ where
 {
     let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
     let mut b = ChartBuilder::on(area);
-    b.margin(18).margin_right(30).x_label_area_size(60).y_label_area_size(95);
+    b.margin(18)
+        .margin_right(30)
+        .x_label_area_size(60)
+        .y_label_area_size(95);
     if let Some(c) = &p.caption {
         b.caption(c, (FAMILY, 24));
     }
@@ -231,8 +245,12 @@ where
         .map_err(e)?;
 
     for band in &p.bands {
-        let poly: Vec<(f64, f64)> =
-            band.upper.iter().copied().chain(band.lower.iter().rev().copied()).collect();
+        let poly: Vec<(f64, f64)> = band
+            .upper
+            .iter()
+            .copied()
+            .chain(band.lower.iter().rev().copied())
+            .collect();
         let fill = band.color.mix(band.opacity).filled();
         chart
             .draw_series(std::iter::once(Polygon::new(poly, fill)))
@@ -245,7 +263,12 @@ where
         let mut first = true;
         for &xv in &v.xs {
             let series = chart
-                .draw_series(DashedLineSeries::new(vec![(xv, y_span.0), (xv, y_span.1)], 6, 5, style))
+                .draw_series(DashedLineSeries::new(
+                    vec![(xv, y_span.0), (xv, y_span.1)],
+                    6,
+                    5,
+                    style,
+                ))
                 .map_err(e)?;
             if first {
                 series.label(v.label.as_str()).legend(move |(x, y)| {
@@ -267,9 +290,18 @@ where
             .filter(|(x, y)| x.is_finite() && y.is_finite() && (!p.log_y || *y > 0.0))
             .collect();
         let series = if l.dashed {
-            chart.draw_series(DashedLineSeries::new(pts, 9, 5, style)).map_err(e)?
+            chart
+                .draw_series(DashedLineSeries::new(pts, 9, 5, style))
+                .map_err(e)?
         } else {
-            chart.draw_series(LineSeries::new(pts, style)).map_err(e)?
+            // Segment by segment: plotters joins a thick polyline with miters, which shoot far
+            // out of the panel where a dense series zigzags (ages with few boards).
+            chart
+                .draw_series(
+                    pts.windows(2)
+                        .map(|w| PathElement::new(vec![w[0], w[1]], style)),
+                )
+                .map_err(e)?
         };
         let dashed = l.dashed;
         series.label(l.label.as_str()).legend(move |(x, y)| {

@@ -97,7 +97,11 @@ impl Table {
         for r in self.shown_rows() {
             s.push_str("<tr>");
             for c in r {
-                let class = if matches!(c, Cell::Text(_)) { "" } else { " class=\"num\"" };
+                let class = if matches!(c, Cell::Text(_)) {
+                    ""
+                } else {
+                    " class=\"num\""
+                };
                 s.push_str(&format!("<td{class}>{}</td>", esc(&c.display())));
             }
             s.push_str("</tr>\n");
@@ -113,8 +117,16 @@ impl Table {
     pub fn csv(&self) -> Result<Vec<u8>, ReportError> {
         let mut cols: Vec<(&str, ArrayRef)> = Vec::new();
         for (j, h) in self.headers.iter().enumerate() {
-            let cells = self.rows.iter().map(|r| r.get(j).cloned().unwrap_or(Cell::Text(String::new())));
-            let kind = self.rows.first().and_then(|r| r.get(j)).cloned().unwrap_or(Cell::Text(String::new()));
+            let cells = self
+                .rows
+                .iter()
+                .map(|r| r.get(j).cloned().unwrap_or(Cell::Text(String::new())));
+            let kind = self
+                .rows
+                .first()
+                .and_then(|r| r.get(j))
+                .cloned()
+                .unwrap_or(Cell::Text(String::new()));
             let a: ArrayRef = match kind {
                 Cell::Text(_) => Arc::new(StringArray::from_iter_values(cells.map(|c| match c {
                     Cell::Text(s) => s,
@@ -138,10 +150,17 @@ impl Table {
 
 /// HTML-escapes text.
 pub fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
-fn manifest_for<'a>(m: &'a [ManifestEntry], board: &str, variant: &str) -> Option<&'a ManifestEntry> {
+fn manifest_for<'a>(
+    m: &'a [ManifestEntry],
+    board: &str,
+    variant: &str,
+) -> Option<&'a ManifestEntry> {
     m.iter().find(|e| e.board == board && e.variant == variant)
 }
 
@@ -154,7 +173,10 @@ pub fn boards_table(
     largest: &BTreeMap<(String, String), u64>,
 ) -> Table {
     let mut out = Vec::new();
-    for r in rows.iter().filter(|r| main.get(&r.board) == Some(&r.variant)) {
+    for r in rows
+        .iter()
+        .filter(|r| main.get(&r.board) == Some(&r.variant))
+    {
         let m = manifest_for(manifests, &r.board, &r.variant).map(|e| &e.manifest);
         let tile = m
             .and_then(|m| m.max_tile)
@@ -214,16 +236,21 @@ pub fn variants_table(rows: &[BoardRow], manifests: &[ManifestEntry]) -> Table {
                 Cell::Float(m.and_then(|m| m.timings.forward_s), 2),
                 Cell::Float(m.and_then(|m| m.timings.backward_s), 2),
                 Cell::Float(m.and_then(|m| m.timings.total_s), 2),
-                Cell::Float(m.and_then(|m| m.peak_rss_bytes).map(|b| b as f64 / (1024.0 * 1024.0)), 1),
+                Cell::Float(
+                    m.and_then(|m| m.peak_rss_bytes)
+                        .map(|b| b as f64 / (1024.0 * 1024.0)),
+                    1,
+                ),
             ]
         })
         .collect();
     Table {
         name: "variants".into(),
         title: "Variants".into(),
-        description: "One row per board and solved variant: its values from two 2-tiles and over the \
+        description:
+            "One row per board and solved variant: its values from two 2-tiles and over the \
                       initial distribution, and the time and memory the solve took."
-            .into(),
+                .into(),
         headers: [
             "board",
             "variant",
@@ -248,8 +275,16 @@ pub fn variants_table(rows: &[BoardRow], manifests: &[ManifestEntry]) -> Table {
 pub fn index_table(manifests: &[ManifestEntry], main: &BTreeMap<String, String>) -> Table {
     let mut rows = Vec::new();
     let mut shown = Vec::new();
-    for e in manifests.iter().filter(|e| main.get(&e.board) == Some(&e.variant)) {
-        let ages: Vec<_> = e.manifest.ages.iter().filter(|a| a.index.is_some()).collect();
+    for e in manifests
+        .iter()
+        .filter(|e| main.get(&e.board) == Some(&e.variant))
+    {
+        let ages: Vec<_> = e
+            .manifest
+            .ages
+            .iter()
+            .filter(|a| a.index.is_some())
+            .collect();
         if ages.is_empty() {
             continue;
         }
@@ -293,7 +328,10 @@ pub fn index_table(manifests: &[ManifestEntry], main: &BTreeMap<String, String>)
             Cell::Int(Some(t_file)),
             Cell::Float(None, 2),
             Cell::Float((t_ids > 0).then(|| 8.0 * t_bytes as f64 / t_ids as f64), 2),
-            Cell::Float((t_ids > 0).then(|| t_bytes as f64 / (8.0 * t_ids as f64)), 4),
+            Cell::Float(
+                (t_ids > 0).then(|| t_bytes as f64 / (8.0 * t_ids as f64)),
+                4,
+            ),
         ]);
     }
     let sampled = shown.len() < rows.len();
@@ -348,8 +386,12 @@ pub fn provenance_table(manifests: &[ManifestEntry]) -> Table {
     Table {
         name: "provenance".into(),
         title: "Data files".into(),
-        description: "Every file of the solved dataset as listed by the manifests, with size and SHA-256.".into(),
-        headers: ["board", "variant", "path", "bytes", "sha256"].map(String::from).to_vec(),
+        description:
+            "Every file of the solved dataset as listed by the manifests, with size and SHA-256."
+                .into(),
+        headers: ["board", "variant", "path", "bytes", "sha256"]
+            .map(String::from)
+            .to_vec(),
         rows,
         shown: Some(Vec::new()),
         note: None,

@@ -1,0 +1,285 @@
+//! Compare variants of one board: "does the spawn rule change how one should play?"
+//!
+//! For each variant: the values at the starts (from the manifests). For each later variant
+//! against the first, per age: the mean difference of state values and the share of states
+//! whose best move differs — Polars joins the two variants' `states` partitions on `id`
+//! (inner join: goal variants stop at the goal tile, so they hold fewer states). The series
+//! are written as CSV and drawn as one figure (SVG and PNG).
+
+use std::fmt::Write as _;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use polars::prelude::*;
+
+use crate::report::frames::age_files;
+use crate::report::render::{self, Figure, Line, Panel, PALETTE};
+use crate::report::ReportError;
+use crate::store::Store;
+
+/// Per-age comparison of `variant` against `base`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AgeDiff {
+    pub age: u64,
+    /// States present in both variants.
+    pub n: u64,
+    /// Mean of value(variant) − value(base) over those states.
+    pub mean_value_diff: f64,
+    /// Share of those states whose best move differs (a terminal state has none).
+    pub frac_best_differs: f64,
+}
+
+/// What `compare` produced.
+#[derive(Debug, Clone)]
+pub struct Comparison {
+    pub board: String,
+    pub variants: Vec<String>,
+    /// Per variant: (value from two 2-tiles, value over the initial distribution).
+    pub start_values: Vec<(Option<f64>, Option<f64>)>,
+    /// Per later variant (against the first).
+    pub diffs: Vec<Vec<AgeDiff>>,
+    pub files: Vec<PathBuf>,
+}
+
+fn polars_err(ctx: &str, e: PolarsError) -> ReportError {
+    ReportError::Polars {
+        context: ctx.to_string(),
+        message: e.to_string(),
+    }
+}
+
+fn scan(path: &Path) -> Result<LazyFrame, ReportError> {
+    let s = path.to_string_lossy().to_string();
+    let mut args = ScanArgsParquet::default();
+    args.hive_options.enabled = Some(false);
+    LazyFrame::scan_parquet(PlRefPath::new(&s), args)
+        .map_err(|e| polars_err(&format!("scanning {s}"), e))
+}
+
+/// One age: join the two variants' states on `id`.
+fn diff_age(base: &Path, other: &Path, age: u64) -> Result<AgeDiff, ReportError> {
+    let ctx = format!("comparing age {age}");
+    let pick = |lf: LazyFrame, suffix: &str| {
+        lf.select([
+            col("id"),
+            col("value").alias(format!("value{suffix}")),
+            col("best")
+                .fill_null(lit("-"))
+                .alias(format!("best{suffix}")),
+        ])
+    };
+    let joined = pick(scan(base)?, "_a")
+        .join(
+            pick(scan(other)?, "_b"),
+            [col("id")],
+            [col("id")],
+            JoinArgs::new(JoinType::Inner),
+        )
+        .select([
+            len().cast(DataType::UInt64).alias("n"),
+            (col("value_b") - col("value_a")).mean().alias("diff"),
+            col("best_a")
+                .neq(col("best_b"))
+                .cast(DataType::Float64)
+                .mean()
+                .alias("differs"),
+        ])
+        .collect()
+        .map_err(|e| polars_err(&ctx, e))?;
+    let get = |name: &str| -> Result<Option<f64>, ReportError> {
+        let c = joined.column(name).map_err(|e| polars_err(&ctx, e))?;
+        let s = c
+            .as_materialized_series()
+            .cast(&DataType::Float64)
+            .map_err(|e| polars_err(&ctx, e))?;
+        Ok(s.f64().map_err(|e| polars_err(&ctx, e))?.get(0))
+    };
+    Ok(AgeDiff {
+        age,
+        n: get("n")?.unwrap_or(0.0) as u64,
+        mean_value_diff: get("diff")?.unwrap_or(f64::NAN),
+        frac_best_differs: get("differs")?.unwrap_or(f64::NAN),
+    })
+}
+
+fn states_dir(data: &Path, board: &str, variant: &str) -> PathBuf {
+    data.join("states")
+        .join(format!("board={board}"))
+        .join(format!("variant={variant}"))
+}
+
+/// Compares `variants` (the first is the base) of `board`, writing CSV and figures into `out`.
+pub fn compare(
+    data: &Path,
+    board: &str,
+    variants: &[String],
+    out: &Path,
+) -> Result<Comparison, ReportError> {
+    if variants.len() < 2 {
+        return Err(ReportError::NoData {
+            path: data.to_path_buf(),
+            what: "compare needs at least two variants (--variants A,B)".into(),
+        });
+    }
+    if !data.is_dir() {
+        return Err(ReportError::MissingData {
+            path: data.to_path_buf(),
+        });
+    }
+    let shape = crate::board::Shape::parse(board).map_err(|e| ReportError::NoData {
+        path: data.to_path_buf(),
+        what: e.to_string(),
+    })?;
+    let store = Store::new(data);
+    let mut start_values = Vec::new();
+    for v in variants {
+        let m = store
+            .read_manifest(shape, v)
+            .map_err(|e| ReportError::NoData {
+                path: data.to_path_buf(),
+                what: e.to_string(),
+            })?;
+        start_values.push((m.value_two_2_tiles, m.value_initial));
+    }
+    let base_files = age_files(&states_dir(data, board, &variants[0]));
+    let mut diffs = Vec::new();
+    for v in &variants[1..] {
+        let other: std::collections::BTreeMap<u64, PathBuf> =
+            age_files(&states_dir(data, board, v)).into_iter().collect();
+        let mut series = Vec::new();
+        for (age, base) in &base_files {
+            if let Some(o) = other.get(age) {
+                let d = diff_age(base, o, *age)?;
+                if d.n > 0 {
+                    series.push(d);
+                }
+            }
+        }
+        diffs.push(series);
+    }
+
+    fs::create_dir_all(out).map_err(|e| ReportError::io("writing", out, e))?;
+    let stem = format!("compare-{board}-{}", variants.join("-vs-"));
+    let mut files = Vec::new();
+    // Values at the starts.
+    let mut csv = String::from("variant,value_two_2_tiles,value_initial\n");
+    for (v, (two, init)) in variants.iter().zip(&start_values) {
+        let f = |x: &Option<f64>| x.map_or(String::new(), |v| v.to_string());
+        let _ = writeln!(csv, "{v},{},{}", f(two), f(init));
+    }
+    let starts_path = out.join(format!("{stem}-starts.csv"));
+    write_atomic(&starts_path, csv.as_bytes())?;
+    files.push(starts_path);
+    // Per-age series.
+    let mut csv = String::from("variant,base,age,n,mean_value_diff,frac_best_differs\n");
+    for (v, series) in variants[1..].iter().zip(&diffs) {
+        for d in series {
+            let _ = writeln!(
+                csv,
+                "{v},{},{},{},{},{}",
+                variants[0], d.age, d.n, d.mean_value_diff, d.frac_best_differs
+            );
+        }
+    }
+    let series_path = out.join(format!("{stem}.csv"));
+    write_atomic(&series_path, csv.as_bytes())?;
+    files.push(series_path);
+
+    let mut value = Panel::new(
+        "age (sum of tiles)",
+        &format!("mean state value − {}", variants[0]),
+    );
+    value.y_from_zero = false;
+    let mut best = Panel::new(
+        "age (sum of tiles)",
+        "share of states whose best move differs",
+    );
+    for (i, (v, series)) in variants[1..].iter().zip(&diffs).enumerate() {
+        let color = PALETTE[i % PALETTE.len()];
+        value.lines.push(Line {
+            label: v.clone(),
+            color,
+            dashed: false,
+            points: series
+                .iter()
+                .map(|d| (d.age as f64, d.mean_value_diff))
+                .collect(),
+        });
+        best.lines.push(Line {
+            label: v.clone(),
+            color,
+            dashed: false,
+            points: series
+                .iter()
+                .map(|d| (d.age as f64, d.frac_best_differs))
+                .collect(),
+        });
+    }
+    let fig = Figure {
+        name: stem.clone(),
+        title: format!(
+            "{board}: {} against {}",
+            variants[1..].join(", "),
+            variants[0]
+        ),
+        panels: vec![value, best],
+        width: 1400,
+        height: 560,
+    };
+    let svg_path = out.join(format!("{stem}.svg"));
+    write_atomic(&svg_path, render::to_svg(&fig)?.as_bytes())?;
+    files.push(svg_path);
+    let png_path = out.join(format!("{stem}.png"));
+    let tmp = out.join(format!("{stem}.tmp.png"));
+    render::to_png(&fig, &tmp)?;
+    fs::rename(&tmp, &png_path).map_err(|e| ReportError::io("writing", &png_path, e))?;
+    files.push(png_path);
+
+    Ok(Comparison {
+        board: board.to_string(),
+        variants: variants.to_vec(),
+        start_values,
+        diffs,
+        files,
+    })
+}
+
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
+    let tmp = path.with_extension("tmp");
+    fs::write(&tmp, bytes).map_err(|e| ReportError::io("writing", &tmp, e))?;
+    fs::rename(&tmp, path).map_err(|e| ReportError::io("writing", path, e))
+}
+
+/// Prints the values at the starts and, per compared variant, a one-line summary.
+pub fn print_summary(c: &Comparison, out: &mut dyn std::io::Write) -> Result<(), ReportError> {
+    let io = |e| ReportError::io("writing", Path::new("<stdout>"), e);
+    let f = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.6}"));
+    writeln!(
+        out,
+        "{:<28} {:>18} {:>18}",
+        "variant", "two 2-tiles", "initial"
+    )
+    .map_err(io)?;
+    for (v, (two, init)) in c.variants.iter().zip(&c.start_values) {
+        writeln!(out, "{v:<28} {:>18} {:>18}", f(*two), f(*init)).map_err(io)?;
+    }
+    for (v, series) in c.variants[1..].iter().zip(&c.diffs) {
+        let n: u64 = series.iter().map(|d| d.n).sum();
+        let differs: f64 = series
+            .iter()
+            .map(|d| d.frac_best_differs * d.n as f64)
+            .sum::<f64>();
+        let share = if n > 0 { differs / n as f64 } else { f64::NAN };
+        writeln!(
+            out,
+            "{v} against {}: {n} common states, best move differs in {:.2} % of them",
+            c.variants[0],
+            100.0 * share
+        )
+        .map_err(io)?;
+    }
+    for p in &c.files {
+        writeln!(out, "wrote {}", p.display()).map_err(io)?;
+    }
+    Ok(())
+}
