@@ -51,6 +51,77 @@ fn read_states(path: &Path) -> Vec<(u64, f64, Option<String>)> {
     out
 }
 
+/// The q-values L, R, U, D of one board (empty for an invalid move).
+fn best_csv(data: &str, variant: &str, board: &str) -> Vec<String> {
+    let o = bin()
+        .args([
+            "best",
+            "--board",
+            "3x3",
+            "--data",
+            data,
+            "--variant",
+            variant,
+            "--format",
+            "csv",
+            board,
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8(o.stdout).unwrap();
+    out.lines()
+        .nth(1)
+        .unwrap()
+        .split(',')
+        .skip(1)
+        .take(4)
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn goal_512_on_3x3_reproduces_the_published_probabilities() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let o = bin()
+        .args([
+            "solve",
+            "--board",
+            "3x3",
+            "--data",
+            d,
+            "--variant",
+            "goal-512",
+            "--quiet",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // Galebach (2014): 73.677 % over the initial distribution; show2048strat for one board.
+    let m: serde_json::Value = serde_json::from_slice(
+        &fs::read(dir.path().join("manifest/board=3x3/variant=goal-512.json")).unwrap(),
+    )
+    .unwrap();
+    let p = m["value_initial"].as_f64().unwrap();
+    assert_eq!(
+        format!("{:.5}", p),
+        "0.73677",
+        "probability of a 512 tile: {p}"
+    );
+    let q = best_csv(d, "goal-512", "0 2 0/0 64 4/0 8 8");
+    for (got, want) in q[..3]
+        .iter()
+        .zip([0.736754070877757, 0.736759239587902, 0.736685530252522])
+    {
+        let g: f64 = got.parse().unwrap();
+        assert!(
+            (g - want).abs() < 1e-10,
+            "goal-512 q-value {g} against the published {want}"
+        );
+    }
+}
+
 #[test]
 fn solve_3x3_reproduces_the_published_figures() {
     let dir = tempfile::tempdir().unwrap();
@@ -72,6 +143,21 @@ fn solve_3x3_reproduces_the_published_figures() {
     assert_eq!(format!("{two:.2}"), "5469.21");
     assert_eq!(format!("{init:.2}"), "5468.49");
     assert_eq!(m["max_tile"], 1024);
+
+    // Galebach (2014), show2048strat_s: the expected additional score of each move.
+    let q = best_csv(d, "expectation", "0 2 0/0 64 4/0 8 8");
+    assert_eq!(q[3], "", "D is not a valid move");
+    for (got, want) in
+        q[..3]
+            .iter()
+            .zip(["5127.9948379673", "5128.02813702287", "5127.53891560638"])
+    {
+        let (g, w): (f64, f64) = (got.parse().unwrap(), want.parse().unwrap());
+        assert!(
+            (g - w).abs() < 1e-8 * w,
+            "q-value {g} against the published {w}"
+        );
+    }
 
     // Per-age counts add up, and every listed file exists with its size.
     let ages = m["ages"].as_array().unwrap();
