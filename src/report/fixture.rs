@@ -13,9 +13,7 @@ use std::fs;
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow::array::{
-    ArrayRef, BooleanArray, Float64Array, StringArray, UInt32Array, UInt64Array, UInt8Array,
-};
+use arrow::array::{ArrayRef, Float64Array, UInt32Array, UInt64Array};
 use arrow::datatypes::{DataType, Field, Schema};
 use arrow::record_batch::RecordBatch;
 use parquet::arrow::ArrowWriter;
@@ -188,6 +186,12 @@ fn write_parquet(path: &Path, batch: &RecordBatch) -> Result<u64, ReportError> {
         .map_err(|e| ReportError::io("reading", path, e))
 }
 
+fn write_bytes(path: &Path, bytes: &[u8]) -> Result<u64, ReportError> {
+    crate::store::atomic_write(path, bytes)
+        .map_err(|e| ReportError::shape("fixture parquet", e.to_string()))?;
+    Ok(bytes.len() as u64)
+}
+
 fn fnv_digest(bytes: &[u8]) -> String {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for &b in bytes {
@@ -254,10 +258,7 @@ pub fn write_fixture(data: &Path) -> Result<Vec<FixtureBoard>, ReportError> {
                     values.push(value);
                     terms.push(terminal);
                     moves.push(mv.len() as u8);
-                    bests.push(
-                        mv.get((rng.next() % 4) as usize % mv.len().max(1))
-                            .map(|s| s.to_string()),
-                    );
+                    bests.push(mv.get((rng.next() % 4) as usize % mv.len().max(1)).copied());
                     gaps.push(if mv.len() >= 2 {
                         Some(3.0 * rng.unit().powi(2) * (1.0 + remaining / 8.0))
                     } else {
@@ -326,42 +327,31 @@ pub fn write_fixture(data: &Path) -> Result<Vec<FixtureBoard>, ReportError> {
                 tot_t += n_t;
 
                 let part = format!("board={board}/variant={variant}/age={age}/part-0.parquet");
-                let sb = batch(
-                    vec![
-                        Field::new("id", DataType::UInt64, false),
-                        Field::new("value", DataType::Float64, false),
-                        Field::new("terminal", DataType::Boolean, false),
-                        Field::new("moves", DataType::UInt8, false),
-                        Field::new("best", DataType::Utf8, true),
-                        Field::new("gap", DataType::Float64, true),
-                        Field::new("empty", DataType::UInt8, false),
-                    ],
-                    vec![
-                        Arc::new(UInt64Array::from(ids)),
-                        Arc::new(Float64Array::from(values)),
-                        Arc::new(BooleanArray::from(terms)),
-                        Arc::new(UInt8Array::from(moves)),
-                        Arc::new(StringArray::from(bests)),
-                        Arc::new(Float64Array::from(gaps)),
-                        Arc::new(UInt8Array::from(empties)),
-                    ],
-                )?;
+                // The solver's own encoders: the fixture follows the layout by construction.
                 let p = format!("states/{part}");
-                files.push((p.clone(), write_parquet(&data.join(&p), &sb)?));
-                let ab = batch(
-                    vec![
-                        Field::new("id", DataType::UInt64, false),
-                        Field::new("value", DataType::Float64, false),
-                        Field::new("empty", DataType::UInt8, false),
-                    ],
-                    vec![
-                        Arc::new(UInt64Array::from(after.clone())),
-                        Arc::new(Float64Array::from(a_vals)),
-                        Arc::new(UInt8Array::from(a_empty)),
-                    ],
-                )?;
+                let sb = crate::store::states_parquet(
+                    &data.join(&p),
+                    crate::store::StatesColumns {
+                        id: ids,
+                        value: values,
+                        terminal: terms,
+                        moves,
+                        best: bests,
+                        gap: gaps,
+                        empty: empties,
+                    },
+                )
+                .map_err(|e| ReportError::shape("fixture parquet", e.to_string()))?;
+                files.push((p.clone(), write_bytes(&data.join(&p), &sb)?));
                 let p = format!("afterstates/{part}");
-                files.push((p.clone(), write_parquet(&data.join(&p), &ab)?));
+                let ab = crate::store::afterstates_parquet(
+                    &data.join(&p),
+                    after.clone(),
+                    a_vals,
+                    a_empty,
+                )
+                .map_err(|e| ReportError::shape("fixture parquet", e.to_string()))?;
+                files.push((p.clone(), write_bytes(&data.join(&p), &ab)?));
 
                 let bits = if n_a > 1 {
                     (64 - (n_a - 1).leading_zeros()) as u64 + 2
