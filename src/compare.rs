@@ -15,7 +15,7 @@ use polars::prelude::*;
 use crate::report::frames::age_files;
 use crate::report::render::{self, Figure, Line, Panel, PALETTE};
 use crate::report::ReportError;
-use crate::store::Store;
+use crate::store::{ColumnData, Store};
 
 /// Per-age comparison of `variant` against `base`.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -48,57 +48,70 @@ fn polars_err(ctx: &str, e: PolarsError) -> ReportError {
     }
 }
 
-fn scan(path: &Path) -> Result<LazyFrame, ReportError> {
-    let s = path.to_string_lossy().to_string();
-    let mut args = ScanArgsParquet::default();
-    args.hive_options.enabled = Some(false);
-    LazyFrame::scan_parquet(PlRefPath::new(&s), args)
-        .map_err(|e| polars_err(&format!("scanning {s}"), e))
+/// `id`, `value` and `best` (null as "-") of one age's states, with the value and best
+/// columns suffixed, read through the store (which owns the schema).
+fn states_frame(path: &Path, suffix: &str, ctx: &str) -> Result<DataFrame, ReportError> {
+    let cols = crate::store::read_columns(path, &["id", "value", "best"]).map_err(|e| {
+        ReportError::NoData {
+            path: path.to_path_buf(),
+            what: e.to_string(),
+        }
+    })?;
+    let mut it = cols.into_iter();
+    let (Some(ColumnData::U64(id)), Some(ColumnData::F64(value)), Some(ColumnData::Utf8(best))) =
+        (it.next(), it.next(), it.next())
+    else {
+        return Err(ReportError::NoData {
+            path: path.to_path_buf(),
+            what: "unexpected column types in a states part".into(),
+        });
+    };
+    let best: Vec<String> = best
+        .into_iter()
+        .map(|b| b.unwrap_or_else(|| "-".into()))
+        .collect();
+    DataFrame::new_infer_height(vec![
+        Column::new("id".into(), id),
+        Column::new(format!("value{suffix}").into(), value),
+        Column::new(format!("best{suffix}").into(), best),
+    ])
+    .map_err(|e| polars_err(ctx, e))
 }
 
 /// One age: join the two variants' states on `id`.
 fn diff_age(base: &Path, other: &Path, age: u64) -> Result<AgeDiff, ReportError> {
     let ctx = format!("comparing age {age}");
-    let pick = |lf: LazyFrame, suffix: &str| {
-        lf.select([
-            col("id"),
-            col("value").alias(format!("value{suffix}")),
-            col("best")
-                .fill_null(lit("-"))
-                .alias(format!("best{suffix}")),
-        ])
-    };
-    let joined = pick(scan(base)?, "_a")
+    let a = states_frame(base, "_a", &ctx)?;
+    let b = states_frame(other, "_b", &ctx)?;
+    let joined = a
         .join(
-            pick(scan(other)?, "_b"),
-            [col("id")],
-            [col("id")],
+            &b,
+            ["id"],
+            ["id"],
             JoinArgs::new(JoinType::Inner),
+            None,
         )
-        .select([
-            len().cast(DataType::UInt64).alias("n"),
-            (col("value_b") - col("value_a")).mean().alias("diff"),
-            col("best_a")
-                .neq(col("best_b"))
-                .cast(DataType::Float64)
-                .mean()
-                .alias("differs"),
-        ])
-        .collect()
         .map_err(|e| polars_err(&ctx, e))?;
-    let get = |name: &str| -> Result<Option<f64>, ReportError> {
-        let c = joined.column(name).map_err(|e| polars_err(&ctx, e))?;
-        let s = c
+    let col = |name: &str| -> Result<Series, ReportError> {
+        Ok(joined
+            .column(name)
+            .map_err(|e| polars_err(&ctx, e))?
             .as_materialized_series()
-            .cast(&DataType::Float64)
-            .map_err(|e| polars_err(&ctx, e))?;
-        Ok(s.f64().map_err(|e| polars_err(&ctx, e))?.get(0))
+            .clone())
     };
+    let n = joined.height() as u64;
+    let diff = (&col("value_b")? - &col("value_a")?).map_err(|e| polars_err(&ctx, e))?;
+    let differs = col("best_a")?
+        .not_equal(&col("best_b")?)
+        .map_err(|e| polars_err(&ctx, e))?
+        .into_series()
+        .cast(&DataType::Float64)
+        .map_err(|e| polars_err(&ctx, e))?;
     Ok(AgeDiff {
         age,
-        n: get("n")?.unwrap_or(0.0) as u64,
-        mean_value_diff: get("diff")?.unwrap_or(f64::NAN),
-        frac_best_differs: get("differs")?.unwrap_or(f64::NAN),
+        n,
+        mean_value_diff: diff.mean().unwrap_or(f64::NAN),
+        frac_best_differs: differs.mean().unwrap_or(f64::NAN),
     })
 }
 

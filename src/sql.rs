@@ -18,8 +18,8 @@
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
-use arrow::datatypes::SchemaRef;
-use arrow::record_batch::RecordBatch;
+use duckdb_arrow::datatypes::SchemaRef;
+use duckdb_arrow::record_batch::RecordBatch;
 use duckdb::Connection;
 
 use crate::report::error::one_line;
@@ -328,7 +328,7 @@ impl QueryResult {
 
     /// All rows as one batch (an empty batch of the schema if there are none).
     pub fn concat(&self) -> Result<RecordBatch, ReportError> {
-        arrow::compute::concat_batches(&self.schema, &self.batches)
+        duckdb_arrow::compute::concat_batches(&self.schema, &self.batches)
             .map_err(|e| ReportError::arrow("concatenating result batches", e))
     }
 }
@@ -344,7 +344,7 @@ pub fn query(conn: &Connection, statement: &str) -> Result<QueryResult, ReportEr
     let schema = stream.get_schema();
     let mut batches = Vec::new();
     for b in stream {
-        batches.push(b.map_err(fail)?);
+        batches.push(b);
     }
     Ok(QueryResult { schema, batches })
 }
@@ -362,7 +362,7 @@ pub fn write_result(
     match format {
         SqlFormat::Table => {
             let batch = result.concat()?;
-            let text = arrow::util::pretty::pretty_format_batches(&[batch])
+            let text = duckdb_arrow::util::pretty::pretty_format_batches(&[batch])
                 .map_err(|e| ReportError::arrow("formatting the table", e))?;
             writeln!(out, "{text}").map_err(io_err)?;
             let n = result.num_rows();
@@ -370,7 +370,7 @@ pub fn write_result(
         }
         SqlFormat::Csv => {
             let batch = result.concat()?;
-            let mut w = arrow::csv::WriterBuilder::new()
+            let mut w = duckdb_arrow::csv::WriterBuilder::new()
                 .with_header(true)
                 .build(&mut *out);
             w.write(&batch)
@@ -380,7 +380,7 @@ pub fn write_result(
             if result.num_rows() == 0 {
                 writeln!(out, "[]").map_err(io_err)?;
             } else {
-                let mut w = arrow::json::ArrayWriter::new(&mut *out);
+                let mut w = duckdb_arrow::json::ArrayWriter::new(&mut *out);
                 for b in &result.batches {
                     w.write(b)
                         .map_err(|e| ReportError::arrow("writing JSON", e))?;

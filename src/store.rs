@@ -426,6 +426,77 @@ pub fn ages_parquet(path: &Path, ages: &[AgeStats]) -> Result<Vec<u8>> {
     parquet_bytes(path, &b, writer_props(&[], &[]))
 }
 
+/// A column read back from a Parquet part, as the report and `compare` use it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ColumnData {
+    U64(Vec<Option<u64>>),
+    F64(Vec<Option<f64>>),
+    Utf8(Vec<Option<String>>),
+}
+
+/// Reads the named columns of a Parquet part written by this store (integers widened to
+/// `U64`, floats to `F64`, strings as `Utf8`), in the order asked.
+pub fn read_columns(path: &Path, names: &[&str]) -> Result<Vec<ColumnData>> {
+    use arrow::array::{Array, AsArray};
+    use arrow::datatypes::{Float64Type, UInt64Type};
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    use parquet::arrow::ProjectionMask;
+    let perr = |e: &dyn std::fmt::Display| Error::Parquet {
+        path: path.to_path_buf(),
+        what: e.to_string(),
+    };
+    let file = fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| perr(&e))?;
+    let schema = builder.schema().clone();
+    let mut leaves = Vec::new();
+    for n in names {
+        let i = schema
+            .index_of(n)
+            .map_err(|_| perr(&format!("no column {n}")))?;
+        leaves.push(i);
+    }
+    let mask = ProjectionMask::roots(builder.parquet_schema(), leaves.iter().copied());
+    let reader = builder
+        .with_projection(mask)
+        .build()
+        .map_err(|e| perr(&e))?;
+    let mut out: Vec<ColumnData> = names
+        .iter()
+        .map(|n| {
+            let f = schema.field_with_name(n).expect("checked above");
+            match f.data_type() {
+                DataType::Float32 | DataType::Float64 => ColumnData::F64(Vec::new()),
+                DataType::Utf8 | DataType::LargeUtf8 => ColumnData::Utf8(Vec::new()),
+                _ => ColumnData::U64(Vec::new()),
+            }
+        })
+        .collect();
+    for batch in reader {
+        let batch = batch.map_err(|e| perr(&e))?;
+        for (n, col) in names.iter().zip(out.iter_mut()) {
+            let a = batch
+                .column_by_name(n)
+                .ok_or_else(|| perr(&format!("no column {n}")))?;
+            match col {
+                ColumnData::F64(v) => {
+                    let a = arrow::compute::cast(a, &DataType::Float64).map_err(|e| perr(&e))?;
+                    v.extend(a.as_primitive::<Float64Type>().iter());
+                }
+                ColumnData::U64(v) => {
+                    let a = arrow::compute::cast(a, &DataType::UInt64).map_err(|e| perr(&e))?;
+                    v.extend(a.as_primitive::<UInt64Type>().iter());
+                }
+                ColumnData::Utf8(v) => {
+                    let a = arrow::compute::cast(a, &DataType::Utf8).map_err(|e| perr(&e))?;
+                    let a = a.as_string::<i32>();
+                    v.extend((0..a.len()).map(|i| (!a.is_null(i)).then(|| a.value(i).to_string())));
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

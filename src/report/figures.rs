@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, Float64Array, StringArray, UInt64Array};
+use duckdb_arrow::array::{ArrayRef, Float64Array, StringArray, UInt64Array};
 
 use super::data::{board_key, variant_key, AgeRow};
 use super::frames::{QuantileBand, VariantSeries};

@@ -203,7 +203,7 @@ fn fnv_digest(bytes: &[u8]) -> String {
 
 fn batch(fields: Vec<Field>, cols: Vec<ArrayRef>) -> Result<RecordBatch, ReportError> {
     RecordBatch::try_new(Arc::new(Schema::new(fields)), cols)
-        .map_err(|e| ReportError::arrow("building a fixture batch", e))
+        .map_err(|e| ReportError::Arrow { context: "building a fixture batch".into(), message: e.to_string() })
 }
 
 /// What [`write_fixture`] wrote, per board and variant.

@@ -2,15 +2,15 @@
 //! quantiles of the state values per age, and the per-age series of several variants stacked
 //! side by side.
 //!
-//! Polars keeps its own Arrow, so it reads the Parquet files directly (one lazy scan per age
-//! file, the age taken from the Hive directory name and added as a literal column) and never
-//! exchanges buffers with DuckDB.
+//! The store reads the Parquet files (it owns their schema) and Polars gets the columns; it
+//! never exchanges buffers with DuckDB.
 
 use std::path::{Path, PathBuf};
 
 use polars::prelude::*;
 
 use super::ReportError;
+use crate::store::ColumnData;
 
 /// Quantiles of the state values at each age of one board and variant.
 #[derive(Debug, Clone, Default)]
@@ -56,15 +56,24 @@ pub fn age_files(dir: &Path) -> Vec<(u64, PathBuf)> {
     out
 }
 
-fn scan(path: &Path) -> Result<LazyFrame, ReportError> {
-    let s = path.to_str().ok_or_else(|| ReportError::NoData {
+/// A Polars column of one column of a Parquet part, read through the store (which owns the
+/// schema) as `Float64`.
+fn f64_column(path: &Path, name: &str) -> Result<Column, ReportError> {
+    let cols = crate::store::read_columns(path, &[name]).map_err(|e| ReportError::NoData {
         path: path.to_path_buf(),
-        what: "path is not valid UTF-8".into(),
+        what: e.to_string(),
     })?;
-    let mut args = ScanArgsParquet::default();
-    args.hive_options.enabled = Some(false);
-    LazyFrame::scan_parquet(PlRefPath::new(s), args)
-        .map_err(|e| ReportError::polars(format!("scanning {s}"), e))
+    let values: Vec<Option<f64>> = match cols.into_iter().next() {
+        Some(ColumnData::F64(v)) => v,
+        Some(ColumnData::U64(v)) => v.into_iter().map(|x| x.map(|x| x as f64)).collect(),
+        _ => {
+            return Err(ReportError::NoData {
+                path: path.to_path_buf(),
+                what: format!("column {name} is not numeric"),
+            })
+        }
+    };
+    Ok(Column::new(name.into(), values))
 }
 
 fn f64s(df: &DataFrame, name: &str, ctx: &str) -> Result<Vec<Option<f64>>, ReportError> {
@@ -74,7 +83,12 @@ fn f64s(df: &DataFrame, name: &str, ctx: &str) -> Result<Vec<Option<f64>>, Repor
         .cast(&DataType::Float64)
         .map_err(|e| ReportError::polars(ctx, e))?;
     let ca = s.f64().map_err(|e| ReportError::polars(ctx, e))?;
-    Ok((0..ca.len()).map(|i| ca.get(i)).collect())
+    Ok(ca.iter().collect())
+}
+
+fn scalar_f64(s: PolarsResult<Scalar>, ctx: &str) -> Result<Option<f64>, ReportError> {
+    let s = s.map_err(|e| ReportError::polars(ctx, e))?;
+    Ok(s.value().extract::<f64>())
 }
 
 /// Quantiles (5, 25, 50, 75, 95 %, linear interpolation as DuckDB's `quantile_cont`) and mean
@@ -88,62 +102,26 @@ pub fn state_value_quantiles(
     let files = crate::sql::partition_dir(&data.join("states"), board, variant)
         .map(|d| age_files(&d))
         .unwrap_or_default();
-    if files.is_empty() {
-        return Ok(QuantileBand {
-            board: board.into(),
-            variant: variant.into(),
-            ..Default::default()
-        });
-    }
-    let mut frames = Vec::with_capacity(files.len());
-    for (age, f) in &files {
-        frames
-            .push(scan(f)?.select([col("value").cast(DataType::Float64), lit(*age).alias("age")]));
-    }
-    let q = |p: f64, name: &str| {
-        col("value")
-            .quantile(lit(p), QuantileMethod::Linear)
-            .alias(name)
-    };
-    let df = concat(frames, UnionArgs::default())
-        .map_err(|e| ReportError::polars(&ctx, e))?
-        .group_by([col("age")])
-        .agg([
-            len().alias("n"),
-            q(0.05, "q05"),
-            q(0.25, "q25"),
-            q(0.50, "q50"),
-            q(0.75, "q75"),
-            q(0.95, "q95"),
-            col("value").mean().alias("mean"),
-        ])
-        .sort(["age"], SortMultipleOptions::default())
-        .collect()
-        .map_err(|e| ReportError::polars(&ctx, e))?;
-    let get = |n: &str| f64s(&df, n, &ctx);
-    let (age, n) = (get("age")?, get("n")?);
-    let (q05, q25, q50, q75, q95, mean) = (
-        get("q05")?,
-        get("q25")?,
-        get("q50")?,
-        get("q75")?,
-        get("q95")?,
-        get("mean")?,
-    );
     let mut band = QuantileBand {
         board: board.into(),
         variant: variant.into(),
         ..Default::default()
     };
-    for i in 0..df.height() {
+    for (age, f) in &files {
+        let values = f64_column(f, "value")?;
+        let s = values.as_materialized_series();
         // Ages without states have no quantiles: skip them.
-        let (Some(a), Some(c), Some(v05), Some(v25), Some(v50), Some(v75), Some(v95), Some(m)) = (
-            age[i], n[i], q05[i], q25[i], q50[i], q75[i], q95[i], mean[i],
-        ) else {
+        if s.len() == s.null_count() {
+            continue;
+        }
+        let q = |p: f64| scalar_f64(s.quantile_reduce(p, QuantileMethod::Linear), &ctx);
+        let (Some(v05), Some(v25), Some(v50), Some(v75), Some(v95), Some(m)) =
+            (q(0.05)?, q(0.25)?, q(0.50)?, q(0.75)?, q(0.95)?, s.mean())
+        else {
             continue;
         };
-        band.age.push(a as u64);
-        band.n.push(c as u64);
+        band.age.push(*age);
+        band.n.push((s.len() - s.null_count()) as u64);
         band.q05.push(v05);
         band.q25.push(v25);
         band.q50.push(v50);
@@ -170,7 +148,7 @@ pub fn ages_column_by_variant(
     column: &str,
 ) -> Result<Vec<VariantSeries>, ReportError> {
     let ctx = format!("ages.{column} by variant");
-    let mut frames = Vec::new();
+    let mut out: Vec<VariantSeries> = Vec::new();
     for (board, variant) in pairs {
         let Some(dir) = crate::sql::partition_dir(&data.join("ages"), board, variant) else {
             continue;
@@ -184,49 +162,41 @@ pub fn ages_column_by_variant(
             .filter(|p| p.extension().is_some_and(|x| x == "parquet"))
             .collect();
         files.sort();
+        let mut frames = Vec::new();
         for f in files {
-            frames.push(scan(&f)?.select([
-                lit(board.as_str()).alias("board"),
-                lit(variant.as_str()).alias("variant"),
-                col("age").cast(DataType::UInt64),
-                col(column).cast(DataType::Float64).alias("y"),
-            ]));
+            frames.push(
+                DataFrame::new_infer_height(vec![f64_column(&f, "age")?, f64_column(&f, column)?.with_name("y".into())])
+                    .map_err(|e| ReportError::polars(&ctx, e))?,
+            );
         }
-    }
-    if frames.is_empty() {
-        return Ok(Vec::new());
-    }
-    let df = concat(frames, UnionArgs::default())
-        .map_err(|e| ReportError::polars(&ctx, e))?
-        .filter(col("y").is_not_null())
-        .sort(["board", "variant", "age"], SortMultipleOptions::default())
-        .collect()
-        .map_err(|e| ReportError::polars(&ctx, e))?;
-    let strs = |name: &str| -> Result<Vec<String>, ReportError> {
-        let c = df.column(name).map_err(|e| ReportError::polars(&ctx, e))?;
-        let s = c.as_materialized_series();
-        let ca = s.str().map_err(|e| ReportError::polars(&ctx, e))?;
-        Ok((0..ca.len())
-            .map(|i| ca.get(i).unwrap_or_default().to_string())
-            .collect())
-    };
-    let (boards, variants) = (strs("board")?, strs("variant")?);
-    let (ages, ys) = (f64s(&df, "age", &ctx)?, f64s(&df, "y", &ctx)?);
-    let mut out: Vec<VariantSeries> = Vec::new();
-    for i in 0..df.height() {
-        let (Some(a), Some(y)) = (ages[i], ys[i]) else {
+        let Some(mut df) = frames.pop() else {
             continue;
         };
-        match out.last_mut() {
-            Some(s) if s.board == boards[i] && s.variant == variants[i] => {
-                s.points.push((a as u64, y))
-            }
-            _ => out.push(VariantSeries {
-                board: boards[i].clone(),
-                variant: variants[i].clone(),
-                points: vec![(a as u64, y)],
-            }),
+        for f in frames {
+            df.vstack_mut(&f).map_err(|e| ReportError::polars(&ctx, e))?;
+        }
+        let mask = df
+            .column("y")
+            .map_err(|e| ReportError::polars(&ctx, e))?
+            .is_not_null();
+        let df = df
+            .filter(&mask)
+            .and_then(|d| d.sort(["age"], SortMultipleOptions::default()))
+            .map_err(|e| ReportError::polars(&ctx, e))?;
+        let (ages, ys) = (f64s(&df, "age", &ctx)?, f64s(&df, "y", &ctx)?);
+        let points: Vec<(u64, f64)> = ages
+            .iter()
+            .zip(&ys)
+            .filter_map(|(a, y)| Some((a.as_ref().copied()? as u64, y.as_ref().copied()?)))
+            .collect();
+        if !points.is_empty() {
+            out.push(VariantSeries {
+                board: board.clone(),
+                variant: variant.clone(),
+                points,
+            });
         }
     }
+    out.sort_by(|a, b| (&a.board, &a.variant).cmp(&(&b.board, &b.variant)));
     Ok(out)
 }
