@@ -1,72 +1,35 @@
-//! Library error types (thiserror), each carrying its context: board, age, variant, file.
+//! What every error of the crate says about itself: whose mistake it is. Each room has its own
+//! error type (thiserror, with the board, age and file it is about and the error that caused
+//! it as its `source`); `main` maps the kind to the exit status.
+//!
+//! | kind | meaning | exit status |
+//! |---|---|---|
+//! | [`Kind::Input`] | bad input: a board, variant, flag, query or file the user gave | 2 |
+//! | [`Kind::Data`] | bad data: a data directory that is missing, unsolved, damaged or busy | 2 |
+//! | [`Kind::Internal`] | a fault of this program (a bug, or the machine failing it) | 1 |
 
-use std::path::PathBuf;
-
-/// Errors about board shapes, board text and symmetry groups (the rules do no I/O).
-#[derive(Debug, thiserror::Error)]
-pub enum BoardError {
-    #[error("bad board size '{text}': {reason}")]
-    Shape { text: String, reason: String },
-    #[error("bad board '{text}': {reason}")]
-    Parse { text: String, reason: String },
-    #[error("unknown symmetry group '{0}' (expected full, flips or none)")]
-    Symmetry(String),
+/// Whose mistake an error is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// The user gave something that cannot be used.
+    Input,
+    /// The data on disk is missing, incomplete, damaged or in use.
+    Data,
+    /// Not the user's fault: a bug, or an operating-system failure outside the data.
+    Internal,
 }
 
-/// Errors about variant names and spawn parameters.
-#[derive(Debug, thiserror::Error)]
-pub enum VariantError {
-    #[error("unknown variant '{0}' (expected expectation, optimistic, pessimistic, goal-<T> or guaranteed-<T>)")]
-    Unknown(String),
-    #[error("bad goal tile in variant '{name}': {reason}")]
-    Goal { name: String, reason: String },
-    #[error("bad --p4 value '{0}': the probability of a 4 must be a number in [0, 1]")]
-    P4(String),
-    #[error("variant '{0}' is listed twice")]
-    Duplicate(String),
-}
-
-/// Errors of the solver and its store.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error(transparent)]
-    Board(#[from] BoardError),
-    #[error(transparent)]
-    Variant(#[from] VariantError),
-    #[error("{path}: {source}")]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("{path}: corrupt file: {what}")]
-    Corrupt { path: PathBuf, what: String },
-    #[error("{path}: {what}")]
-    Parquet { path: PathBuf, what: String },
-    #[error("no solved data for board {board}, variant {variant} in {dir} (run `age2048 solve --board {board}` first)")]
-    NotSolved {
-        dir: PathBuf,
-        board: String,
-        variant: String,
-    },
-    #[error("board '{text}' is not a reachable {board} board for variant {variant} (age {age})")]
-    Unreachable {
-        text: String,
-        board: String,
-        variant: String,
-        age: u32,
-    },
-    #[error("{0}")]
-    Invalid(String),
-}
-
-impl Error {
-    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Error {
-        Error::Io {
-            path: path.into(),
-            source,
+impl Kind {
+    /// The process exit status for an error of this kind.
+    pub fn exit_code(self) -> u8 {
+        match self {
+            Kind::Input | Kind::Data => 2,
+            Kind::Internal => 1,
         }
     }
 }
 
-pub type Result<T, E = Error> = std::result::Result<T, E>;
+/// Implemented by every error type of the crate.
+pub trait ErrorKind {
+    fn kind(&self) -> Kind;
+}

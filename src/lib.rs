@@ -1,29 +1,28 @@
 //! age2048: strongly solves 2048 on small boards by age layering, and publishes the solution
 //! as a dataset (Parquet, Elias-Fano indexes) to query, plot and play against.
 //!
-//! See `ARCHITECTURE.md` for the code map, the data flow and the invariants.
+//! The rooms, and the way their imports point (see `ARCHITECTURE.md`):
+//!
+//! ```text
+//! rules ◀── solver ──▶ store ◀── query ◀── report ◀── cli
+//!             └──────▶ index ◀──────┘
+//! ```
+//!
+//! - [`rules`]: the game (boards, moves, symmetry, variants); no I/O.
+//! - [`solver`]: forward and backward passes by age, resumable solves.
+//! - [`store`]: every on-disk format of a data directory (paths, Parquet, manifests, work files).
+//! - [`index`]: Elias-Fano sets and the age index file format.
+//! - [`query`]: answers from solved data (tablebase look-ups, SQL catalog).
+//! - [`report`]: figures, tables and comparisons (feature `report`).
+//! - [`cli`]: the commands.
+//! - [`error`]: the kinds of error and their exit statuses.
 
-pub mod backward;
-pub mod best;
-pub mod board;
 pub mod cli;
-#[cfg(feature = "report")]
-pub mod cli_report;
-#[cfg(feature = "report")]
-pub mod compare;
 pub mod error;
-pub mod forward;
-pub mod game;
-pub mod guaranteed;
 pub mod index;
-pub mod layer;
+pub mod query;
 #[cfg(feature = "report")]
 pub mod report;
-pub mod solve;
-#[cfg(feature = "report")]
-pub mod sql;
+pub mod rules;
+pub mod solver;
 pub mod store;
-pub mod symmetry;
-pub mod variant;
-
-pub use error::{Error, Result};

@@ -1,46 +1,34 @@
-//! The `age2048` binary: parses the command line and reports errors (anyhow lives only here).
+//! The `age2048` binary: parses the command line, runs it, and turns an error into one line on
+//! standard error and an exit status (see [`age2048::cli`] for the statuses).
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
 
-use age2048::cli::{self, Cli, Command};
-
-fn run(cli: Cli) -> anyhow::Result<()> {
-    match cli.command {
-        Command::Solve(a) => cli::run_solve(&a)?,
-        Command::Best(a) => {
-            let stdout = std::io::stdout();
-            let mut out = stdout.lock();
-            cli::run_best(&a, &mut out)?
-        }
-        #[cfg(feature = "report")]
-        Command::Sql(a) => age2048::cli_report::run_sql_cmd(&a)?,
-        #[cfg(feature = "report")]
-        Command::Report(a) => {
-            age2048::cli_report::run_report_cmd(&a)?;
-        }
-        #[cfg(feature = "report")]
-        Command::Compare(a) => {
-            let c = age2048::compare::compare(&a.data, &a.board, &a.variant_list(), &a.out)?;
-            let stdout = std::io::stdout();
-            age2048::compare::print_summary(&c, &mut stdout.lock())?;
-        }
-        Command::Guaranteed(a) => {
-            let stdout = std::io::stdout();
-            cli::run_guaranteed(&a, &mut stdout.lock())?
-        }
-    }
-    Ok(())
-}
+use age2048::cli::{self, Cli};
+use age2048::error::ErrorKind;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    match run(cli) {
-        Ok(()) => ExitCode::SUCCESS,
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
         Err(e) => {
-            eprintln!("age2048: error: {e:#}");
-            ExitCode::from(2)
+            // Help and version go to stdout with status 0, usage errors to stderr with 2;
+            // a closed stream is not worth a panic.
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    match cli::run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.is_broken_pipe() => ExitCode::SUCCESS,
+        Err(e) => {
+            let _ = writeln!(
+                std::io::stderr().lock(),
+                "age2048: error: {}",
+                cli::one_line(&e)
+            );
+            ExitCode::from(e.kind().exit_code())
         }
     }
 }

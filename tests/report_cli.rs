@@ -1,6 +1,6 @@
-//! Integration tests of `age2048 sql` and `age2048 report`: they run the real binary on a
-//! dataset in a temporary directory (the fixture in the solver's exact layout, and a board
-//! solved by `age2048 solve` when that subcommand exists).
+//! Integration tests of `age2048 sql`, `age2048 report` and `age2048 compare`: they run the
+//! real binary on data it solved itself in a temporary directory (2x2 and 2x3, several
+//! variants, one of them with a `p4` in its name).
 #![cfg(feature = "report")]
 
 use std::collections::BTreeMap;
@@ -11,14 +11,37 @@ use std::sync::OnceLock;
 
 const BIN: &str = env!("CARGO_BIN_EXE_age2048");
 
-/// The fixture dataset, written once per test process.
+/// Variants solved per board in the shared dataset.
+const SOLVED: [(&str, &str); 3] = [
+    ("2x2", "expectation,optimistic,pessimistic"),
+    ("2x2", "goal-32-p4=0.2"),
+    ("2x3", "expectation,pessimistic"),
+];
+
+/// The shared dataset: real solves, made once per test process.
 fn fixture() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
         let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .join(format!("report_cli_fixture_{}", std::process::id()));
+            .join(format!("report_cli_data_{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        age2048::report::fixture::write_fixture(&dir).expect("fixture written");
+        for (board, variants) in SOLVED {
+            let o = run(&[
+                "solve",
+                "--board",
+                board,
+                "--variant",
+                variants,
+                "--quiet",
+                "--data",
+                dir.to_str().unwrap(),
+            ]);
+            assert!(
+                o.status.success(),
+                "solve {board} {variants}: {}",
+                stderr(&o)
+            );
+        }
         dir
     })
 }
@@ -74,7 +97,8 @@ fn csv_rows(text: &str) -> Vec<Vec<String>> {
 }
 
 fn manifest(data: &Path, board: &str, variant: &str) -> serde_json::Value {
-    let p = data.join(format!("manifest/board={board}/variant={variant}.json"));
+    let p = age2048::store::Layout::new(data)
+        .manifest_file(age2048::rules::Shape::parse(board).unwrap(), variant);
     serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
 }
 
@@ -146,33 +170,6 @@ fn sql_counts_per_age_equal_the_manifest() {
             m["n_terminal_states"].to_string()
         ]
     );
-}
-
-/// On a board really solved by `age2048 solve` (skipped while the binary has no `solve`).
-#[test]
-fn sql_counts_per_age_equal_the_manifest_on_a_solved_board() {
-    let tmp = tempfile::tempdir().unwrap();
-    let data = tmp.path().join("data");
-    let o = run(&["solve", "--board", "2x2", "--data", data.to_str().unwrap()]);
-    if !o.status.success() && stderr(&o).contains("unrecognized subcommand") {
-        eprintln!("skipped: this binary has no `solve` subcommand");
-        return;
-    }
-    assert!(o.status.success(), "solve failed: {}", stderr(&o));
-    let m = manifest(&data, "2x2", "expectation");
-    assert_eq!(
-        sql_counts(&data, "2x2", "expectation"),
-        nonzero(manifest_counts(&m))
-    );
-    let rep = tmp.path().join("rep");
-    let o = run(&[
-        "report",
-        "--data",
-        data.to_str().unwrap(),
-        "--out",
-        rep.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "report failed: {}", stderr(&o));
 }
 
 #[test]
@@ -253,47 +250,95 @@ fn sql_view_without_files_does_not_break_the_others() {
     assert_eq!(rows[1], ["0"]);
 }
 
-/// A variant directory with a second `=` (`variant=goal-32-p4=0.2`), which DuckDB's Hive
-/// parser does not take as a partition, still gets its board, variant and age columns.
+/// A variant whose name holds `=` (`goal-32-p4=0.2`) is one partition like any other: its
+/// board, variant and age columns come from the (escaped) folder names.
 #[test]
 fn sql_and_report_handle_a_variant_with_an_equals_sign() {
-    let tmp = tempfile::tempdir().unwrap();
-    let data = tmp.path().join("data");
-    for t in ["states", "afterstates", "ages"] {
-        copy_dir(
-            &fixture().join(t).join("board=2x2"),
-            &data.join(t).join("board=2x2"),
-        );
-        std::fs::rename(
-            data.join(t).join("board=2x2/variant=optimistic"),
-            data.join(t).join("board=2x2/variant=goal-32-p4=0.2"),
-        )
-        .unwrap();
-    }
+    let data = fixture();
     let rows = sql_csv(
-        &data,
-        "SELECT DISTINCT variant FROM states ORDER BY variant",
+        data,
+        "SELECT DISTINCT variant FROM states WHERE board = '2x2' ORDER BY variant",
     );
     assert_eq!(
         rows[1..],
         [
             vec!["expectation".to_string()],
             vec!["goal-32-p4=0.2".to_string()],
+            vec!["optimistic".to_string()],
             vec!["pessimistic".to_string()]
         ]
     );
+    let m = manifest(data, "2x2", "goal-32-p4=0.2");
+    assert_eq!(
+        sql_counts(data, "2x2", "goal-32-p4=0.2"),
+        nonzero(manifest_counts(&m))
+    );
     let rows = sql_csv(
-        &data,
+        data,
         "SELECT typeof(age) AS t, count(*) AS n FROM states WHERE variant = 'goal-32-p4=0.2' AND board = '2x2' GROUP BY 1",
     );
     assert_eq!(rows[1][0], "UINTEGER");
     let rows = sql_csv(
-        &data,
+        data,
         "SELECT count(*) AS n FROM ages WHERE variant = 'goal-32-p4=0.2'",
     );
-    assert_ne!(rows[1][0], "0");
-    let o = report(&data, &tmp.path().join("r"));
+    assert_eq!(rows[1][0], m["ages"].as_array().unwrap().len().to_string());
+    let tmp = tempfile::tempdir().unwrap();
+    let o = report(data, &tmp.path().join("r"));
     assert!(o.status.success(), "{}", stderr(&o));
+}
+
+/// Regression: the manifest listed each per-age file twice (top level and per age), so the
+/// report doubled the file and byte totals and listed every file twice in provenance.csv.
+#[test]
+fn provenance_and_totals_count_each_file_once() {
+    let data = fixture();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("r");
+    let o = report(data, &out);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows = csv_rows(&std::fs::read_to_string(out.join("tables/provenance.csv")).unwrap());
+    let mut expected = 0;
+    for (board, variants) in SOLVED {
+        for v in variants.split(',') {
+            let m = manifest(data, board, v);
+            let files = m["files"].as_array().unwrap();
+            let paths: std::collections::BTreeSet<&str> =
+                files.iter().map(|f| f["path"].as_str().unwrap()).collect();
+            assert_eq!(paths.len(), files.len(), "{board} {v}: a file listed twice");
+            // Every listed file exists with its size: states, afterstates and index per age.
+            let ages = m["ages"].as_array().unwrap().len();
+            assert_eq!(files.len(), 3 * ages + 1, "{board} {v}");
+            for f in files {
+                let len = std::fs::metadata(data.join(f["path"].as_str().unwrap()))
+                    .unwrap()
+                    .len();
+                assert_eq!(len, f["bytes"].as_u64().unwrap());
+            }
+            let listed = rows.iter().filter(|r| r[0] == board && r[1] == v).count();
+            assert_eq!(listed, files.len(), "{board} {v} in provenance.csv");
+            expected += files.len();
+        }
+    }
+    assert_eq!(rows.len() - 1, expected);
+    // The README's provenance table gives the same totals.
+    let readme = std::fs::read_to_string(out.join("README.md")).unwrap();
+    let m = manifest(data, "2x3", "expectation");
+    let n = m["files"].as_array().unwrap().len();
+    let bytes: u64 = m["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["bytes"].as_u64().unwrap())
+        .sum();
+    let line = readme
+        .lines()
+        .find(|l| l.contains("| 2x3 | expectation |") && l.contains("manifest"))
+        .unwrap_or_else(|| panic!("no provenance row for 2x3 expectation:\n{readme}"));
+    assert!(
+        line.contains(&format!("| {n} | {bytes} |")),
+        "{line} should count {n} files, {bytes} bytes"
+    );
 }
 
 #[test]
@@ -515,7 +560,7 @@ fn report_writes_every_file() {
         );
     }
     assert!(
-        readme.contains("0.1.0-fixture"),
+        readme.contains(concat!("| age2048 | ", env!("CARGO_PKG_VERSION"), " |")),
         "provenance names the solver version"
     );
     // No temporary file left behind.
@@ -603,7 +648,7 @@ fn report_series_equal_the_sql_results() {
         &sql_csv(
             data,
             "SELECT board, variant, age, best_afterstate_value FROM ages WHERE best_afterstate_value IS NOT NULL \
-             ORDER BY board, variant, age",
+             AND variant IN ('expectation', 'optimistic', 'pessimistic') ORDER BY board, variant, age",
         ),
     );
     // The quantile band (Polars) equals DuckDB's quantile_cont over the same states.

@@ -5,7 +5,8 @@ use std::fs::{self, File};
 use std::path::Path;
 use std::process::Command;
 
-use age2048::board::{format_board, Shape};
+use age2048::rules::{format_board, Shape};
+use age2048::store::Layout;
 use arrow::array::{Array, Float64Array, StringArray, UInt64Array};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
@@ -100,7 +101,8 @@ fn goal_512_on_3x3_reproduces_the_published_probabilities() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     // Galebach (2014): 73.677 % over the initial distribution; show2048strat for one board.
     let m: serde_json::Value = serde_json::from_slice(
-        &fs::read(dir.path().join("manifest/board=3x3/variant=goal-512.json")).unwrap(),
+        &fs::read(Layout::new(dir.path()).manifest_file(Shape::new(3, 3).unwrap(), "goal-512"))
+            .unwrap(),
     )
     .unwrap();
     let p = m["value_initial"].as_f64().unwrap();
@@ -134,7 +136,8 @@ fn solve_3x3_reproduces_the_published_figures() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 
     let m: serde_json::Value = serde_json::from_slice(
-        &fs::read(data.join("manifest/board=3x3/variant=expectation.json")).unwrap(),
+        &fs::read(Layout::new(&data).manifest_file(Shape::new(3, 3).unwrap(), "expectation"))
+            .unwrap(),
     )
     .unwrap();
     assert_eq!(m["n_states"], 48_713_519u64, "published 3x3 state count");
@@ -175,13 +178,10 @@ fn solve_3x3_reproduces_the_published_figures() {
 
     // `best` (Elias-Fano index) agrees with the Parquet values for a spread of ages.
     let shape = Shape::new(3, 3).unwrap();
-    for age in [4u64, 6, 8, 100, 500, 1000, 1500, 2000] {
-        let path = data.join(format!(
-            "states/board=3x3/variant=expectation/age={age}/part-0.parquet"
-        ));
-        if !path.exists() {
-            continue;
-        }
+    let layout = Layout::new(&data);
+    let mut compared = 0;
+    for age in [4u32, 6, 8, 100, 500, 1000, 1500, 2000] {
+        let path = layout.states_file(shape, "expectation", age);
         let rows = read_states(&path);
         let step = (rows.len() / 200).max(1);
         let sample: Vec<_> = rows.iter().step_by(step).collect();
@@ -207,7 +207,13 @@ fn solve_3x3_reproduces_the_published_figures() {
             .unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let out = String::from_utf8(o.stdout).unwrap();
+        assert_eq!(
+            out.lines().count(),
+            sample.len() + 1,
+            "age {age}: one row per board"
+        );
         for ((_, value, best), line) in sample.iter().zip(out.lines().skip(1)) {
+            compared += 1;
             let f: Vec<&str> = line.split(',').collect();
             let v: f64 = f[5].parse().unwrap();
             assert_eq!(v, *value, "age {age}: {line}");
@@ -218,4 +224,6 @@ fn solve_3x3_reproduces_the_published_figures() {
             );
         }
     }
+    // Every age above has states on 3x3: about 200 boards each were compared.
+    assert!(compared >= 8 * 100, "only {compared} boards compared");
 }

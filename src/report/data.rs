@@ -2,17 +2,17 @@
 //! (DuckDB, queries in `sql/`), and the Polars frames (quantiles, variants side by side).
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
+use duckdb::Connection;
 use duckdb_arrow::array::{Array, Float64Array, StringArray, UInt64Array};
 use duckdb_arrow::compute::cast;
 use duckdb_arrow::datatypes::DataType;
 use duckdb_arrow::record_batch::RecordBatch;
-use duckdb::Connection;
-use serde::Deserialize;
 
 use super::ReportError;
-use crate::sql::query;
+use crate::query::sql::query;
+use crate::store::{Manifest, Store};
 
 /// `sql/per_age.sql`: one row per board, variant and age.
 pub const PER_AGE_SQL: &str = include_str!("../../sql/per_age.sql");
@@ -23,70 +23,7 @@ pub const LARGEST_TILE_SQL: &str = include_str!("../../sql/largest_tile.sql");
 /// `sql/state_value_quantiles.sql`: DuckDB reference of the quantile band.
 pub const STATE_VALUE_QUANTILES_SQL: &str = include_str!("../../sql/state_value_quantiles.sql");
 
-/// The run manifest written by the solver (`manifest/board=RxC/variant=V.json`).
-/// Every field is optional so that an older or partial manifest still reports.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub struct Manifest {
-    pub tool: Option<String>,
-    pub version: Option<String>,
-    pub board: Option<String>,
-    pub variant: Option<String>,
-    pub symmetry: Option<serde_json::Value>,
-    pub p4: Option<f64>,
-    pub n_states: Option<u64>,
-    pub n_afterstates: Option<u64>,
-    pub n_terminal_states: Option<u64>,
-    pub max_age: Option<u64>,
-    pub max_tile: Option<u64>,
-    pub value_two_2_tiles: Option<f64>,
-    pub value_initial: Option<f64>,
-    pub timings: Timings,
-    pub peak_rss_bytes: Option<u64>,
-    pub ages: Vec<ManifestAge>,
-    pub files: Vec<ManifestFile>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub struct Timings {
-    pub forward_s: Option<f64>,
-    pub backward_s: Option<f64>,
-    pub total_s: Option<f64>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub struct ManifestAge {
-    pub age: u64,
-    pub n_states: u64,
-    pub n_afterstates: u64,
-    pub n_terminal_states: u64,
-    pub index: Option<IndexInfo>,
-    /// Data files of this age (the solver lists them per age).
-    pub files: Vec<ManifestFile>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub struct IndexInfo {
-    pub file: Option<String>,
-    pub file_bytes: Option<u64>,
-    pub base: Option<serde_json::Value>,
-    pub afterstate_id_bytes: Option<u64>,
-    pub state_id_bytes: Option<u64>,
-    pub bits_per_afterstate_id: Option<f64>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub struct ManifestFile {
-    pub path: String,
-    pub bytes: Option<u64>,
-    pub sha256: Option<String>,
-}
-
-/// A manifest with the board and variant it belongs to (from its path if not in the JSON).
+/// A manifest with the board and variant of its path.
 #[derive(Debug, Clone)]
 pub struct ManifestEntry {
     pub board: String,
@@ -95,50 +32,16 @@ pub struct ManifestEntry {
     pub manifest: Manifest,
 }
 
-/// Reads every `manifest/board=*/variant=*.json` under `data`, sorted by board then variant.
-pub fn load_manifests(data: &Path) -> Result<Vec<ManifestEntry>, ReportError> {
-    let root = data.join("manifest");
+/// Reads every manifest of the data directory, sorted by board then variant.
+pub fn load_manifests(store: &Store) -> Result<Vec<ManifestEntry>, ReportError> {
     let mut out = Vec::new();
-    let Ok(boards) = std::fs::read_dir(&root) else {
-        return Ok(out);
-    };
-    for b in boards.flatten() {
-        let bname = b.file_name().to_string_lossy().to_string();
-        let Some(board) = bname.strip_prefix("board=") else {
-            continue;
-        };
-        let Ok(vs) = std::fs::read_dir(b.path()) else {
-            continue;
-        };
-        for v in vs.flatten() {
-            let vname = v.file_name().to_string_lossy().to_string();
-            let Some(variant) = vname
-                .strip_prefix("variant=")
-                .and_then(|s| s.strip_suffix(".json"))
-            else {
-                continue;
-            };
-            let path = v.path();
-            let text = std::fs::read_to_string(&path)
-                .map_err(|e| ReportError::io("reading the manifest", &path, e))?;
-            let manifest: Manifest =
-                serde_json::from_str(&text).map_err(|e| ReportError::Manifest {
-                    path: path.clone(),
-                    message: e.to_string(),
-                })?;
-            out.push(ManifestEntry {
-                board: manifest
-                    .board
-                    .clone()
-                    .unwrap_or_else(|| crate::sql::unescape(board)),
-                variant: manifest
-                    .variant
-                    .clone()
-                    .unwrap_or_else(|| crate::sql::unescape(variant)),
-                path,
-                manifest,
-            });
-        }
+    for (p, m) in store.manifests() {
+        out.push(ManifestEntry {
+            board: p.board,
+            variant: p.variant,
+            path: p.dir,
+            manifest: m?,
+        });
     }
     out.sort_by(|a, b| {
         board_key(&a.board)
@@ -268,7 +171,8 @@ pub fn per_age(conn: &Connection) -> Result<Vec<AgeRow>, ReportError> {
             context: ctx.into(),
             message: e.to_string(),
         })?
-        .concat()?;
+        .concat()
+        .map_err(ReportError::Query)?;
     let board = col_str(&b, "board", ctx)?;
     let variant = col_str(&b, "variant", ctx)?;
     let age = col_u64(&b, "age", ctx)?;
@@ -307,7 +211,8 @@ pub fn boards(conn: &Connection) -> Result<Vec<BoardRow>, ReportError> {
             context: ctx.into(),
             message: e.to_string(),
         })?
-        .concat()?;
+        .concat()
+        .map_err(ReportError::Query)?;
     let board = col_str(&b, "board", ctx)?;
     let variant = col_str(&b, "variant", ctx)?;
     let s = col_u64(&b, "states", ctx)?;
@@ -334,7 +239,8 @@ pub fn largest_tiles(conn: &Connection) -> Result<BTreeMap<(String, String), u64
             context: ctx.into(),
             message: e.to_string(),
         })?
-        .concat()?;
+        .concat()
+        .map_err(ReportError::Query)?;
     let board = col_str(&b, "board", ctx)?;
     let variant = col_str(&b, "variant", ctx)?;
     let t = col_u64(&b, "largest_tile", ctx)?;

@@ -1,31 +1,38 @@
-//! The error type of the reporting layer (`sql` and `report` commands).
+//! The error type of the reporting layer (`report` and `compare`).
 //!
-//! Every failure carries enough context to be printed as one line; DuckDB's own message is kept
-//! verbatim (joined onto one line) so that a bad query reads exactly as DuckDB reports it.
+//! Every failure carries enough context to be printed as one line; DuckDB's and Polars' own
+//! messages are kept verbatim (joined onto one line).
 
 use std::io;
 use std::path::{Path, PathBuf};
 
-/// Errors of the `sql` and `report` commands.
+use crate::error::{ErrorKind, Kind};
+use crate::query::error::one_line;
+use crate::query::QueryError;
+use crate::store::StoreError;
+
+/// Errors of the `report` and `compare` commands.
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
-    /// The data directory does not exist (or is not a directory).
-    #[error("data directory {} not found (solve a board first: age2048 solve --board 3x3 --data DIR)", path.display())]
-    MissingData { path: PathBuf },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+
+    #[error(transparent)]
+    Query(#[from] QueryError),
 
     /// The data directory holds nothing the command can use.
     #[error("no solved data under {}: {what}", path.display())]
     NoData { path: PathBuf, what: String },
 
-    /// A user statement failed in DuckDB; `message` is DuckDB's message on one line.
-    #[error("{message}")]
-    Query { message: String },
+    /// The command line asks for something the data cannot give.
+    #[error("{0}")]
+    Input(String),
 
-    /// An internal DuckDB call failed (view creation, a report query).
+    /// An internal DuckDB call failed (a report query).
     #[error("DuckDB, {context}: {message}")]
     DuckDb { context: String, message: String },
 
-    /// Polars failed on a scan or an aggregation.
+    /// Polars failed on an aggregation.
     #[error("Polars, {context}: {message}")]
     Polars { context: String, message: String },
 
@@ -37,16 +44,12 @@ pub enum ReportError {
     #[error("unexpected result shape in {context}: {message}")]
     Shape { context: String, message: String },
 
-    /// A manifest could not be read or parsed.
-    #[error("manifest {}: {message}", path.display())]
-    Manifest { path: PathBuf, message: String },
-
     /// Drawing a figure failed.
     #[error("figure {figure}: {message}")]
     Plot { figure: String, message: String },
 
-    /// Reading or writing a file failed.
-    #[error("{context} {}: {source}", path.display())]
+    /// Writing an output file failed.
+    #[error("{context} {}", path.display())]
     Io {
         context: &'static str,
         path: PathBuf,
@@ -55,31 +58,29 @@ pub enum ReportError {
     },
 }
 
-impl ReportError {
-    /// Process exit code for this error: 2 for problems of the input (bad query, missing or
-    /// empty data directory, bad manifest), 1 for failures while producing output.
-    pub fn exit_code(&self) -> i32 {
+impl ErrorKind for ReportError {
+    fn kind(&self) -> Kind {
         match self {
-            ReportError::MissingData { .. }
-            | ReportError::NoData { .. }
-            | ReportError::Query { .. }
-            | ReportError::Manifest { .. } => 2,
-            _ => 1,
+            ReportError::Store(e) => e.kind(),
+            ReportError::Query(e) => e.kind(),
+            ReportError::NoData { .. } => Kind::Data,
+            ReportError::Input(_) => Kind::Input,
+            ReportError::Io { .. } => Kind::Data,
+            ReportError::DuckDb { .. }
+            | ReportError::Polars { .. }
+            | ReportError::Arrow { .. }
+            | ReportError::Shape { .. }
+            | ReportError::Plot { .. } => Kind::Internal,
         }
     }
+}
 
+impl ReportError {
     pub(crate) fn io(context: &'static str, path: &Path, source: io::Error) -> Self {
         ReportError::Io {
             context,
             path: path.to_path_buf(),
             source,
-        }
-    }
-
-    pub(crate) fn duck(context: impl Into<String>, e: duckdb::Error) -> Self {
-        ReportError::DuckDb {
-            context: context.into(),
-            message: one_line(&e.to_string()),
         }
     }
 
@@ -110,14 +111,4 @@ impl ReportError {
             message: one_line(&e.to_string()),
         }
     }
-}
-
-/// Joins a multi-line message (DuckDB adds `LINE 1: ...` and a caret line) onto one line.
-pub fn one_line(message: &str) -> String {
-    let parts: Vec<&str> = message
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.chars().all(|c| c == '^' || c.is_whitespace()))
-        .collect();
-    parts.join(" | ")
 }

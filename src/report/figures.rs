@@ -5,7 +5,6 @@
 //! quantile band come from Polars scans ([`super::frames`]).
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::sync::Arc;
 
 use duckdb_arrow::array::{ArrayRef, Float64Array, StringArray, UInt64Array};
@@ -423,10 +422,10 @@ pub fn build_figures(
 }
 
 /// The board drawn in the quantile figure: the largest board whose main variant has states.
-pub fn quantile_board(boards: &[BoardInfo], data: &Path) -> Option<BoardInfo> {
+pub fn quantile_board(boards: &[BoardInfo], store: &crate::store::Store) -> Option<BoardInfo> {
     let mut v: Vec<&BoardInfo> = boards
         .iter()
-        .filter(|b| crate::sql::partition_dir(&data.join("states"), &b.board, &b.variant).is_some())
+        .filter(|b| super::frames::partition_dir(store, "states", &b.board, &b.variant).is_some())
         .collect();
     v.sort_by_key(|b| board_key(&b.board));
     v.last().map(|b| (*b).clone())

@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 use polars::prelude::*;
 
 use super::ReportError;
-use crate::store::ColumnData;
+use crate::store::layout::{ages_in, PART};
+use crate::store::{ColumnData, Store};
 
 /// Quantiles of the state values at each age of one board and variant.
 #[derive(Debug, Clone, Default)]
@@ -27,42 +28,29 @@ pub struct QuantileBand {
     pub mean: Vec<f64>,
 }
 
-/// `(age, file)` for every `age=N/*.parquet` under a partition directory, sorted by age.
+/// The partition folder of a board and variant of `table`, if it exists.
+pub fn partition_dir(store: &Store, table: &str, board: &str, variant: &str) -> Option<PathBuf> {
+    store
+        .layout()
+        .partitions(table)
+        .into_iter()
+        .find(|p| p.board == board && p.variant == variant)
+        .map(|p| p.dir)
+}
+
+/// `(age, file)` of every `age=N/part-0.parquet` under a partition folder, sorted by age.
 pub fn age_files(dir: &Path) -> Vec<(u64, PathBuf)> {
-    let mut out = Vec::new();
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return out;
-    };
-    for e in entries.flatten() {
-        let name = e.file_name().to_string_lossy().to_string();
-        let Some(age) = name
-            .strip_prefix("age=")
-            .and_then(|a| a.parse::<u64>().ok())
-        else {
-            continue;
-        };
-        let Ok(files) = std::fs::read_dir(e.path()) else {
-            continue;
-        };
-        let mut files: Vec<PathBuf> = files
-            .flatten()
-            .map(|f| f.path())
-            .filter(|p| p.extension().is_some_and(|x| x == "parquet"))
-            .collect();
-        files.sort();
-        out.extend(files.into_iter().map(|f| (age, f)));
-    }
-    out.sort();
-    out
+    ages_in(dir, "")
+        .into_iter()
+        .map(|(age, d)| (u64::from(age), d.join(PART)))
+        .filter(|(_, f)| f.exists())
+        .collect()
 }
 
 /// A Polars column of one column of a Parquet part, read through the store (which owns the
 /// schema) as `Float64`.
 fn f64_column(path: &Path, name: &str) -> Result<Column, ReportError> {
-    let cols = crate::store::read_columns(path, &[name]).map_err(|e| ReportError::NoData {
-        path: path.to_path_buf(),
-        what: e.to_string(),
-    })?;
+    let cols = crate::store::parquet::read_columns(path, &[name])?;
     let values: Vec<Option<f64>> = match cols.into_iter().next() {
         Some(ColumnData::F64(v)) => v,
         Some(ColumnData::U64(v)) => v.into_iter().map(|x| x.map(|x| x as f64)).collect(),
@@ -94,12 +82,12 @@ fn scalar_f64(s: PolarsResult<Scalar>, ctx: &str) -> Result<Option<f64>, ReportE
 /// Quantiles (5, 25, 50, 75, 95 %, linear interpolation as DuckDB's `quantile_cont`) and mean
 /// of `value` per age over `DIR/states/board=B/variant=V/age=*/`.
 pub fn state_value_quantiles(
-    data: &Path,
+    store: &Store,
     board: &str,
     variant: &str,
 ) -> Result<QuantileBand, ReportError> {
     let ctx = format!("state value quantiles of {board} {variant}");
-    let files = crate::sql::partition_dir(&data.join("states"), board, variant)
+    let files = partition_dir(store, "states", board, variant)
         .map(|d| age_files(&d))
         .unwrap_or_default();
     let mut band = QuantileBand {
@@ -143,37 +131,36 @@ pub struct VariantSeries {
 /// Stacks the per-age column `column` of `DIR/ages/board=B/variant=V/` for every given
 /// (board, variant) that exists, dropping ages where it is null.
 pub fn ages_column_by_variant(
-    data: &Path,
+    store: &Store,
     pairs: &[(String, String)],
     column: &str,
 ) -> Result<Vec<VariantSeries>, ReportError> {
     let ctx = format!("ages.{column} by variant");
     let mut out: Vec<VariantSeries> = Vec::new();
     for (board, variant) in pairs {
-        let Some(dir) = crate::sql::partition_dir(&data.join("ages"), board, variant) else {
+        let Some(dir) = partition_dir(store, "ages", board, variant) else {
             continue;
         };
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        let mut files: Vec<PathBuf> = entries
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|x| x == "parquet"))
+        let files: Vec<PathBuf> = [dir.join(PART)]
+            .into_iter()
+            .filter(|p| p.exists())
             .collect();
-        files.sort();
         let mut frames = Vec::new();
         for f in files {
             frames.push(
-                DataFrame::new_infer_height(vec![f64_column(&f, "age")?, f64_column(&f, column)?.with_name("y".into())])
-                    .map_err(|e| ReportError::polars(&ctx, e))?,
+                DataFrame::new_infer_height(vec![
+                    f64_column(&f, "age")?,
+                    f64_column(&f, column)?.with_name("y".into()),
+                ])
+                .map_err(|e| ReportError::polars(&ctx, e))?,
             );
         }
         let Some(mut df) = frames.pop() else {
             continue;
         };
         for f in frames {
-            df.vstack_mut(&f).map_err(|e| ReportError::polars(&ctx, e))?;
+            df.vstack_mut(&f)
+                .map_err(|e| ReportError::polars(&ctx, e))?;
         }
         let mask = df
             .column("y")

@@ -1,7 +1,7 @@
 //! The `report` command: figures (SVG + PNG + CSV of each series), tables (Markdown + CSV),
 //! `index.html` and `README.md` from a solved data directory.
 //!
-//! Data flow: DuckDB runs the queries in `sql/` over the views of [`crate::sql::open_catalog`]
+//! Data flow: DuckDB runs the queries in `sql/` over the views of [`crate::query::catalog`]
 //! (per-age series, board totals); Polars scans the same Parquet files for the dataframe work
 //! (quantiles of the state values, the variants side by side); the manifests give values,
 //! timings, index sizes and digests. Every file is written to a temporary name and renamed, so
@@ -10,10 +10,10 @@
 //! Output layout of `OUT/`:
 //! `figures/<name>.{svg,png,csv}`, `tables/<name>.{md,csv}`, `index.html`, `README.md`.
 
+pub mod compare;
 pub mod data;
 pub mod error;
 pub mod figures;
-pub mod fixture;
 pub mod frames;
 pub mod page;
 pub mod render;
@@ -29,6 +29,7 @@ use duckdb_arrow::record_batch::RecordBatch;
 
 pub use error::ReportError;
 
+use crate::store::Store;
 use data::{board_key, variant_key};
 use figures::BoardInfo;
 
@@ -83,36 +84,54 @@ fn temp_path(path: &Path) -> PathBuf {
     path.with_file_name(format!(".{stem}.tmp-{}{ext}", std::process::id()))
 }
 
-/// Writes `bytes` to `path` atomically (temporary file + rename).
+/// Writes `bytes` to `path` durably and atomically (the store's one atomic write).
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
-    let tmp = temp_path(path);
-    std::fs::write(&tmp, bytes).map_err(|e| ReportError::io("writing", &tmp, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| ReportError::io("renaming into", path, e))
+    crate::store::atomic::write(path, bytes)?;
+    Ok(())
 }
 
-struct Progress {
+/// Renders a PNG through plotters (which writes to a path) under a temporary name, then puts
+/// it in place durably.
+pub(crate) fn write_png(
+    path: &Path,
+    render: impl FnOnce(&Path) -> Result<(), ReportError>,
+) -> Result<(), ReportError> {
+    let tmp = temp_path(path);
+    render(&tmp)?;
+    crate::store::atomic::commit(&tmp, path)?;
+    Ok(())
+}
+
+struct Progress<'a> {
     total: usize,
     done: usize,
     start: Instant,
+    say: &'a dyn Fn(&str),
 }
 
-impl Progress {
+impl Progress<'_> {
     fn step(&mut self, what: &str) {
         self.done += 1;
-        eprintln!(
+        (self.say)(&format!(
             "report: [{}/{}] {what} ({:.1} s)",
             self.done,
             self.total,
             self.start.elapsed().as_secs_f64()
-        );
+        ));
     }
 }
 
-/// The `report` command: reads the solved data under `data` and writes the report to `out`.
-pub fn run_report(data: &Path, out: &Path) -> Result<ReportSummary, ReportError> {
+/// The `report` command: reads the solved data under `data` and writes the report to `out`;
+/// `say` receives a line per step.
+pub fn run_report(
+    data: &Path,
+    out: &Path,
+    say: &dyn Fn(&str),
+) -> Result<ReportSummary, ReportError> {
     let start = Instant::now();
-    let conn = crate::sql::open_catalog(data)?;
-    let manifests = data::load_manifests(data)?;
+    let store = Store::open(data)?;
+    let conn = crate::query::catalog::open(&store)?;
+    let manifests = data::load_manifests(&store)?;
     let rows = data::per_age(&conn)?;
     if rows.is_empty() {
         return Err(ReportError::NoData {
@@ -132,8 +151,11 @@ pub fn run_report(data: &Path, out: &Path) -> Result<ReportSummary, ReportError>
     // Largest tile: from the manifest, else computed from the state codes.
     let mut largest: BTreeMap<(String, String), u64> = BTreeMap::new();
     for e in &manifests {
-        if let Some(t) = e.manifest.max_tile {
-            largest.insert((e.board.clone(), e.variant.clone()), t);
+        if e.manifest.max_tile > 0 {
+            largest.insert(
+                (e.board.clone(), e.variant.clone()),
+                u64::from(e.manifest.max_tile),
+            );
         }
     }
     if main
@@ -146,7 +168,7 @@ pub fn run_report(data: &Path, out: &Path) -> Result<ReportSummary, ReportError>
                     largest.entry(k).or_insert(t);
                 }
             }
-            Err(e) => eprintln!("report: warning: largest tile not computed: {e}"),
+            Err(e) => say(&format!("report: warning: largest tile not computed: {e}")),
         }
     }
     let infos: Vec<BoardInfo> = boards
@@ -165,11 +187,12 @@ pub fn run_report(data: &Path, out: &Path) -> Result<ReportSummary, ReportError>
         })
         .collect();
 
-    let qboard = figures::quantile_board(&infos, data);
+    let qboard = figures::quantile_board(&infos, &store);
     let mut progress = Progress {
         total: 0,
         done: 0,
         start,
+        say,
     };
     progress.total = 3 + 7 + 2;
     progress.step("per-age series and board totals (DuckDB)");
@@ -184,10 +207,10 @@ pub fn run_report(data: &Path, out: &Path) -> Result<ReportSummary, ReportError>
         })
         .map(|r| (r.board.clone(), r.variant.clone()))
         .collect();
-    let best = frames::ages_column_by_variant(data, &pairs, "best_afterstate_value")?;
+    let best = frames::ages_column_by_variant(&store, &pairs, "best_afterstate_value")?;
     progress.step("best afterstate value by variant (Polars)");
     let quantiles = match &qboard {
-        Some(b) => Some(frames::state_value_quantiles(data, &b.board, &b.variant)?),
+        Some(b) => Some(frames::state_value_quantiles(&store, &b.board, &b.variant)?),
         None => None,
     };
     progress.step(&format!(
@@ -216,10 +239,9 @@ pub fn run_report(data: &Path, out: &Path) -> Result<ReportSummary, ReportError>
         let n = &spec.figure.name;
         let svg = render::to_svg(&spec.figure)?;
         write_atomic(&fig_dir.join(format!("{n}.svg")), svg.as_bytes())?;
-        let png = fig_dir.join(format!("{n}.png"));
-        let tmp = temp_path(&png);
-        render::to_png(&spec.figure, &tmp)?;
-        std::fs::rename(&tmp, &png).map_err(|e| ReportError::io("renaming into", &png, e))?;
+        write_png(&fig_dir.join(format!("{n}.png")), |tmp| {
+            render::to_png(&spec.figure, tmp)
+        })?;
         write_atomic(&fig_dir.join(format!("{n}.csv")), &spec.csv)?;
         for ext in ["svg", "png", "csv"] {
             summary

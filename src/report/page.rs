@@ -18,18 +18,13 @@ pub struct PageInput<'a> {
 
 const REPORTER: &str = concat!("age2048 ", env!("CARGO_PKG_VERSION"));
 
-fn symmetry(e: &ManifestEntry) -> String {
-    match &e.manifest.symmetry {
-        Some(serde_json::Value::String(s)) => s.clone(),
-        Some(v) => v.to_string(),
-        None => "–".into(),
+/// A text field of a manifest, or a dash where an older manifest lacks it.
+fn text(v: &str) -> String {
+    if v.is_empty() {
+        "–".into()
+    } else {
+        v.to_string()
     }
-}
-
-fn opt<T: std::fmt::Display>(v: &Option<T>) -> String {
-    v.as_ref()
-        .map(|v| v.to_string())
-        .unwrap_or_else(|| "–".into())
 }
 
 /// Provenance rows: board, variant, tool, version, symmetry, p4, files, bytes, manifest path.
@@ -41,17 +36,12 @@ fn provenance_rows(inp: &PageInput) -> Vec<[String; 9]> {
             [
                 e.board.clone(),
                 e.variant.clone(),
-                opt(&m.tool),
-                opt(&m.version),
-                symmetry(e),
-                opt(&m.p4),
-                (m.files.len() + m.ages.iter().map(|a| a.files.len()).sum::<usize>()).to_string(),
-                m.files
-                    .iter()
-                    .chain(m.ages.iter().flat_map(|a| a.files.iter()))
-                    .filter_map(|f| f.bytes)
-                    .sum::<u64>()
-                    .to_string(),
+                text(&m.tool),
+                text(&m.version),
+                text(&m.symmetry),
+                m.p4.to_string(),
+                m.files.len().to_string(),
+                m.total_bytes().to_string(),
                 e.path.display().to_string(),
             ]
         })
@@ -73,7 +63,7 @@ fn summary_digests(inp: &PageInput) -> Vec<[String; 4]> {
                         e.board.clone(),
                         e.variant.clone(),
                         f.path.clone(),
-                        f.sha256.clone().unwrap_or_default(),
+                        f.sha256.clone(),
                     ]
                 })
         })

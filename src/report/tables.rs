@@ -179,7 +179,8 @@ pub fn boards_table(
     {
         let m = manifest_for(manifests, &r.board, &r.variant).map(|e| &e.manifest);
         let tile = m
-            .and_then(|m| m.max_tile)
+            .map(|m| u64::from(m.max_tile))
+            .filter(|&t| t > 0)
             .or_else(|| largest.get(&(r.board.clone(), r.variant.clone())).copied());
         out.push(vec![
             Cell::Text(r.board.clone()),
@@ -191,7 +192,7 @@ pub fn boards_table(
             Cell::Int(tile),
             Cell::Float(m.and_then(|m| m.value_two_2_tiles), 4),
             Cell::Float(m.and_then(|m| m.value_initial), 4),
-            Cell::Float(m.and_then(|m| m.timings.total_s), 2),
+            Cell::Float(m.map(|m| m.timings.total_s), 2),
         ]);
     }
     Table {
@@ -233,14 +234,10 @@ pub fn variants_table(rows: &[BoardRow], manifests: &[ManifestEntry]) -> Table {
                 Cell::Int(Some(r.states)),
                 Cell::Float(m.and_then(|m| m.value_two_2_tiles), 4),
                 Cell::Float(m.and_then(|m| m.value_initial), 4),
-                Cell::Float(m.and_then(|m| m.timings.forward_s), 2),
-                Cell::Float(m.and_then(|m| m.timings.backward_s), 2),
-                Cell::Float(m.and_then(|m| m.timings.total_s), 2),
-                Cell::Float(
-                    m.and_then(|m| m.peak_rss_bytes)
-                        .map(|b| b as f64 / (1024.0 * 1024.0)),
-                    1,
-                ),
+                Cell::Float(m.map(|m| m.timings.forward_s), 2),
+                Cell::Float(m.map(|m| m.timings.backward_s), 2),
+                Cell::Float(m.map(|m| m.timings.total_s), 2),
+                Cell::Float(m.map(|m| m.peak_rss_bytes as f64 / (1024.0 * 1024.0)), 1),
             ]
         })
         .collect();
@@ -283,7 +280,7 @@ pub fn index_table(manifests: &[ManifestEntry], main: &BTreeMap<String, String>)
             .manifest
             .ages
             .iter()
-            .filter(|a| a.index.is_some())
+            .filter(|a| !a.index.file.is_empty())
             .collect();
         if ages.is_empty() {
             continue;
@@ -291,14 +288,14 @@ pub fn index_table(manifests: &[ManifestEntry], main: &BTreeMap<String, String>)
         let step = ages.len().div_ceil(40).max(1);
         let (mut t_ids, mut t_s, mut t_a, mut t_bytes, mut t_file) = (0u64, 0u64, 0u64, 0u64, 0u64);
         for (k, a) in ages.iter().enumerate() {
-            let ix = a.index.clone().unwrap_or_default();
+            let ix = &a.index;
             let ids = a.n_states + a.n_afterstates;
-            let bytes = ix.afterstate_id_bytes.unwrap_or(0) + ix.state_id_bytes.unwrap_or(0);
+            let bytes = ix.afterstate_id_bytes + ix.state_id_bytes;
             t_ids += ids;
             t_s += a.n_states;
             t_a += a.n_afterstates;
             t_bytes += bytes;
-            t_file += ix.file_bytes.unwrap_or(0);
+            t_file += ix.file_bytes;
             if k % step == 0 || k + 1 == ages.len() {
                 shown.push(rows.len());
             }
@@ -308,10 +305,10 @@ pub fn index_table(manifests: &[ManifestEntry], main: &BTreeMap<String, String>)
                 Cell::Int(Some(a.n_states)),
                 Cell::Int(Some(a.n_afterstates)),
                 Cell::Int(Some(ids)),
-                Cell::Int(ix.afterstate_id_bytes),
-                Cell::Int(ix.state_id_bytes),
-                Cell::Int(ix.file_bytes),
-                Cell::Float(ix.bits_per_afterstate_id, 2),
+                Cell::Int(Some(ix.afterstate_id_bytes)),
+                Cell::Int(Some(ix.state_id_bytes)),
+                Cell::Int(Some(ix.file_bytes)),
+                Cell::Float(Some(ix.bits_per_afterstate_id), 2),
                 Cell::Float((ids > 0).then(|| 8.0 * bytes as f64 / ids as f64), 2),
                 Cell::Float((ids > 0).then(|| bytes as f64 / (8.0 * ids as f64)), 4),
             ]);
@@ -366,19 +363,18 @@ pub fn index_table(manifests: &[ManifestEntry], main: &BTreeMap<String, String>)
     }
 }
 
-/// Every data file listed by the manifests (top level and per age), with its size and digest (CSV only).
+/// Every data file listed by the manifests (each once), with its size and digest (CSV only).
 pub fn provenance_table(manifests: &[ManifestEntry]) -> Table {
     let rows = manifests
         .iter()
         .flat_map(|e| {
-            let per_age = e.manifest.ages.iter().flat_map(|a| a.files.iter());
-            e.manifest.files.iter().chain(per_age).map(move |f| {
+            e.manifest.files.iter().map(move |f| {
                 vec![
                     Cell::Text(e.board.clone()),
                     Cell::Text(e.variant.clone()),
                     Cell::Text(f.path.clone()),
-                    Cell::Int(f.bytes),
-                    Cell::Text(f.sha256.clone().unwrap_or_default()),
+                    Cell::Int(Some(f.bytes)),
+                    Cell::Text(f.sha256.clone()),
                 ]
             })
         })

@@ -2,15 +2,13 @@
 //!
 //! The board is taken exactly as given (its orientation matters for the move letters); each
 //! valid move's afterstate is normalised and looked up in the age's Elias-Fano index, whose
-//! rank gives the stored afterstate value. The reader works over any `AsRef<[u8]>`: the CLI
-//! memory-maps the files, tests may pass vectors.
+//! rank gives the stored afterstate value. The reader works over any `AsRef<[u8]>`: the
+//! [`super::tablebase`] memory-maps the files, tests may pass vectors.
 
-use crate::board::{self, Dir};
-use crate::error::{Error, Result};
-use crate::forward::absorbed;
-use crate::game::Game;
+use super::{QueryError, Result};
 use crate::index::AgeIndex;
-use crate::variant::Variant;
+use crate::rules::board;
+use crate::rules::{Dir, Game, Variant};
 
 /// The solved view of one board.
 #[derive(Clone, Debug, PartialEq)]
@@ -22,43 +20,52 @@ pub struct Evaluation {
     pub best: Option<Dir>,
 }
 
-/// Evaluates `code` (a board of `index`'s age) under `variant`. `index` must be the index of
-/// the board's age for this game and variant.
+/// Evaluates `code` under `variant`. `index` must be the index of the board's age for this
+/// game and variant (`None` if the solve has no board of that age).
+///
+/// For goal variants a board holding the goal tile is terminal with value 1 and no move,
+/// whether or not play could continue from it.
 pub fn evaluate<B: AsRef<[u8]>>(
     game: &Game,
     variant: &Variant,
-    index: &AgeIndex<B>,
+    index: Option<&AgeIndex<B>>,
     code: u64,
     text: &str,
 ) -> Result<Evaluation> {
     let age = board::age(code);
-    let unreachable = || Error::Unreachable {
-        text: text.to_string(),
-        board: game.shape().to_string(),
-        variant: variant.name(),
-        age,
-    };
-    if index.state_rank(game.canon(code)).is_none() {
-        return Err(unreachable());
-    }
     let mut ev = Evaluation {
         q: [None; 4],
         value: 0.0,
         best: None,
     };
-    if absorbed(&variant.forward_class(), code) {
+    if variant.goal().is_some_and(|g| board::max_exp(code) >= g) {
         ev.value = 1.0;
         return Ok(ev);
+    }
+    let unreachable = || QueryError::Unreachable {
+        text: text.to_string(),
+        board: game.shape().to_string(),
+        variant: variant.name(),
+        age,
+    };
+    let Some(index) = index else {
+        return Err(unreachable());
+    };
+    if index.state_rank(game.canon(code)).is_none() {
+        return Err(unreachable());
     }
     for (i, d) in Dir::ALL.iter().enumerate() {
         let Some((after, reward)) = game.rules.apply(code, *d) else {
             continue;
         };
-        let rank = index.afterstate_rank(game.canon(after)).ok_or_else(|| {
-            Error::Invalid(format!(
-            "index of age {age} lacks an afterstate of a reachable board '{text}' (corrupt data?)"
-        ))
-        })?;
+        let rank = index
+            .afterstate_rank(game.canon(after))
+            .ok_or_else(|| QueryError::Index {
+                path: format!("index of age {age}").into(),
+                source: crate::index::IndexError::Corrupted {
+                    what: format!("lacks an afterstate of the reachable board '{text}'"),
+                },
+            })?;
         let mut q = index.afterstate_value(rank);
         if variant.scored() {
             q += f64::from(reward);

@@ -17,7 +17,7 @@
 
 use std::fmt;
 
-use crate::error::VariantError;
+use super::error::VariantError;
 
 /// The probability of a 4 in the real game.
 pub const DEFAULT_P4: f64 = 0.1;

@@ -1,7 +1,9 @@
 //! A game: the rules of one shape with its symmetry group, shared by every pass.
 
-use crate::board::{self, Rules, Shape};
-use crate::symmetry::{Group, Symmetry};
+use super::board;
+use super::moves::Rules;
+use super::shape::Shape;
+use super::symmetry::{Group, Symmetry};
 
 /// Rules plus normaliser for one board shape and symmetry group.
 pub struct Game {

@@ -15,12 +15,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use rayon::prelude::*;
 
-use crate::board;
-use crate::error::{Error, Result};
-use crate::forward::absorbed;
-use crate::game::Game;
-use crate::layer::RankIndex;
-use crate::variant::{ForwardClass, Kind, Variant};
+use super::forward::absorbed;
+use super::layer::RankIndex;
+use super::{Result, SolveError};
+use crate::rules::board;
+use crate::rules::{ForwardClass, Game, Kind, Variant};
 
 /// Boards per rayon task: enough work to amortise scheduling, small enough to balance.
 const CHUNK: usize = 1024;
@@ -34,7 +33,7 @@ pub struct StateRec {
     pub value: f64,
     /// Best q minus second-best q; NaN with fewer than two valid moves.
     pub gap: f64,
-    /// Index into [`crate::board::Dir::ALL`] of the best move (the first of equal ones), or [`NO_MOVE`].
+    /// Index into [`crate::rules::Dir::ALL`] of the best move (the first of equal ones), or [`NO_MOVE`].
     pub best: u8,
     /// Number of valid moves (0 for a terminal or absorbed state).
     pub moves: u8,
@@ -100,10 +99,10 @@ impl<'g> Backward<'g> {
     pub fn new(game: &'g Game, variants: &[Variant]) -> Result<Backward<'g>> {
         let class = variants
             .first()
-            .ok_or_else(|| Error::Invalid("no variant to solve".into()))?
+            .ok_or_else(|| SolveError::Internal("no variant to solve".into()))?
             .forward_class();
         if variants.iter().any(|v| v.forward_class() != class) {
-            return Err(Error::Invalid(
+            return Err(SolveError::Internal(
                 "variants solved in one backward pass must share their forward class".into(),
             ));
         }
@@ -271,9 +270,11 @@ impl<'g> Backward<'g> {
                 }
             });
         if missing.load(Ordering::Relaxed) {
-            return Err(Error::Invalid(format!(
-                "age {age}: a spawn leads to a state missing from the forward layers (corrupt or mixed work files?)"
-            )));
+            return Err(SolveError::Inconsistent {
+                board: game.shape().to_string(),
+                age,
+                step: "spawn",
+            });
         }
         Ok(out)
     }
@@ -341,9 +342,11 @@ impl<'g> Backward<'g> {
                 }
             });
         if missing.load(Ordering::Relaxed) {
-            return Err(Error::Invalid(format!(
-                "age {age}: a move leads to an afterstate missing from the forward layers (corrupt or mixed work files?)"
-            )));
+            return Err(SolveError::Inconsistent {
+                board: game.shape().to_string(),
+                age,
+                step: "move",
+            });
         }
         Ok(out)
     }

@@ -1,93 +1,15 @@
-//! The rules of 2048 on an R×C board: encoding, moves, rewards, spawns, board text.
+//! Moves and rewards: every move of a line comes from a table built once per shape.
 //!
-//! A board is a `u64` *code*, four bits a cell: cell `(r, c)` has index `i = r·C + c` and its
-//! tile exponent `e` (tile `2^e`, `0` = empty) sits in bits `[4i, 4i + 4)`. Moves are computed
-//! line by line from precomputed tables (one entry per possible line of up to four cells), so a
-//! move costs a handful of table look-ups. This module does no I/O and holds no global state.
+//! Tiles slide toward the side moved to; equal neighbours merge once per move, pairing from
+//! that side (right: `2 2 2 _` → `_ _ 2 4`, `2 2 2 2` → `_ _ 4 4`); the reward is the sum of
+//! the new tiles; a move that changes nothing is invalid. A line of up to four cells is one
+//! table look-up; all four moves of a board share one transpose.
 
-use std::fmt;
+use super::board::{cell, MAX_EXP};
+use super::shape::{Shape, MAX_CELLS};
 
-use crate::error::BoardError;
-
-/// Largest number of cells a code can hold (4 bits × 16 = 64).
-pub const MAX_CELLS: usize = 16;
 /// Largest line length we tabulate; longer lines fall back to the direct slide.
 const MAX_TABLE_LINE: usize = 4;
-/// Largest tile exponent a nibble can hold.
-pub const MAX_EXP: u8 = 15;
-
-/// A board shape, R rows × C columns with R·C ≤ 16.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Shape {
-    rows: u8,
-    cols: u8,
-}
-
-impl Shape {
-    /// A shape with `rows` × `cols` cells; both at least 1, the product at most 16.
-    pub fn new(rows: usize, cols: usize) -> Result<Shape, BoardError> {
-        if rows == 0 || cols == 0 || rows * cols > MAX_CELLS {
-            return Err(BoardError::Shape {
-                text: format!("{rows}x{cols}"),
-                reason: "rows and columns must be at least 1 and rows×cols at most 16".into(),
-            });
-        }
-        Ok(Shape {
-            rows: rows as u8,
-            cols: cols as u8,
-        })
-    }
-
-    /// Parses `RxC`, e.g. `3x3` or `2x4`.
-    pub fn parse(text: &str) -> Result<Shape, BoardError> {
-        let bad = |reason: &str| BoardError::Shape {
-            text: text.to_string(),
-            reason: reason.to_string(),
-        };
-        let (r, c) = text
-            .trim()
-            .split_once(['x', 'X'])
-            .ok_or_else(|| bad("expected RxC, e.g. 3x3"))?;
-        let r: usize = r.parse().map_err(|_| bad("rows is not a number"))?;
-        let c: usize = c.parse().map_err(|_| bad("columns is not a number"))?;
-        Shape::new(r, c)
-            .map_err(|_| bad("rows and columns must be at least 1 and rows×cols at most 16"))
-    }
-
-    pub fn rows(self) -> usize {
-        self.rows as usize
-    }
-    pub fn cols(self) -> usize {
-        self.cols as usize
-    }
-    pub fn cells(self) -> usize {
-        self.rows() * self.cols()
-    }
-    pub fn is_square(self) -> bool {
-        self.rows == self.cols
-    }
-    /// The transposed shape (C×R).
-    pub fn transposed(self) -> Shape {
-        Shape {
-            rows: self.cols,
-            cols: self.rows,
-        }
-    }
-    /// Mask of the bits a code of this shape may use.
-    pub fn mask(self) -> u64 {
-        if self.cells() == MAX_CELLS {
-            u64::MAX
-        } else {
-            (1u64 << (4 * self.cells())) - 1
-        }
-    }
-}
-
-impl fmt::Display for Shape {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}x{}", self.rows, self.cols)
-    }
-}
 
 /// A move direction. `L` moves tiles toward column 0, `U` toward row 0.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -103,49 +25,6 @@ impl Dir {
     pub fn letter(self) -> char {
         ['L', 'R', 'U', 'D'][self as usize]
     }
-}
-
-/// Exponent of the cell with index `i`.
-#[inline(always)]
-pub fn cell(code: u64, i: usize) -> u8 {
-    ((code >> (4 * i)) & 0xF) as u8
-}
-
-/// Sum of tiles: invariant under moves, +2 or +4 under a spawn.
-#[inline]
-pub fn age(code: u64) -> u32 {
-    let mut c = code;
-    let mut sum = 0u32;
-    while c != 0 {
-        let e = (c & 0xF) as u32;
-        if e != 0 {
-            sum += 1 << e;
-        }
-        c >>= 4;
-    }
-    sum
-}
-
-/// Largest exponent on the board (0 for an empty board).
-#[inline]
-pub fn max_exp(code: u64) -> u8 {
-    let mut c = code;
-    let mut m = 0u8;
-    while c != 0 {
-        m = m.max((c & 0xF) as u8);
-        c >>= 4;
-    }
-    m
-}
-
-/// Number of empty cells among the first `cells`.
-#[inline]
-pub fn count_empty(code: u64, cells: usize) -> u32 {
-    // A nibble is non-zero iff any of its four bits is set: fold them onto bit 0.
-    let x = code | (code >> 1);
-    let x = x | (x >> 2);
-    let occupied = (x & 0x1111_1111_1111_1111).count_ones();
-    cells as u32 - occupied
 }
 
 /// Slides one line toward index 0 (cells as exponents); returns the reward.
@@ -486,90 +365,10 @@ fn slide_cells(code: u64, out: &mut u64, idx: &[usize], toward0: bool) -> u32 {
     reward
 }
 
-/// Places exponent `e` in cell `i` (which must be empty).
-#[inline(always)]
-pub fn place(code: u64, i: usize, e: u8) -> u64 {
-    debug_assert_eq!(cell(code, i), 0, "spawn into an occupied cell");
-    code | (u64::from(e) << (4 * i))
-}
-
-/// Parses board text: rows separated by `/`, cells by white space, `0` or `.` for empty,
-/// tiles as numbers (`2`, `4`, …, `32768`).
-pub fn parse_board(text: &str, shape: Shape) -> Result<u64, BoardError> {
-    let bad = |reason: String| BoardError::Parse {
-        text: text.to_string(),
-        reason,
-    };
-    let rows: Vec<&str> = text.trim().split('/').collect();
-    if rows.len() != shape.rows() {
-        return Err(bad(format!(
-            "expected {} rows separated by '/', found {}",
-            shape.rows(),
-            rows.len()
-        )));
-    }
-    let mut code = 0u64;
-    for (r, row) in rows.iter().enumerate() {
-        let cells: Vec<&str> = row.split_whitespace().collect();
-        if cells.len() != shape.cols() {
-            return Err(bad(format!(
-                "row {} has {} cells, expected {}",
-                r + 1,
-                cells.len(),
-                shape.cols()
-            )));
-        }
-        for (c, tok) in cells.iter().enumerate() {
-            let e = parse_tile(tok)
-                .map_err(|reason| bad(format!("row {}, column {}: {reason}", r + 1, c + 1)))?;
-            code |= u64::from(e) << (4 * (r * shape.cols() + c));
-        }
-    }
-    Ok(code)
-}
-
-fn parse_tile(tok: &str) -> Result<u8, String> {
-    if tok == "." || tok == "0" {
-        return Ok(0);
-    }
-    let v: u64 = tok.parse().map_err(|_| {
-        format!("'{tok}' is not a tile (use a power of two ≥ 2, or 0 or . for empty)")
-    })?;
-    if v < 2 || !v.is_power_of_two() {
-        return Err(format!("{v} is not a power of two ≥ 2"));
-    }
-    let e = v.trailing_zeros();
-    if e > u32::from(MAX_EXP) {
-        return Err(format!(
-            "{v} is larger than the largest tile a board can hold (32768)"
-        ));
-    }
-    Ok(e as u8)
-}
-
-/// Formats a board as text in the same syntax `parse_board` reads (`.` for empty).
-pub fn format_board(code: u64, shape: Shape) -> String {
-    let mut s = String::new();
-    for r in 0..shape.rows() {
-        if r > 0 {
-            s.push('/');
-        }
-        for c in 0..shape.cols() {
-            if c > 0 {
-                s.push(' ');
-            }
-            match cell(code, r * shape.cols() + c) {
-                0 => s.push('.'),
-                e => s.push_str(&(1u32 << e).to_string()),
-            }
-        }
-    }
-    s
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rules::board::{age, count_empty, format_board, parse_board};
 
     fn line_right(cells: &[u32]) -> (Vec<u32>, u32) {
         let shape = Shape::new(1, cells.len()).unwrap();
@@ -683,29 +482,5 @@ mod tests {
                 assert_eq!(tl.map(|x| x.1), all[2].map(|x| x.1));
             }
         }
-    }
-
-    #[test]
-    fn board_text_errors_name_the_problem() {
-        let s = Shape::new(2, 2).unwrap();
-        assert!(parse_board("2 2/2", s)
-            .unwrap_err()
-            .to_string()
-            .contains("row 2 has 1 cells"));
-        assert!(parse_board("2 3/2 2", s)
-            .unwrap_err()
-            .to_string()
-            .contains("3 is not a power of two"));
-        assert!(parse_board("2 2", s)
-            .unwrap_err()
-            .to_string()
-            .contains("expected 2 rows"));
-        assert!(parse_board("2 x/. .", s)
-            .unwrap_err()
-            .to_string()
-            .contains("'x' is not a tile"));
-        assert!(Shape::parse("5x4").is_err());
-        assert!(Shape::parse("3by3").is_err());
-        assert_eq!(Shape::parse("2x3").unwrap().cells(), 6);
     }
 }

@@ -12,9 +12,10 @@ use std::path::{Path, PathBuf};
 
 use polars::prelude::*;
 
-use crate::report::frames::age_files;
-use crate::report::render::{self, Figure, Line, Panel, PALETTE};
-use crate::report::ReportError;
+use super::frames::{age_files, partition_dir};
+use super::render::{self, Figure, Line, Panel, PALETTE};
+use super::{write_atomic, ReportError};
+use crate::rules::Shape;
 use crate::store::{ColumnData, Store};
 
 /// Per-age comparison of `variant` against `base`.
@@ -51,12 +52,7 @@ fn polars_err(ctx: &str, e: PolarsError) -> ReportError {
 /// `id`, `value` and `best` (null as "-") of one age's states, with the value and best
 /// columns suffixed, read through the store (which owns the schema).
 fn states_frame(path: &Path, suffix: &str, ctx: &str) -> Result<DataFrame, ReportError> {
-    let cols = crate::store::read_columns(path, &["id", "value", "best"]).map_err(|e| {
-        ReportError::NoData {
-            path: path.to_path_buf(),
-            what: e.to_string(),
-        }
-    })?;
+    let cols = crate::store::parquet::read_columns(path, &["id", "value", "best"])?;
     let mut it = cols.into_iter();
     let (Some(ColumnData::U64(id)), Some(ColumnData::F64(value)), Some(ColumnData::Utf8(best))) =
         (it.next(), it.next(), it.next())
@@ -84,13 +80,7 @@ fn diff_age(base: &Path, other: &Path, age: u64) -> Result<AgeDiff, ReportError>
     let a = states_frame(base, "_a", &ctx)?;
     let b = states_frame(other, "_b", &ctx)?;
     let joined = a
-        .join(
-            &b,
-            ["id"],
-            ["id"],
-            JoinArgs::new(JoinType::Inner),
-            None,
-        )
+        .join(&b, ["id"], ["id"], JoinArgs::new(JoinType::Inner), None)
         .map_err(|e| polars_err(&ctx, e))?;
     let col = |name: &str| -> Result<Series, ReportError> {
         Ok(joined
@@ -115,50 +105,54 @@ fn diff_age(base: &Path, other: &Path, age: u64) -> Result<AgeDiff, ReportError>
     })
 }
 
-fn states_dir(data: &Path, board: &str, variant: &str) -> PathBuf {
-    data.join("states")
-        .join(format!("board={board}"))
-        .join(format!("variant={variant}"))
-}
-
 /// Compares `variants` (the first is the base) of `board`, writing CSV and figures into `out`.
+/// The variants must be distinct and solved under the same symmetry group (their ids are
+/// joined).
 pub fn compare(
-    data: &Path,
-    board: &str,
+    store: &Store,
+    shape: Shape,
     variants: &[String],
     out: &Path,
 ) -> Result<Comparison, ReportError> {
     if variants.len() < 2 {
-        return Err(ReportError::NoData {
-            path: data.to_path_buf(),
-            what: "compare needs at least two variants (--variants A,B)".into(),
-        });
+        return Err(ReportError::Input(
+            "compare needs at least two variants (--variants A,B)".into(),
+        ));
     }
-    if !data.is_dir() {
-        return Err(ReportError::MissingData {
-            path: data.to_path_buf(),
-        });
+    if let Some(v) = variants
+        .iter()
+        .enumerate()
+        .find_map(|(i, v)| variants[..i].contains(v).then_some(v))
+    {
+        return Err(ReportError::Input(format!(
+            "variant {v} is listed twice: compare needs distinct variants"
+        )));
     }
-    let shape = crate::board::Shape::parse(board).map_err(|e| ReportError::NoData {
-        path: data.to_path_buf(),
-        what: e.to_string(),
-    })?;
-    let store = Store::new(data);
+    let board = shape.to_string();
     let mut start_values = Vec::new();
+    let mut groups = Vec::new();
     for v in variants {
-        let m = store
-            .read_manifest(shape, v)
-            .map_err(|e| ReportError::NoData {
-                path: data.to_path_buf(),
-                what: e.to_string(),
-            })?;
+        let m = store.read_manifest(shape, v)?;
         start_values.push((m.value_two_2_tiles, m.value_initial));
+        groups.push((v, m.symmetry));
     }
-    let base_files = age_files(&states_dir(data, board, &variants[0]));
+    if let Some((v, g)) = groups.iter().find(|(_, g)| *g != groups[0].1) {
+        return Err(ReportError::Input(format!(
+            "{board} {} was solved under symmetry {}, {v} under {g}: ids of different groups cannot be joined",
+            groups[0].0, groups[0].1
+        )));
+    }
+    let states_dir = |v: &str| partition_dir(store, "states", &board, v);
+    let base_files = states_dir(&variants[0])
+        .map(|d| age_files(&d))
+        .unwrap_or_default();
     let mut diffs = Vec::new();
     for v in &variants[1..] {
-        let other: std::collections::BTreeMap<u64, PathBuf> =
-            age_files(&states_dir(data, board, v)).into_iter().collect();
+        let other: std::collections::BTreeMap<u64, PathBuf> = states_dir(v)
+            .map(|d| age_files(&d))
+            .unwrap_or_default()
+            .into_iter()
+            .collect();
         let mut series = Vec::new();
         for (age, base) in &base_files {
             if let Some(o) = other.get(age) {
@@ -243,13 +237,11 @@ pub fn compare(
     write_atomic(&svg_path, render::to_svg(&fig)?.as_bytes())?;
     files.push(svg_path);
     let png_path = out.join(format!("{stem}.png"));
-    let tmp = out.join(format!("{stem}.tmp.png"));
-    render::to_png(&fig, &tmp)?;
-    fs::rename(&tmp, &png_path).map_err(|e| ReportError::io("writing", &png_path, e))?;
+    super::write_png(&png_path, |tmp| render::to_png(&fig, tmp))?;
     files.push(png_path);
 
     Ok(Comparison {
-        board: board.to_string(),
+        board,
         variants: variants.to_vec(),
         start_values,
         diffs,
@@ -257,15 +249,8 @@ pub fn compare(
     })
 }
 
-fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
-    let tmp = path.with_extension("tmp");
-    fs::write(&tmp, bytes).map_err(|e| ReportError::io("writing", &tmp, e))?;
-    fs::rename(&tmp, path).map_err(|e| ReportError::io("writing", path, e))
-}
-
-/// Prints the values at the starts and, per compared variant, a one-line summary.
-pub fn print_summary(c: &Comparison, out: &mut dyn std::io::Write) -> Result<(), ReportError> {
-    let io = |e| ReportError::io("writing", Path::new("<stdout>"), e);
+pub fn print_summary(c: &Comparison, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    let io = |e| e;
     let f = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.6}"));
     writeln!(
         out,

@@ -12,12 +12,11 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::backward::{AgeOutput, Backward, Level};
-use crate::board::{self, Dir};
-use crate::error::Result;
-use crate::forward::{self, absorbed, AgeLayer, Start};
-use crate::game::Game;
-use crate::variant::{Kind, Variant};
+use super::backward::{AgeOutput, Backward, Level};
+use super::forward::{self, absorbed, AgeLayer, Start};
+use super::Result;
+use crate::rules::board;
+use crate::rules::{Dir, Game, Kind, Variant};
 
 /// The answer for one board.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -148,8 +147,8 @@ pub fn guaranteed(game: &Game, p4: f64) -> Result<Guaranteed> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::board::Shape;
-    use crate::symmetry::Group;
+    use crate::rules::Group;
+    use crate::rules::Shape;
 
     fn g(r: usize, c: usize) -> Guaranteed {
         guaranteed(&Game::new(Shape::new(r, c).unwrap(), Group::Full), 0.1).unwrap()

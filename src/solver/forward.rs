@@ -13,11 +13,10 @@ use std::collections::BTreeMap;
 
 use rayon::prelude::*;
 
-use crate::board;
-use crate::error::Result;
-use crate::game::Game;
-use crate::layer;
-use crate::variant::ForwardClass;
+use super::layer;
+use super::Result;
+use crate::rules::board;
+use crate::rules::{ForwardClass, Game};
 
 /// Work items per rayon task: large enough to amortise the task, small enough to balance.
 const CHUNK: usize = 2048;

@@ -10,8 +10,9 @@
 //! Images are built from per-row tables (a mirrored row is one look-up, a transposed row is one
 //! look-up of its contribution), so normalising a 3x3 board costs about twenty table reads.
 
-use crate::board::{cell, Shape};
-use crate::error::BoardError;
+use super::board::cell;
+use super::error::BoardError;
+use super::shape::Shape;
 
 /// Which symmetry group identifies boards.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

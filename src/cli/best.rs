@@ -1,0 +1,164 @@
+//! `age2048 best`: q-values, value and best move of boards, from the solved index.
+
+use std::fs::File;
+use std::io::{self, BufRead, Write};
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::output::{csv_field, Format};
+use super::CliError;
+use crate::query::{Evaluation, Tablebase};
+use crate::rules::variant::parse_p4_arg;
+use crate::rules::{parse_board, Shape, Variant};
+use crate::store::{Store, StoreError};
+
+#[derive(Args, Debug)]
+pub struct BestArgs {
+    /// Board size RxC.
+    #[arg(long)]
+    pub board: String,
+    /// Data directory.
+    #[arg(long, default_value = "data")]
+    pub data: PathBuf,
+    /// Variant to read.
+    #[arg(long, default_value = "expectation")]
+    pub variant: String,
+    /// Probability of a 4 of the solved variant.
+    #[arg(long)]
+    pub p4: Option<String>,
+    /// Read boards from a file, one per line ('-' for standard input).
+    #[arg(long)]
+    pub input: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+    /// Boards: rows separated by '/', cells by spaces, 0 or . for empty: "2 0 4/0 8 0/0 0 2".
+    pub boards: Vec<String>,
+}
+
+/// Boards as given on the command line or in the input file.
+fn read_boards(a: &BestArgs) -> Result<Vec<String>, CliError> {
+    let mut boards = a.boards.clone();
+    if let Some(path) = &a.input {
+        let lines: Vec<String> = if path.as_os_str() == "-" {
+            io::stdin()
+                .lock()
+                .lines()
+                .collect::<io::Result<_>>()
+                .map_err(|e| StoreError::io("<stdin>", e))?
+        } else {
+            let f = File::open(path).map_err(|e| StoreError::io(path, e))?;
+            io::BufReader::new(f)
+                .lines()
+                .collect::<io::Result<_>>()
+                .map_err(|e| StoreError::io(path, e))?
+        };
+        boards.extend(
+            lines
+                .into_iter()
+                .map(|l| l.trim().to_string())
+                .filter(|l| !l.is_empty() && !l.starts_with('#')),
+        );
+    }
+    if boards.is_empty() {
+        return Err(CliError::Usage(
+            "no board given (pass boards as arguments or --input FILE)".into(),
+        ));
+    }
+    Ok(boards)
+}
+
+/// Runs `age2048 best`.
+pub fn run(a: &BestArgs) -> Result<(), CliError> {
+    let shape = Shape::parse(&a.board)?;
+    let p4 = a.p4.as_deref().map(parse_p4_arg).transpose()?;
+    let variant = Variant::parse(&a.variant, p4)?;
+    let store = Store::open(&a.data)?;
+    let tb = Tablebase::open(&store, shape, variant)?;
+    let boards = read_boards(a)?;
+    let mut rows: Vec<(String, Evaluation)> = Vec::with_capacity(boards.len());
+    for text in boards {
+        let code = parse_board(&text, shape)?;
+        let ev = tb.evaluate(code, &text)?;
+        rows.push((text, ev));
+    }
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    write_evaluations(&rows, a.format, &mut out)
+        .and_then(|()| out.flush())
+        .map_err(CliError::stdout)
+}
+
+fn num(x: Option<f64>) -> String {
+    x.map_or(String::new(), |v| v.to_string())
+}
+
+fn write_evaluations(
+    rows: &[(String, Evaluation)],
+    format: Format,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let best = |e: &Evaluation| e.best.map_or(String::new(), |d| d.letter().to_string());
+    match format {
+        Format::Csv => {
+            writeln!(out, "board,L,R,U,D,value,best")?;
+            for (text, e) in rows {
+                writeln!(
+                    out,
+                    "{},{},{},{},{},{},{}",
+                    csv_field(text),
+                    num(e.q[0]),
+                    num(e.q[1]),
+                    num(e.q[2]),
+                    num(e.q[3]),
+                    e.value,
+                    best(e)
+                )?;
+            }
+        }
+        Format::Json => {
+            let v: Vec<serde_json::Value> = rows
+                .iter()
+                .map(|(text, e)| {
+                    serde_json::json!({
+                        "board": text, "L": e.q[0], "R": e.q[1], "U": e.q[2], "D": e.q[3],
+                        "value": e.value, "best": e.best.map(|d| d.letter().to_string()),
+                    })
+                })
+                .collect();
+            writeln!(
+                out,
+                "{}",
+                serde_json::to_string_pretty(&v).map_err(io::Error::other)?
+            )?;
+        }
+        Format::Table => {
+            let fmt = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.4}"));
+            let w = rows
+                .iter()
+                .map(|(t, _)| t.chars().count())
+                .max()
+                .unwrap_or(5)
+                .max(5);
+            writeln!(
+                out,
+                "{:<w$}  {:>12} {:>12} {:>12} {:>12} {:>12}  best",
+                "board", "L", "R", "U", "D", "value"
+            )?;
+            for (text, e) in rows {
+                writeln!(
+                    out,
+                    "{:<w$}  {:>12} {:>12} {:>12} {:>12} {:>12}  {}",
+                    text,
+                    fmt(e.q[0]),
+                    fmt(e.q[1]),
+                    fmt(e.q[2]),
+                    fmt(e.q[3]),
+                    format!("{:.4}", e.value),
+                    best(e)
+                )?;
+            }
+        }
+    }
+    Ok(())
+}

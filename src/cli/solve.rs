@@ -1,0 +1,178 @@
+//! `age2048 solve`: checked configuration, progress bar, summary.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+
+use super::output::say;
+use super::{set_threads, CliError};
+use crate::rules::variant::parse_p4_arg;
+use crate::rules::{Group, Shape, Variant};
+use crate::solver::{solve, Event, SolveConfig};
+use crate::store::{Manifest, Store};
+
+#[derive(Args, Debug)]
+pub struct SolveArgs {
+    /// Board size RxC, e.g. 3x3 (R·C ≤ 16).
+    #[arg(long)]
+    pub board: String,
+    /// Data directory.
+    #[arg(long, default_value = "data")]
+    pub data: PathBuf,
+    /// Worker threads (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Symmetry group identifying boards: full, flips or none.
+    #[arg(long, default_value = "full")]
+    pub symmetry: String,
+    /// Variants, comma-separated: expectation, optimistic, pessimistic, goal-T, guaranteed-T.
+    #[arg(long, default_value = "expectation")]
+    pub variant: String,
+    /// Probability of a 4 (default 0.1); recorded in the variant name.
+    #[arg(long)]
+    pub p4: Option<String>,
+    /// No progress bars.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Solve again even if DIR already holds this solve.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// A checked `solve` configuration.
+pub fn config(a: &SolveArgs) -> Result<SolveConfig, CliError> {
+    let shape = Shape::parse(&a.board)?;
+    let group = Group::parse(&a.symmetry)?;
+    let p4 = a.p4.as_deref().map(parse_p4_arg).transpose()?;
+    let variants = Variant::parse_list(&a.variant, p4)?;
+    Ok(SolveConfig {
+        shape,
+        group,
+        variants,
+        force: a.force,
+    })
+}
+
+/// Runs `age2048 solve`.
+pub fn run(a: &SolveArgs) -> Result<(), CliError> {
+    let cfg = config(a)?;
+    let store = Store::new(&a.data);
+    set_threads(a.threads)?;
+    let t = Instant::now();
+    let progress = Progress::new(a.quiet);
+    let on_event = |e: Event| progress.event(cfg.shape, e);
+    let manifests = solve(&store, &cfg, &on_event)?;
+    progress.finish();
+    for m in &manifests {
+        say(&summary(m));
+    }
+    say(&format!("solved in {:.1} s", t.elapsed().as_secs_f64()));
+    Ok(())
+}
+
+/// Progress of a solve: a bar on a terminal, a plain line per finished age otherwise (for
+/// logs, and for tests that act at a given age), nothing with `--quiet`.
+enum Progress {
+    Bar(ProgressBar),
+    Plain,
+    Quiet,
+}
+
+impl Progress {
+    fn new(quiet: bool) -> Progress {
+        if quiet {
+            Progress::Quiet
+        } else if std::io::stderr().is_terminal() {
+            let bar = ProgressBar::new_spinner();
+            bar.set_style(
+                ProgressStyle::with_template("{spinner} {elapsed_precise} {msg}")
+                    .expect("valid template"),
+            );
+            Progress::Bar(bar)
+        } else {
+            Progress::Plain
+        }
+    }
+
+    fn event(&self, shape: Shape, e: Event) {
+        match (self, e) {
+            (Progress::Quiet, _) => {}
+            (
+                Progress::Plain,
+                Event::Forward {
+                    age,
+                    states,
+                    afterstates,
+                },
+            ) => say(&format!(
+                "forward: age {age}, {states} states, {afterstates} afterstates"
+            )),
+            (Progress::Plain, Event::Backward { age }) => say(&format!("backward: age {age}")),
+            (Progress::Plain, Event::BackwardStart { top, min_age }) => {
+                say(&format!("backward: from age {top} down to {min_age}"))
+            }
+            (Progress::Plain, Event::Resumed { pass, age }) => {
+                say(&format!("resuming the {pass} pass after age {age}"))
+            }
+            (
+                Progress::Bar(bar),
+                Event::Forward {
+                    age,
+                    states,
+                    afterstates,
+                },
+            ) => {
+                bar.set_message(format!(
+                    "{shape} forward: age {age}, {states} states, {afterstates} afterstates"
+                ));
+                bar.tick();
+            }
+            (Progress::Bar(bar), Event::BackwardStart { top, min_age }) => {
+                bar.set_style(
+                    ProgressStyle::with_template(
+                        "{bar:40} {pos}/{len} ages {elapsed_precise} eta {eta} {msg}",
+                    )
+                    .expect("valid template"),
+                );
+                bar.set_length(u64::from((top - min_age) / 2 + 1));
+                bar.set_position(0);
+            }
+            (Progress::Bar(bar), Event::Backward { age }) => {
+                bar.set_message(format!("{shape} backward: age {age}"));
+                bar.inc(1);
+            }
+            (Progress::Bar(bar), Event::Resumed { pass, age }) => {
+                bar.println(format!("resuming the {pass} pass after age {age}"));
+            }
+        }
+    }
+
+    fn finish(&self) {
+        if let Progress::Bar(bar) = self {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+fn summary(m: &Manifest) -> String {
+    let opt = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.6}"));
+    format!(
+        "{} {}: {} states, {} afterstates, {} terminal, ages {}..{}, largest tile {}; value from two 2-tiles {}, over the initial distribution {}; forward {:.1} s, backward {:.1} s, peak memory {:.0} MB",
+        m.board,
+        m.variant,
+        m.n_states,
+        m.n_afterstates,
+        m.n_terminal_states,
+        m.min_age,
+        m.max_age,
+        m.max_tile,
+        opt(m.value_two_2_tiles),
+        opt(m.value_initial),
+        m.timings.forward_s,
+        m.timings.backward_s,
+        m.peak_rss_bytes as f64 / 1e6
+    )
+}

@@ -1,0 +1,248 @@
+//! Compaction of board codes within one age (Kaneko & Yamashita 2025, §3.2.2).
+//!
+//! Within one age, every exponent is below `b = 1 + (largest exponent present)`, and the
+//! tile in cell 0 is determined by the others because the tile sum (the age) is fixed.
+//! So a code `Σ e_i·16^i` is re-based to `compact = Σ_{i=1}^{n-1} e_i·b^{i-1}`, shrinking
+//! the universe from `16^n` to `b^{n-1}`; for random-looking sets Elias–Fano then spends
+//! `log₂(b^{n-1}/m) + 2` bits per id instead of `log₂(16^n/m) + 2`. Both orders are
+//! lexicographic from cell `n-1` downwards and cell 0 never breaks a tie between two
+//! codes of the same age, so the map is strictly increasing: sorted codes stay sorted and
+//! ranks are preserved. [`Compaction::expand`] recovers `e_0` from
+//! `age − Σ_{i≥1} 2^{e_i}`.
+//!
+
+use super::elias_fano::EliasFano;
+use super::{corrupted, invalid, IndexError};
+
+/// Sum of tiles of a code (Σ 2^e over non-empty cells of all 16 nibbles).
+#[inline]
+pub fn board_age(code: u64) -> u64 {
+    (0..16)
+        .map(|i| (code >> (4 * i)) & 15)
+        .filter(|&e| e != 0)
+        .map(|e| 1u64 << e)
+        .sum()
+}
+
+/// Largest exponent of any cell of any code (0 if there are none).
+pub fn max_exponent(codes: impl IntoIterator<Item = u64>) -> u8 {
+    codes
+        .into_iter()
+        .map(|c| (0..16).map(|i| (c >> (4 * i)) & 15).max().unwrap_or(0) as u8)
+        .max()
+        .unwrap_or(0)
+}
+
+/// The paper's per-age re-basing of board codes (§3.2.2 of Kaneko & Yamashita 2025).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Compaction {
+    rows: u8,
+    cols: u8,
+    n: u32,
+    age: u32,
+    base: u8,
+    universe: u64,
+    shape_mask: u64,
+}
+
+impl Compaction {
+    /// `rows·cols ≤ 16`, both ≥ 1; `2 ≤ base ≤ 16`.
+    pub fn new(rows: u8, cols: u8, age: u32, base: u8) -> Result<Self, IndexError> {
+        let n = rows as u32 * cols as u32;
+        if rows == 0 || cols == 0 || n > 16 {
+            return Err(invalid(format!(
+                "board shape {rows}x{cols} is not 1..=16 cells"
+            )));
+        }
+        if !(2..=16).contains(&base) {
+            return Err(invalid(format!("compaction base {base} is not in 2..=16")));
+        }
+        let universe = (base as u64).pow(n - 1);
+        let shape_mask = if n == 16 {
+            u64::MAX
+        } else {
+            (1u64 << (4 * n)) - 1
+        };
+        Ok(Self {
+            rows,
+            cols,
+            n,
+            age,
+            base,
+            universe,
+            shape_mask,
+        })
+    }
+
+    /// The base the paper uses for a set of codes: one more than the largest exponent
+    /// present (at least 2, so an all-empty age still has a well-formed codec).
+    pub fn base_for(codes: impl IntoIterator<Item = u64>) -> u8 {
+        (max_exponent(codes) + 1).max(2)
+    }
+
+    pub fn rows(&self) -> u8 {
+        self.rows
+    }
+    pub fn cols(&self) -> u8 {
+        self.cols
+    }
+    pub fn age(&self) -> u32 {
+        self.age
+    }
+    pub fn base(&self) -> u8 {
+        self.base
+    }
+
+    /// `base^(n-1)`: every compact id is below it.
+    pub fn universe(&self) -> u64 {
+        self.universe
+    }
+
+    /// Compact id of `code`, or `None` if `code` has cells outside the board, an
+    /// exponent ≥ base in cells 1.., or a different age (so it cannot be in the set).
+    #[inline]
+    pub fn compact(&self, code: u64) -> Option<u64> {
+        if code & !self.shape_mask != 0 {
+            return None;
+        }
+        let b = self.base as u64;
+        let mut id = 0u64;
+        let mut sum = 0u64;
+        for i in (1..self.n).rev() {
+            let e = (code >> (4 * i)) & 15;
+            if e >= b {
+                return None;
+            }
+            id = id * b + e;
+            sum += (1u64 << e) & !1;
+        }
+        let e0 = code & 15;
+        sum += (1u64 << e0) & !1;
+        (sum == self.age as u64).then_some(id)
+    }
+
+    /// The code with compact id `id`, or `None` if `id` is out of range or the other
+    /// cells leave a remainder of the age that is not a single tile.
+    pub fn expand(&self, id: u64) -> Option<u64> {
+        if id >= self.universe {
+            return None;
+        }
+        let b = self.base as u64;
+        let (mut rest, mut code, mut sum) = (id, 0u64, 0u64);
+        for i in 1..self.n {
+            let e = rest % b;
+            rest /= b;
+            code |= e << (4 * i);
+            sum += (1u64 << e) & !1;
+        }
+        let e0 = match (self.age as u64).checked_sub(sum)? {
+            0 => 0,
+            r if (2..=1 << 15).contains(&r) && r.is_power_of_two() => r.trailing_zeros() as u64,
+            _ => return None,
+        };
+        Some(code | e0)
+    }
+
+    /// Checks that `codes` are strictly increasing, fit the board and have this age.
+    pub(crate) fn check_codes(&self, codes: &[u64], what: &str) -> Result<(), IndexError> {
+        if let Some(i) = codes.windows(2).position(|w| w[0] >= w[1]) {
+            return Err(invalid(format!(
+                "{what}: codes not strictly increasing at index {}: {:#x} then {:#x}",
+                i + 1,
+                codes[i],
+                codes[i + 1]
+            )));
+        }
+        for (i, &c) in codes.iter().enumerate() {
+            if c & !self.shape_mask != 0 {
+                return Err(invalid(format!(
+                    "{what}: code {c:#x} at index {i} has cells outside a {}x{} board",
+                    self.rows, self.cols
+                )));
+            }
+            let a = board_age(c);
+            if a != self.age as u64 {
+                return Err(invalid(format!(
+                    "{what}: code {c:#x} at index {i} has age {a}, expected {}",
+                    self.age
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn compact_all(&self, codes: &[u64]) -> Result<Vec<u64>, IndexError> {
+        codes
+            .iter()
+            .map(|&c| {
+                self.compact(c).ok_or_else(|| {
+                    invalid(format!("code {c:#x} has an exponent >= base {}", self.base))
+                })
+            })
+            .collect()
+    }
+}
+
+/// A set of board codes of one age: compaction + Elias–Fano.
+#[derive(Clone, Debug)]
+pub struct CodeSet<B> {
+    ef: EliasFano<B>,
+    codec: Compaction,
+}
+
+impl CodeSet<Vec<u8>> {
+    /// Builds the set from strictly increasing codes of age `age` on a `rows×cols` board,
+    /// with the base chosen by [`Compaction::base_for`].
+    pub fn build(rows: u8, cols: u8, age: u32, codes: &[u64]) -> Result<Self, IndexError> {
+        let codec = Compaction::new(rows, cols, age, Compaction::base_for(codes.iter().copied()))?;
+        codec.check_codes(codes, "codes")?;
+        let ids = codec.compact_all(codes)?;
+        Ok(Self {
+            ef: EliasFano::from_sorted(&ids)?,
+            codec,
+        })
+    }
+}
+
+impl<B: AsRef<[u8]>> CodeSet<B> {
+    /// Combines an Elias–Fano set of compact ids with the codec that produced them.
+    pub fn from_parts(ef: EliasFano<B>, codec: Compaction) -> Result<Self, IndexError> {
+        if !ef.is_empty() && ef.max() >= codec.universe() {
+            return Err(corrupted(format!(
+                "compact id {} is outside the universe {}",
+                ef.max(),
+                codec.universe()
+            )));
+        }
+        Ok(Self { ef, codec })
+    }
+
+    pub fn len(&self) -> usize {
+        self.ef.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.ef.is_empty()
+    }
+    pub fn codec(&self) -> &Compaction {
+        &self.codec
+    }
+    pub fn elias_fano(&self) -> &EliasFano<B> {
+        &self.ef
+    }
+
+    /// Rank of `code` in the sorted set, or `None` if absent (including codes of another
+    /// age or shape).
+    #[inline]
+    pub fn rank_of_code(&self, code: u64) -> Option<usize> {
+        self.ef.rank_of(self.codec.compact(code)?)
+    }
+
+    /// The `i`-th smallest code, or `None` if `i >= len()`.
+    pub fn code_at(&self, i: usize) -> Option<u64> {
+        self.codec.expand(self.ef.get(i)?)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = u64> + '_ {
+        self.ef.iter().filter_map(|id| self.codec.expand(id))
+    }
+}

@@ -1,0 +1,470 @@
+//! The age index file: the one on-disk format of this room (header, version, checksum), read
+//! zero-copy from any `AsRef<[u8]>`.
+//!
+//! One file per (board, variant, age). Fixed 176-byte header, little-endian:
+//!
+//! ```text
+//!   0  magic b"A2048IDX"          8  format version u32 (= 1)
+//!  12  rows u8  13 cols u8  14 base u8  15 reserved u8 (0)
+//!  16  age u32                    20  header length u32 (= 176)
+//!  24  n_states u64               32  n_afterstates u64
+//!  40  variant length u8, then 64 bytes of UTF-8 zero-padded; zero padding to 112
+//! 112  file length u64
+//! 120  states offset u64, 128 states length u64        (Elias–Fano of compact ids)
+//! 136  afterstates offset u64, 144 afterstates length u64
+//! 152  values offset u64, 160 values length u64        (f64 LE, one per afterstate)
+//! 168  CRC32 (crc32fast / IEEE) of every byte of the file except these 4, u32
+//! 172  reserved u32 (0)
+//! 176  sections, contiguous, in the order above, each 8-byte aligned
+//! ```
+//!
+//! This room does no file I/O: the store writes the encoded bytes (atomically), readers hand
+//! in bytes (a vector, a memory map). Readers check magic, version, lengths (with
+//! overflow-safe arithmetic), the checksum and then the internal consistency of each
+//! section; any failure is [`IndexError::Corrupted`], never a panic. [`AgeIndex::expect`]
+//! checks that a file is the one asked for (board, age, variant).
+
+use std::fmt;
+
+use super::compaction::Compaction;
+use super::elias_fano::{encode_elias_fano, parse_ef, EfLayout, EfRef};
+use super::select::{rd, words_of};
+use super::{corrupted, invalid, IndexError};
+
+pub(crate) const MAGIC: &[u8; 8] = b"A2048IDX";
+const FORMAT_VERSION: u32 = 1;
+pub(crate) const HEADER_LEN: usize = 176;
+const MAX_VARIANT_LEN: usize = 64;
+pub(crate) const CRC_AT: usize = 168;
+
+mod off {
+    pub const VERSION: usize = 8;
+    pub const ROWS: usize = 12;
+    pub const COLS: usize = 13;
+    pub const BASE: usize = 14;
+    pub const RESERVED8: usize = 15;
+    pub const AGE: usize = 16;
+    pub const HEADER_LEN: usize = 20;
+    pub const N_STATES: usize = 24;
+    pub const N_AFTER: usize = 32;
+    pub const VARIANT_LEN: usize = 40;
+    pub const VARIANT: usize = 41;
+    pub const FILE_LEN: usize = 112;
+    pub const STATES: usize = 120;
+    pub const AFTER: usize = 136;
+    pub const VALUES: usize = 152;
+    pub const RESERVED32: usize = 172;
+}
+
+/// What the caller says about an age index when writing it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AgeIndexMeta {
+    pub rows: u8,
+    pub cols: u8,
+    pub age: u32,
+    /// Game variant name, at most 64 bytes of UTF-8.
+    pub variant: String,
+}
+
+/// Everything the header of an age index file records.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AgeIndexHeader {
+    pub rows: u8,
+    pub cols: u8,
+    pub age: u32,
+    pub variant: String,
+    /// Compaction base (1 + largest exponent in the age's boards, at least 2).
+    pub base: u8,
+    pub n_states: u64,
+    pub n_afterstates: u64,
+}
+
+/// Sizes of an age index.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AgeIndexStats {
+    pub n_states: u64,
+    pub n_afterstates: u64,
+    pub base: u8,
+    /// Bytes of the Elias–Fano section of state ids (with its header and inventories).
+    pub state_id_bytes: u64,
+    pub afterstate_id_bytes: u64,
+    pub value_bytes: u64,
+    pub file_bytes: u64,
+    /// `8·afterstate_id_bytes / n_afterstates` (0 if there are none).
+    pub bits_per_afterstate_id: f64,
+    pub bits_per_state_id: f64,
+}
+
+fn bits_per(bytes: u64, n: u64) -> f64 {
+    if n == 0 {
+        0.0
+    } else {
+        bytes as f64 * 8.0 / n as f64
+    }
+}
+
+/// Encodes an age index in memory. `state_codes` and `afterstate_codes` must be strictly
+/// increasing codes of `meta.age` on a `meta.rows × meta.cols` board, with one value per
+/// afterstate.
+pub fn encode_age_index(
+    meta: &AgeIndexMeta,
+    state_codes: &[u64],
+    afterstate_codes: &[u64],
+    afterstate_values: &[f64],
+) -> Result<Vec<u8>, IndexError> {
+    if meta.variant.len() > MAX_VARIANT_LEN {
+        return Err(invalid(format!(
+            "variant name is {} bytes, at most {MAX_VARIANT_LEN} allowed",
+            meta.variant.len()
+        )));
+    }
+    if afterstate_values.len() != afterstate_codes.len() {
+        return Err(invalid(format!(
+            "{} afterstate values for {} afterstates",
+            afterstate_values.len(),
+            afterstate_codes.len()
+        )));
+    }
+    let base = Compaction::base_for(state_codes.iter().chain(afterstate_codes).copied());
+    let codec = Compaction::new(meta.rows, meta.cols, meta.age, base)?;
+    codec.check_codes(state_codes, "states")?;
+    codec.check_codes(afterstate_codes, "afterstates")?;
+
+    let mut out = vec![0u8; HEADER_LEN];
+    let states_off = out.len();
+    encode_elias_fano(&codec.compact_all(state_codes)?, &mut out)?;
+    let after_off = out.len();
+    encode_elias_fano(&codec.compact_all(afterstate_codes)?, &mut out)?;
+    let values_off = out.len();
+    out.reserve(afterstate_values.len() * 8);
+    for v in afterstate_values {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    let file_len = out.len();
+
+    let put64 = |out: &mut Vec<u8>, at: usize, v: u64| {
+        out[at..at + 8].copy_from_slice(&v.to_le_bytes());
+    };
+    out[..8].copy_from_slice(MAGIC);
+    out[off::VERSION..off::VERSION + 4].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+    out[off::ROWS] = meta.rows;
+    out[off::COLS] = meta.cols;
+    out[off::BASE] = base;
+    out[off::AGE..off::AGE + 4].copy_from_slice(&meta.age.to_le_bytes());
+    out[off::HEADER_LEN..off::HEADER_LEN + 4].copy_from_slice(&(HEADER_LEN as u32).to_le_bytes());
+    put64(&mut out, off::N_STATES, state_codes.len() as u64);
+    put64(&mut out, off::N_AFTER, afterstate_codes.len() as u64);
+    out[off::VARIANT_LEN] = meta.variant.len() as u8;
+    out[off::VARIANT..off::VARIANT + meta.variant.len()].copy_from_slice(meta.variant.as_bytes());
+    put64(&mut out, off::FILE_LEN, file_len as u64);
+    for (at, a, b) in [
+        (off::STATES, states_off, after_off),
+        (off::AFTER, after_off, values_off),
+        (off::VALUES, values_off, file_len),
+    ] {
+        put64(&mut out, at, a as u64);
+        put64(&mut out, at + 8, (b - a) as u64);
+    }
+    let crc = file_crc(&out);
+    out[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_le_bytes());
+    Ok(out)
+}
+
+pub(crate) fn file_crc(bytes: &[u8]) -> u32 {
+    let mut h = crc32fast::Hasher::new();
+    h.update(&bytes[..CRC_AT]);
+    h.update(&bytes[CRC_AT + 4..]);
+    h.finalize()
+}
+
+/// A validated age index over bytes `B` (a `Vec<u8>`, a `&[u8]`, a memory map…).
+#[derive(Clone)]
+pub struct AgeIndex<B> {
+    bytes: B,
+    header: AgeIndexHeader,
+    codec: Compaction,
+    states: EfLayout,
+    afters: EfLayout,
+    values: usize,
+}
+
+impl<B> fmt::Debug for AgeIndex<B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AgeIndex")
+            .field("header", &self.header)
+            .finish_non_exhaustive()
+    }
+}
+
+fn le_u32(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
+}
+
+fn le_u64(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
+}
+
+impl<B: AsRef<[u8]>> AgeIndex<B> {
+    /// Validates `bytes` as an age index: magic, version, lengths, checksum, then the
+    /// consistency of every section. Never panics.
+    ///
+    /// `B::as_ref` must return the same bytes every time it is called.
+    pub fn from_bytes(bytes: B) -> Result<Self, IndexError> {
+        let b = bytes.as_ref();
+        let have = b.len();
+        if b[..have.min(8)] != MAGIC[..have.min(8)] {
+            return Err(corrupted("bad magic"));
+        }
+        if have < HEADER_LEN {
+            return Err(corrupted(format!(
+                "truncated: file has {have} bytes, less than the {HEADER_LEN}-byte header"
+            )));
+        }
+        let version = le_u32(b, off::VERSION);
+        if version != FORMAT_VERSION {
+            return Err(corrupted(format!("unsupported format version {version}")));
+        }
+        let header_len = le_u32(b, off::HEADER_LEN);
+        if header_len as usize != HEADER_LEN {
+            return Err(corrupted(format!(
+                "header length is {header_len}, expected {HEADER_LEN}"
+            )));
+        }
+        let file_len = le_u64(b, off::FILE_LEN);
+        if file_len != have as u64 {
+            let kind = if file_len > have as u64 {
+                "truncated"
+            } else {
+                "trailing bytes"
+            };
+            return Err(corrupted(format!(
+                "{kind}: header says {file_len} bytes, file has {have}"
+            )));
+        }
+        let (stored, computed) = (le_u32(b, CRC_AT), file_crc(b));
+        if stored != computed {
+            return Err(corrupted(format!(
+                "checksum mismatch: stored {stored:#010x}, computed {computed:#010x}"
+            )));
+        }
+
+        // The checksum only proves the bytes are what some writer wrote; the rest proves
+        // they describe a well-formed index, so queries can never go out of bounds.
+        let (rows, cols, base, age) = (
+            b[off::ROWS],
+            b[off::COLS],
+            b[off::BASE],
+            le_u32(b, off::AGE),
+        );
+        if b[off::RESERVED8] != 0 || le_u32(b, off::RESERVED32) != 0 {
+            return Err(corrupted("reserved header fields are not zero"));
+        }
+        let codec = Compaction::new(rows, cols, age, base).map_err(|e| match e {
+            IndexError::InvalidInput { what } => corrupted(format!("header: {what}")),
+            e => e,
+        })?;
+        let vlen = b[off::VARIANT_LEN] as usize;
+        if vlen > MAX_VARIANT_LEN {
+            return Err(corrupted(format!(
+                "variant name length {vlen} exceeds {MAX_VARIANT_LEN}"
+            )));
+        }
+        let variant = std::str::from_utf8(&b[off::VARIANT..off::VARIANT + vlen])
+            .map_err(|_| corrupted("variant name is not UTF-8"))?
+            .to_owned();
+        if b[off::VARIANT + vlen..off::FILE_LEN]
+            .iter()
+            .any(|&x| x != 0)
+        {
+            return Err(corrupted("variant name padding is not zero"));
+        }
+        let n_states = le_u64(b, off::N_STATES);
+        let n_after = le_u64(b, off::N_AFTER);
+
+        // Sections must tile the file exactly, in order, from the end of the header.
+        let mut expect_off = HEADER_LEN as u64;
+        let mut sections = [(0usize, 0usize); 3];
+        for (k, (at, name)) in [
+            (off::STATES, "states"),
+            (off::AFTER, "afterstates"),
+            (off::VALUES, "values"),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let (o, l) = (le_u64(b, at), le_u64(b, at + 8));
+            if o != expect_off {
+                return Err(corrupted(format!(
+                    "{name} section starts at {o}, expected {expect_off}"
+                )));
+            }
+            if !l.is_multiple_of(8) {
+                return Err(corrupted(format!(
+                    "{name} section length {l} is not a multiple of 8"
+                )));
+            }
+            let end = o.checked_add(l).filter(|&e| e <= file_len).ok_or_else(|| {
+                corrupted(format!(
+                    "{name} section {o}+{l} runs past the end of the {file_len}-byte file"
+                ))
+            })?;
+            sections[k] = ((o / 8) as usize, (end / 8) as usize);
+            expect_off = end;
+        }
+        if expect_off != file_len {
+            return Err(corrupted(format!(
+                "sections end at {expect_off}, file has {file_len} bytes"
+            )));
+        }
+        let w = words_of(b);
+        let states = parse_ef(w, sections[0].0, sections[0].1, "states section")?;
+        let afters = parse_ef(w, sections[1].0, sections[1].1, "afterstates section")?;
+        for (lay, n, name) in [
+            (&states, n_states, "states"),
+            (&afters, n_after, "afterstates"),
+        ] {
+            if lay.len as u64 != n {
+                return Err(corrupted(format!(
+                    "header counts {n} {name}, section holds {}",
+                    lay.len
+                )));
+            }
+            if lay.len > 0 && lay.max >= codec.universe() {
+                return Err(corrupted(format!(
+                    "{name} compact id {} is outside the universe {}",
+                    lay.max,
+                    codec.universe()
+                )));
+            }
+        }
+        let values_words = (sections[2].1 - sections[2].0) as u64;
+        if values_words != n_after {
+            return Err(corrupted(format!(
+                "values section holds {values_words} values for {n_after} afterstates"
+            )));
+        }
+        let header = AgeIndexHeader {
+            rows,
+            cols,
+            age,
+            variant,
+            base,
+            n_states,
+            n_afterstates: n_after,
+        };
+        Ok(Self {
+            values: sections[2].0,
+            bytes,
+            header,
+            codec,
+            states,
+            afters,
+        })
+    }
+
+    #[inline(always)]
+    fn ef<'a>(&'a self, lay: &'a EfLayout) -> EfRef<'a> {
+        EfRef {
+            w: words_of(self.bytes.as_ref()),
+            lay,
+        }
+    }
+
+    pub fn meta(&self) -> &AgeIndexHeader {
+        &self.header
+    }
+
+    /// Checks that this index is the one asked for: a valid file of another board, age or
+    /// variant (a misplaced or renamed file) is corrupted data, not an answer.
+    pub fn expect(&self, rows: u8, cols: u8, age: u32, variant: &str) -> Result<(), IndexError> {
+        let h = &self.header;
+        if (h.rows, h.cols, h.age, h.variant.as_str()) != (rows, cols, age, variant) {
+            return Err(corrupted(format!(
+                "holds {}x{} age {} variant {}, expected {rows}x{cols} age {age} variant {variant}",
+                h.rows, h.cols, h.age, h.variant
+            )));
+        }
+        Ok(())
+    }
+
+    pub fn codec(&self) -> &Compaction {
+        &self.codec
+    }
+
+    /// Rank of a state code, or `None` if it is not a state of this age.
+    #[inline]
+    pub fn state_rank(&self, code: u64) -> Option<usize> {
+        self.ef(&self.states).rank_of(self.codec.compact(code)?)
+    }
+
+    /// Rank of an afterstate code, or `None` if it is not an afterstate of this age.
+    #[inline]
+    pub fn afterstate_rank(&self, code: u64) -> Option<usize> {
+        self.ef(&self.afters).rank_of(self.codec.compact(code)?)
+    }
+
+    /// Value of the afterstate of rank `rank`.
+    ///
+    /// # Panics
+    /// If `rank >= n_afterstates` (ranks come from [`Self::afterstate_rank`]).
+    #[inline]
+    pub fn afterstate_value(&self, rank: usize) -> f64 {
+        assert!(
+            rank < self.afters.len,
+            "afterstate rank {rank} out of range (n_afterstates = {})",
+            self.afters.len
+        );
+        f64::from_bits(rd(words_of(self.bytes.as_ref()), self.values + rank))
+    }
+
+    /// The `i`-th smallest state code, or `None` if `i >= n_states`.
+    pub fn state_code(&self, i: usize) -> Option<u64> {
+        self.codec.expand(self.ef(&self.states).get(i)?)
+    }
+
+    /// The `i`-th smallest afterstate code, or `None` if `i >= n_afterstates`.
+    pub fn afterstate_code(&self, i: usize) -> Option<u64> {
+        self.codec.expand(self.ef(&self.afters).get(i)?)
+    }
+
+    /// All state codes in increasing order.
+    pub fn state_codes(&self) -> impl Iterator<Item = u64> + '_ {
+        let c = self.codec;
+        self.ef(&self.states)
+            .iter()
+            .filter_map(move |id| c.expand(id))
+    }
+
+    /// All afterstate codes in increasing order.
+    pub fn afterstate_codes(&self) -> impl Iterator<Item = u64> + '_ {
+        let c = self.codec;
+        self.ef(&self.afters)
+            .iter()
+            .filter_map(move |id| c.expand(id))
+    }
+
+    pub fn stats(&self) -> AgeIndexStats {
+        let sb = ((self.states.end - self.states.start) * 8) as u64;
+        let ab = ((self.afters.end - self.afters.start) * 8) as u64;
+        let h = &self.header;
+        AgeIndexStats {
+            n_states: h.n_states,
+            n_afterstates: h.n_afterstates,
+            base: h.base,
+            state_id_bytes: sb,
+            afterstate_id_bytes: ab,
+            value_bytes: h.n_afterstates * 8,
+            file_bytes: self.bytes.as_ref().len() as u64,
+            bits_per_afterstate_id: bits_per(ab, h.n_afterstates),
+            bits_per_state_id: bits_per(sb, h.n_states),
+        }
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        self.bytes.as_ref()
+    }
+
+    pub fn into_inner(self) -> B {
+        self.bytes
+    }
+}

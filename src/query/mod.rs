@@ -1,0 +1,19 @@
+//! The read side: answers from a solved data directory.
+//!
+//! - [`tablebase`]: a solved board and variant opened for look-ups (memory-mapped age
+//!   indexes, the only place that maps files);
+//! - [`best`]: the q-values, value and best move of one board;
+//! - [`catalog`] and [`sql`]: DuckDB views over the Parquet files, and running statements
+//!   (feature `report`).
+
+pub mod best;
+#[cfg(feature = "report")]
+pub mod catalog;
+pub mod error;
+#[cfg(feature = "report")]
+pub mod sql;
+pub mod tablebase;
+
+pub use best::Evaluation;
+pub use error::{QueryError, Result};
+pub use tablebase::Tablebase;

@@ -1,0 +1,168 @@
+//! Board codes and board text.
+//!
+//! A board is a `u64` *code*, four bits a cell: cell `(r, c)` has index `i = r·C + c` and its
+//! tile exponent `e` (tile `2^e`, `0` = empty) sits in bits `[4i, 4i + 4)`. The *age* of a board
+//! is the sum of its tiles. Board text has rows separated by `/`, cells by spaces, `0` or `.`
+//! for empty.
+
+use super::error::BoardError;
+use super::shape::Shape;
+
+/// Largest tile exponent a nibble can hold.
+pub const MAX_EXP: u8 = 15;
+/// Longest board text accepted (a 4x4 board of 32768 tiles takes under 100 characters).
+pub const MAX_TEXT_LEN: usize = 1024;
+
+/// Exponent of the cell with index `i`.
+#[inline(always)]
+pub fn cell(code: u64, i: usize) -> u8 {
+    ((code >> (4 * i)) & 0xF) as u8
+}
+
+/// Sum of tiles: invariant under moves, +2 or +4 under a spawn.
+#[inline]
+pub fn age(code: u64) -> u32 {
+    let mut c = code;
+    let mut sum = 0u32;
+    while c != 0 {
+        let e = (c & 0xF) as u32;
+        if e != 0 {
+            sum += 1 << e;
+        }
+        c >>= 4;
+    }
+    sum
+}
+
+/// Largest exponent on the board (0 for an empty board).
+#[inline]
+pub fn max_exp(code: u64) -> u8 {
+    let mut c = code;
+    let mut m = 0u8;
+    while c != 0 {
+        m = m.max((c & 0xF) as u8);
+        c >>= 4;
+    }
+    m
+}
+
+/// Number of empty cells among the first `cells`.
+#[inline]
+pub fn count_empty(code: u64, cells: usize) -> u32 {
+    // A nibble is non-zero iff any of its four bits is set: fold them onto bit 0.
+    let x = code | (code >> 1);
+    let x = x | (x >> 2);
+    let occupied = (x & 0x1111_1111_1111_1111).count_ones();
+    cells as u32 - occupied
+}
+
+/// Places exponent `e` in cell `i` (which must be empty).
+#[inline(always)]
+pub fn place(code: u64, i: usize, e: u8) -> u64 {
+    debug_assert_eq!(cell(code, i), 0, "spawn into an occupied cell");
+    code | (u64::from(e) << (4 * i))
+}
+
+/// Parses board text: rows separated by `/`, cells by white space, `0` or `.` for empty,
+/// tiles as numbers (`2`, `4`, …, `32768`).
+pub fn parse_board(text: &str, shape: Shape) -> Result<u64, BoardError> {
+    let bad = |reason: String| BoardError::Parse {
+        text: text.to_string(),
+        reason,
+    };
+    let rows: Vec<&str> = text.trim().split('/').collect();
+    if rows.len() != shape.rows() {
+        return Err(bad(format!(
+            "expected {} rows separated by '/', found {}",
+            shape.rows(),
+            rows.len()
+        )));
+    }
+    let mut code = 0u64;
+    for (r, row) in rows.iter().enumerate() {
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        if cells.len() != shape.cols() {
+            return Err(bad(format!(
+                "row {} has {} cells, expected {}",
+                r + 1,
+                cells.len(),
+                shape.cols()
+            )));
+        }
+        for (c, tok) in cells.iter().enumerate() {
+            let e = parse_tile(tok)
+                .map_err(|reason| bad(format!("row {}, column {}: {reason}", r + 1, c + 1)))?;
+            code |= u64::from(e) << (4 * (r * shape.cols() + c));
+        }
+    }
+    Ok(code)
+}
+
+fn parse_tile(tok: &str) -> Result<u8, String> {
+    if tok == "." || tok == "0" {
+        return Ok(0);
+    }
+    let v: u64 = tok.parse().map_err(|_| {
+        format!("'{tok}' is not a tile (use a power of two ≥ 2, or 0 or . for empty)")
+    })?;
+    if v < 2 || !v.is_power_of_two() {
+        return Err(format!("{v} is not a power of two ≥ 2"));
+    }
+    let e = v.trailing_zeros();
+    if e > u32::from(MAX_EXP) {
+        return Err(format!(
+            "{v} is larger than the largest tile a board can hold (32768)"
+        ));
+    }
+    Ok(e as u8)
+}
+
+/// Formats a board as text in the same syntax `parse_board` reads (`.` for empty).
+pub fn format_board(code: u64, shape: Shape) -> String {
+    let mut s = String::new();
+    for r in 0..shape.rows() {
+        if r > 0 {
+            s.push('/');
+        }
+        for c in 0..shape.cols() {
+            if c > 0 {
+                s.push(' ');
+            }
+            match cell(code, r * shape.cols() + c) {
+                0 => s.push('.'),
+                e => s.push_str(&(1u32 << e).to_string()),
+            }
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::Shape;
+
+    #[test]
+    fn board_text_errors_name_the_problem() {
+        let s = Shape::new(2, 2).unwrap();
+        assert!(parse_board("2 2/2", s)
+            .unwrap_err()
+            .to_string()
+            .contains("row 2 has 1 cells"));
+        assert!(parse_board("2 3/2 2", s)
+            .unwrap_err()
+            .to_string()
+            .contains("3 is not a power of two"));
+        assert!(parse_board("2 2", s)
+            .unwrap_err()
+            .to_string()
+            .contains("expected 2 rows"));
+        assert!(parse_board("2 x/. .", s)
+            .unwrap_err()
+            .to_string()
+            .contains("'x' is not a tile"));
+        assert!(Shape::parse("5x4").is_err());
+        assert!(Shape::parse("3by3").is_err());
+        assert_eq!(Shape::parse("2x3").unwrap().cells(), 6);
+    }
+}

@@ -1,0 +1,40 @@
+//! Errors of the rules: bad board sizes, board text, symmetry groups and variant names. All
+//! are mistakes in what a user typed.
+
+use crate::error::{ErrorKind, Kind};
+
+/// Errors about board shapes, board text and symmetry groups (the rules do no I/O).
+#[derive(Debug, thiserror::Error)]
+pub enum BoardError {
+    #[error("bad board size '{text}': {reason}")]
+    Shape { text: String, reason: String },
+    #[error("bad board '{text}': {reason}")]
+    Parse { text: String, reason: String },
+    #[error("unknown symmetry group '{0}' (expected full, flips or none)")]
+    Symmetry(String),
+}
+
+/// Errors about variant names and spawn parameters.
+#[derive(Debug, thiserror::Error)]
+pub enum VariantError {
+    #[error("unknown variant '{0}' (expected expectation, optimistic, pessimistic, goal-<T> or guaranteed-<T>)")]
+    Unknown(String),
+    #[error("bad goal tile in variant '{name}': {reason}")]
+    Goal { name: String, reason: String },
+    #[error("bad --p4 value '{0}': the probability of a 4 must be a number in [0, 1]")]
+    P4(String),
+    #[error("variant '{0}' is listed twice")]
+    Duplicate(String),
+}
+
+impl ErrorKind for BoardError {
+    fn kind(&self) -> Kind {
+        Kind::Input
+    }
+}
+
+impl ErrorKind for VariantError {
+    fn kind(&self) -> Kind {
+        Kind::Input
+    }
+}

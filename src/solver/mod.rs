@@ -1,0 +1,22 @@
+//! The solver: enumerates every reachable state and afterstate of a board by age and values
+//! them exactly under each variant's spawn rule, then hands every finished age to the store.
+//!
+//! - [`layer`]: sorted id layers (radix sort, union) and the rank hash of a layer;
+//! - [`forward`]: the forward pass, by increasing age (three layers kept);
+//! - [`backward`]: the backward pass, by decreasing age (ages n, n+2, n+4 kept);
+//! - [`output`]: one finished age as files (Parquet, index) and per-age figures;
+//! - [`run`]: the orchestration of one solve, resumable after any finished age;
+//! - [`guaranteed`]: the largest tile a player can force, from small in-memory solves.
+//!
+//! The passes do no I/O; [`run`] reaches the disk only through the store.
+
+pub mod backward;
+mod error;
+pub mod forward;
+pub mod guaranteed;
+pub mod layer;
+pub mod output;
+pub mod run;
+
+pub use error::{Result, SolveError};
+pub use run::{solve, Event, SolveConfig};

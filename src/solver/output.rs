@@ -1,0 +1,156 @@
+//! One finished age as files: the `states` and `afterstates` Parquet parts and the age index of
+//! each variant, with the age's figures (a row of the `ages` table).
+
+use super::backward::{AgeOutput, NO_MOVE};
+use super::{Result, SolveError};
+use crate::index::{encode_age_index, AgeIndex, AgeIndexMeta};
+use crate::rules::board;
+use crate::rules::{Game, Variant};
+use crate::store::parquet::{self, StatesColumns};
+use crate::store::{AgeStats, FileEntry, IndexEntry, Store};
+
+/// Writes one age of one variant: states and afterstates Parquet, the age index. Returns the
+/// age's figures with the files' digests.
+pub fn write_age(
+    store: &Store,
+    game: &Game,
+    out: &AgeOutput,
+    k: usize,
+    vi: usize,
+    v: &Variant,
+) -> Result<(AgeStats, Vec<FileEntry>)> {
+    let shape = game.shape();
+    let cells = game.cells();
+    let name = v.name();
+    let age = out.age;
+    let recs: Vec<_> = out.state_recs.iter().skip(vi).step_by(k).copied().collect();
+    let after_values: Vec<f64> = out
+        .after_values
+        .iter()
+        .skip(vi)
+        .step_by(k)
+        .copied()
+        .collect();
+    let after_empty: Vec<u8> = out
+        .afterstates
+        .iter()
+        .map(|&a| board::count_empty(a, cells) as u8)
+        .collect();
+
+    let mut st = AgeStats {
+        age,
+        n_states: out.states.len() as u64,
+        n_afterstates: out.afterstates.len() as u64,
+        ..Default::default()
+    };
+    if out.states.is_empty() && out.afterstates.is_empty() {
+        return Ok((st, Vec::new())); // an age no board has: nothing to write
+    }
+    st.n_terminal_states = recs.iter().filter(|r| r.terminal).count() as u64;
+    if !after_empty.is_empty() {
+        st.mean_empty_cells_afterstates =
+            Some(after_empty.iter().map(|&e| f64::from(e)).sum::<f64>() / after_empty.len() as f64);
+        st.best_afterstate_value = after_values.iter().copied().reduce(f64::max);
+    }
+    if !recs.is_empty() {
+        st.mean_state_value = Some(recs.iter().map(|r| r.value).sum::<f64>() / recs.len() as f64);
+    }
+    let gaps: Vec<f64> = recs
+        .iter()
+        .filter(|r| r.moves >= 2)
+        .map(|r| r.gap)
+        .collect();
+    if !gaps.is_empty() {
+        st.mean_action_gap = Some(gaps.iter().sum::<f64>() / gaps.len() as f64);
+        st.frac_gap_lt_1 =
+            Some(gaps.iter().filter(|&&g| g < 1.0).count() as f64 / gaps.len() as f64);
+    }
+
+    let layout = store.layout();
+    let index_path = layout.index_file(shape, &name, age);
+    let states_path = layout.states_file(shape, &name, age);
+    let after_path = layout.afterstates_file(shape, &name, age);
+    let (index, (states_pq, after_pq)) = rayon::join(
+        || -> Result<(Vec<u8>, IndexEntry)> {
+            {
+                let meta = AgeIndexMeta {
+                    rows: shape.rows() as u8,
+                    cols: shape.cols() as u8,
+                    age,
+                    variant: name.clone(),
+                };
+                let index_err = |source| SolveError::Index {
+                    path: index_path.clone(),
+                    source,
+                };
+                let bytes = encode_age_index(&meta, out.states, out.afterstates, &after_values)
+                    .map_err(index_err)?;
+                let s = AgeIndex::from_bytes(&bytes[..]).map_err(index_err)?.stats();
+                let entry = IndexEntry {
+                    file: store.relative(&index_path),
+                    file_bytes: s.file_bytes,
+                    base: u32::from(s.base),
+                    state_id_bytes: s.state_id_bytes,
+                    afterstate_id_bytes: s.afterstate_id_bytes,
+                    bits_per_afterstate_id: s.bits_per_afterstate_id,
+                    bits_per_state_id: s.bits_per_state_id,
+                };
+                Ok((bytes, entry))
+            }
+        },
+        || {
+            rayon::join(
+                || {
+                    {
+                        parquet::states_parquet(
+                            &states_path,
+                            StatesColumns {
+                                id: out.states.to_vec(),
+                                value: recs.iter().map(|r| r.value).collect(),
+                                terminal: recs.iter().map(|r| r.terminal).collect(),
+                                moves: recs.iter().map(|r| r.moves).collect(),
+                                best: recs
+                                    .iter()
+                                    .map(|r| {
+                                        (r.best != NO_MOVE)
+                                            .then(|| ["L", "R", "U", "D"][r.best as usize])
+                                    })
+                                    .collect(),
+                                gap: recs
+                                    .iter()
+                                    .map(|r| (r.moves >= 2).then_some(r.gap))
+                                    .collect(),
+                                empty: out
+                                    .states
+                                    .iter()
+                                    .map(|&s| board::count_empty(s, cells) as u8)
+                                    .collect(),
+                            },
+                        )
+                    }
+                },
+                || {
+                    parquet::afterstates_parquet(
+                        &after_path,
+                        out.afterstates.to_vec(),
+                        after_values.clone(),
+                        after_empty.clone(),
+                    )
+                },
+            )
+        },
+    );
+    let (index_bytes, index_entry) = index?;
+    let states_pq = states_pq?;
+    let after_pq = after_pq?;
+    let mut files = Vec::with_capacity(3);
+    for (path, bytes) in [
+        (&states_path, &states_pq),
+        (&after_path, &after_pq),
+        (&index_path, &index_bytes),
+    ] {
+        files.push(store.write_file(path, bytes)?);
+    }
+    st.index = index_entry;
+    Ok((st, files))
+}

@@ -1,0 +1,436 @@
+//! One solve: runs the forward and backward passes for a board and a set of variants, and
+//! records what they find through the store, resumably.
+//!
+//! Variants are grouped by [`ForwardClass`]; each class gets one forward pass and one backward
+//! pass that values all its variants together. Progress is recorded after every finished age
+//! (forward: the layers; backward: the outputs, then the state values the next age needs, then
+//! the age's record), so a killed solve started again picks up after its last finished age and
+//! writes the same bytes.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use super::backward::{AgeOutput, Backward, Level, StateRec};
+use super::forward::{self, AgeLayer, Start};
+use super::output::write_age;
+use super::{Result, SolveError};
+use crate::rules::board;
+use crate::rules::{ForwardClass, Game, Group, Kind, Shape, Variant};
+use crate::store::parquet::ages_parquet;
+use crate::store::work::{BackwardProgress, ForwardProgress, WorkDir, WorkMeta};
+use crate::store::{AgeStats, FileEntry, Manifest, Store, Timings, LAYOUT_VERSION};
+
+/// What to solve.
+#[derive(Clone, Debug)]
+pub struct SolveConfig {
+    pub shape: Shape,
+    pub group: Group,
+    pub variants: Vec<Variant>,
+    /// Solve again even if the data directory already holds a complete solve.
+    pub force: bool,
+}
+
+/// Progress events, for a progress bar.
+#[derive(Clone, Copy, Debug)]
+pub enum Event {
+    /// The forward pass finished an age.
+    Forward {
+        age: u32,
+        states: usize,
+        afterstates: usize,
+    },
+    /// The backward pass starts at `top` and will go down to `min_age`.
+    BackwardStart { top: u32, min_age: u32 },
+    /// The backward pass finished (and stored) an age.
+    Backward { age: u32 },
+    /// Resumed after a finished age.
+    Resumed { pass: &'static str, age: u32 },
+}
+
+/// The record of one finished age, for all variants of the pass (its presence marks the age
+/// as done).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+struct AgeRecord {
+    /// Per variant, in the order of the pass.
+    stats: Vec<AgeStats>,
+    /// Per variant, the files written for this age.
+    files: Vec<Vec<FileEntry>>,
+}
+
+/// Solves every variant of `cfg` into `store`; returns one manifest per variant, in the
+/// order given.
+pub fn solve(
+    store: &Store,
+    cfg: &SolveConfig,
+    on_event: &(dyn Fn(Event) + Sync),
+) -> Result<Vec<Manifest>> {
+    let game = Game::new(cfg.shape, cfg.group);
+    let mut classes: BTreeMap<ForwardClass, Vec<Variant>> = BTreeMap::new();
+    for v in &cfg.variants {
+        classes.entry(v.forward_class()).or_default().push(*v);
+    }
+    let mut manifests = Vec::new();
+    for (class, variants) in classes {
+        if !cfg.force {
+            if let Some(done) = already_solved(store, cfg.shape, cfg.group, &variants) {
+                manifests.extend(done);
+                continue;
+            }
+        }
+        manifests.extend(solve_class(
+            store, &game, cfg.group, &class, &variants, on_event,
+        )?);
+    }
+    let order = |m: &Manifest| cfg.variants.iter().position(|v| v.name() == m.variant);
+    manifests.sort_by_key(order);
+    Ok(manifests)
+}
+
+/// The manifests of a finished solve of these variants (same group and layout, every listed
+/// file present with its size), so that solving again is a no-op; `None` otherwise.
+fn already_solved(
+    store: &Store,
+    shape: Shape,
+    group: Group,
+    variants: &[Variant],
+) -> Option<Vec<Manifest>> {
+    let mut out = Vec::new();
+    for v in variants {
+        let m = store.read_manifest(shape, &v.name()).ok()?;
+        if m.symmetry != group.name() || m.layout_version != LAYOUT_VERSION {
+            return None;
+        }
+        let complete = m.files.iter().all(|f| {
+            std::fs::metadata(store.root().join(&f.path)).is_ok_and(|md| md.len() == f.bytes)
+        });
+        if !complete {
+            return None;
+        }
+        out.push(m);
+    }
+    Some(out)
+}
+
+fn solve_class(
+    store: &Store,
+    game: &Game,
+    group: Group,
+    class: &ForwardClass,
+    variants: &[Variant],
+    on_event: &(dyn Fn(Event) + Sync),
+) -> Result<Vec<Manifest>> {
+    let t0 = Instant::now();
+    let shape = game.shape();
+    let work = WorkDir::new(store.layout(), shape, &class.key());
+    let meta = WorkMeta {
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        board: shape.to_string(),
+        symmetry: group.name().to_string(),
+        class: class.key(),
+    };
+    if work.read_json::<WorkMeta>("meta.json")?.as_ref() != Some(&meta) {
+        // Work files of another group or tool version: not ours to resume from.
+        work.remove()?;
+        work.write_json("meta.json", &meta)?;
+    }
+
+    // ---- forward: one layer file per finished age; `forward.json` once the pass is complete
+    let mut fwd: ForwardProgress = work.read_json("forward.json")?.unwrap_or_default();
+    if !fwd.complete {
+        let t = Instant::now();
+        let done = work.layer_ages();
+        fwd.min_age = done.first().copied();
+        let start = match done.last() {
+            Some(&age) => {
+                on_event(Event::Resumed {
+                    pass: "forward",
+                    age,
+                });
+                Start::After {
+                    age,
+                    afterstates: work.load_layers(age)?.1,
+                    afterstates_prev: work.load_layers(age.saturating_sub(2))?.1,
+                }
+            }
+            None => Start::Fresh,
+        };
+        let last = forward::run(game, class, start, |layer: AgeLayer| {
+            work.save_layers(layer.age, &layer.states, &layer.afterstates)?;
+            fwd.min_age = Some(fwd.min_age.map_or(layer.age, |m| m.min(layer.age)));
+            on_event(Event::Forward {
+                age: layer.age,
+                states: layer.states.len(),
+                afterstates: layer.afterstates.len(),
+            });
+            Ok(())
+        })?;
+        fwd.done_age = Some(last);
+        fwd.complete = true;
+        fwd.seconds = t.elapsed().as_secs_f64();
+        work.write_json("forward.json", &fwd)?;
+    }
+    let (Some(max_age), Some(min_age)) = (fwd.done_age, fwd.min_age) else {
+        return Err(SolveError::NoState {
+            board: shape.to_string(),
+        });
+    };
+
+    // ---- backward
+    let names: Vec<String> = variants.iter().map(Variant::name).collect();
+    let mut bwd: BackwardProgress = work.read_json("backward.json")?.unwrap_or_default();
+    // The backward pass's progress is the youngest age with a record (written last).
+    bwd.done_age = work.record_ages().first().copied();
+    if bwd.variants != names || bwd.top != max_age {
+        bwd = BackwardProgress {
+            variants: names.clone(),
+            top: max_age,
+            done_age: None,
+            seconds: 0.0,
+        };
+        work.write_json("backward.json", &bwd)?;
+        work.clear_backward()?;
+        for n in &names {
+            store.clear_variant(shape, n)?;
+        }
+    }
+    let k = variants.len();
+    let backward = Backward::new(game, variants)?;
+    if bwd.done_age != Some(min_age) {
+        let t = Instant::now();
+        let base_seconds = bwd.seconds;
+        let (top, next) = match bwd.done_age {
+            Some(done) => {
+                on_event(Event::Resumed {
+                    pass: "backward",
+                    age: done,
+                });
+                let level = |age: u32| -> Result<Level> {
+                    let ids = work.load_layers(age)?.0;
+                    let values = work.load_values(age)?.unwrap_or_default();
+                    if values.len() != ids.len() * k {
+                        return Err(crate::store::StoreError::corrupt(
+                            work.values_path_of(age),
+                            format!(
+                                "{} values for {} states × {k} variants",
+                                values.len(),
+                                ids.len()
+                            ),
+                        )
+                        .into());
+                    }
+                    Ok(Level::new(age, ids, values))
+                };
+                (done - 2, Some((level(done)?, level(done + 2)?)))
+            }
+            None => (max_age, None),
+        };
+        on_event(Event::BackwardStart { top, min_age });
+        // Writing an age (Parquet, index, digests) runs on its own thread while the pass
+        // values the next age; the age's record is written only after its files.
+        let (tx, rx) = std::sync::mpsc::sync_channel::<AgeJob>(2);
+        let bwd = &mut bwd;
+        let work = &work;
+        let (run, written) = std::thread::scope(|scope| {
+            let writer = scope.spawn(|| -> Result<()> {
+                for job in rx {
+                    let out = AgeOutput {
+                        age: job.age,
+                        states: &job.states,
+                        afterstates: &job.afterstates,
+                        state_recs: &job.state_recs,
+                        after_values: &job.after_values,
+                    };
+                    let written: Vec<(AgeStats, Vec<FileEntry>)> = variants
+                        .par_iter()
+                        .enumerate()
+                        .map(|(vi, v)| write_age(store, game, &out, k, vi, v))
+                        .collect::<Result<_>>()?;
+                    let values: Vec<f64> = job.state_recs.iter().map(|r| r.value).collect();
+                    work.save_values(job.age, &values)?;
+                    let (stats, files) = written.into_iter().unzip();
+                    // Last: the record marks the age as finished.
+                    work.save_record(job.age, &AgeRecord { stats, files })?;
+                    bwd.done_age = Some(job.age);
+                    bwd.seconds = base_seconds + t.elapsed().as_secs_f64();
+                    // Resuming needs the values of the last two finished ages; the starting
+                    // ages (≤ 8) are kept for the values at the initial states.
+                    if job.age + 4 > 8 {
+                        work.remove_values(job.age + 4)?;
+                    }
+                    on_event(Event::Backward { age: job.age });
+                }
+                Ok(())
+            });
+            let run = backward.run(
+                top,
+                min_age,
+                next,
+                |age| Ok(work.load_layers(age)?),
+                |out: &AgeOutput, _level: &Level| {
+                    let job = AgeJob {
+                        age: out.age,
+                        states: out.states.to_vec(),
+                        afterstates: out.afterstates.to_vec(),
+                        state_recs: out.state_recs.to_vec(),
+                        after_values: out.after_values.to_vec(),
+                    };
+                    tx.send(job)
+                        .map_err(|_| SolveError::Internal("the writer stopped".into()))
+                },
+            );
+            drop(tx);
+            let written = writer
+                .join()
+                .unwrap_or_else(|_| Err(SolveError::Internal("the writer thread panicked".into())));
+            (run, written)
+        });
+        // The writer's own error says more than the pass's "the writer stopped".
+        written?;
+        run?;
+    }
+
+    // ---- finish: ages table, manifests, then drop the work files
+    let starts = initial_values(game, &work, variants)?;
+    let mut records: Vec<AgeRecord> = Vec::new();
+    for age in work.record_ages() {
+        let rec: AgeRecord = work.load_record(age)?.unwrap_or_default();
+        if rec.stats.len() != k || rec.files.len() != k {
+            return Err(crate::store::StoreError::corrupt(
+                work.record_path_of(age),
+                format!("{} variants recorded, {k} expected", rec.stats.len()),
+            )
+            .into());
+        }
+        records.push(rec);
+    }
+    let mut manifests = Vec::new();
+    for (vi, v) in variants.iter().enumerate() {
+        let name = v.name();
+        let ages: Vec<AgeStats> = records
+            .iter()
+            .map(|r| r.stats[vi].clone())
+            .filter(|s| s.n_states > 0 || s.n_afterstates > 0)
+            .collect();
+        let mut files: Vec<FileEntry> = records
+            .iter()
+            .flat_map(|r| r.files[vi].iter().cloned())
+            .collect();
+        let ages_file = store.layout().ages_file(shape, &name);
+        let bytes = ages_parquet(&ages_file, &ages)?;
+        files.push(store.write_file(&ages_file, &bytes)?);
+        let max_tile = ages
+            .iter()
+            .filter(|a| a.n_states > 0)
+            .map(|a| a.index.base.saturating_sub(1))
+            .max()
+            .map_or(0, |e| 1u32 << e);
+        let manifest = Manifest {
+            tool: "age2048".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            layout_version: LAYOUT_VERSION,
+            board: shape.to_string(),
+            variant: name.clone(),
+            symmetry: group.name().into(),
+            p4: v.p4,
+            threads: rayon::current_num_threads(),
+            n_states: ages.iter().map(|a| a.n_states).sum(),
+            n_afterstates: ages.iter().map(|a| a.n_afterstates).sum(),
+            n_terminal_states: ages.iter().map(|a| a.n_terminal_states).sum(),
+            min_age,
+            max_age,
+            max_tile,
+            value_two_2_tiles: starts[vi].0,
+            value_initial: starts[vi].1,
+            timings: Timings {
+                forward_s: fwd.seconds,
+                backward_s: bwd.seconds,
+                total_s: t0.elapsed().as_secs_f64(),
+            },
+            peak_rss_bytes: peak_rss_bytes(),
+            ages,
+            files,
+        };
+        store.write_manifest(shape, &manifest)?;
+        manifests.push(manifest);
+    }
+    work.remove()?;
+    Ok(manifests)
+}
+
+/// One finished age of the backward pass, owned, on its way to the writer thread.
+struct AgeJob {
+    age: u32,
+    states: Vec<u64>,
+    afterstates: Vec<u64>,
+    state_recs: Vec<StateRec>,
+    after_values: Vec<f64>,
+}
+
+/// Per variant: (value from two 2-tiles, value over the real initial distribution).
+fn initial_values(
+    game: &Game,
+    work: &WorkDir,
+    variants: &[Variant],
+) -> Result<Vec<(Option<f64>, Option<f64>)>> {
+    let k = variants.len();
+    let mut levels: BTreeMap<u32, (Vec<u64>, Vec<f64>)> = BTreeMap::new();
+    for age in [4u32, 6, 8] {
+        let ids = work.load_layers(age)?.0;
+        let vals = work.load_values(age)?.unwrap_or_default();
+        if vals.len() != ids.len() * k {
+            return Err(crate::store::StoreError::corrupt(
+                work.values_path_of(age),
+                "values do not match the layer",
+            )
+            .into());
+        }
+        levels.insert(age, (ids, vals));
+    }
+    let value = |b: u64, vi: usize| -> Option<f64> {
+        let (ids, vals) = levels.get(&board::age(b))?;
+        let r = ids.binary_search(&game.canon(b)).ok()?;
+        Some(vals[r * k + vi])
+    };
+    Ok(variants
+        .iter()
+        .enumerate()
+        .map(|(vi, v)| {
+            let fold = |starts: Vec<(u64, f64)>| -> Option<f64> {
+                if starts.is_empty() {
+                    return None;
+                }
+                let vals: Option<Vec<(f64, f64)>> = starts
+                    .iter()
+                    .map(|&(b, p)| value(b, vi).map(|x| (x, p)))
+                    .collect();
+                let vals = vals?;
+                Some(match v.kind {
+                    Kind::Guaranteed(_) => vals.iter().map(|x| x.0).fold(f64::INFINITY, f64::min),
+                    _ => vals.iter().map(|(x, p)| x * p).sum(),
+                })
+            };
+            let two = if v.p4 < 1.0 {
+                fold(game.starts(0.0))
+            } else {
+                None
+            };
+            (two, fold(game.starts(v.p4)))
+        })
+        .collect())
+}
+
+/// Peak resident set size of this process (VmHWM), 0 where unknown.
+pub fn peak_rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024)
+}

@@ -1,0 +1,98 @@
+//! The one way the store puts a file on disk: write a temporary sibling, fsync it, rename it
+//! over the real name, fsync the directory. A reader (or a resumed solve) sees the old file or
+//! the new one, never half a file, and once this returns the file survives a crash.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use super::error::{Result, StoreError};
+
+/// The temporary name `path` is written under (`name.tmp`, in the same directory).
+pub fn temp_path(path: &Path) -> PathBuf {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    PathBuf::from(tmp)
+}
+
+/// True if `name` is a temporary file of [`write`] (an unfinished write, never data).
+pub fn is_temp(name: &str) -> bool {
+    name.ends_with(".tmp")
+}
+
+/// Writes `bytes` to `path` durably and atomically; returns the SHA-256 of the bytes.
+pub fn write(path: &Path, bytes: &[u8]) -> Result<String> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
+    let tmp = temp_path(path);
+    let put = || -> std::io::Result<()> {
+        let mut f = fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()
+    };
+    if let Err(e) = put() {
+        let _ = fs::remove_file(&tmp);
+        return Err(StoreError::io(&tmp, e));
+    }
+    if let Err(e) = fs::rename(&tmp, path) {
+        let _ = fs::remove_file(&tmp);
+        return Err(StoreError::io(path, e));
+    }
+    sync_dir(dir)?;
+    Ok(sha256_hex(bytes))
+}
+
+/// Puts a file another writer produced at `tmp` (e.g. a PNG a plotting library wrote) in
+/// place: fsync it, rename it over `path`, fsync the directory.
+pub fn commit(tmp: &Path, path: &Path) -> Result<()> {
+    let f = fs::OpenOptions::new()
+        .write(true)
+        .open(tmp)
+        .map_err(|e| StoreError::io(tmp, e))?;
+    f.sync_all().map_err(|e| StoreError::io(tmp, e))?;
+    drop(f);
+    fs::rename(tmp, path).map_err(|e| StoreError::io(path, e))?;
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => sync_dir(d),
+        _ => sync_dir(Path::new(".")),
+    }
+}
+
+/// Makes the entries of `dir` (a rename, a removal) durable.
+pub fn sync_dir(dir: &Path) -> Result<()> {
+    // Directories can be opened for fsync on Unix; elsewhere a rename is still atomic.
+    if let Ok(d) = fs::File::open(dir) {
+        d.sync_all().map_err(|e| StoreError::io(dir, e))?;
+    }
+    Ok(())
+}
+
+/// Lower-case hexadecimal SHA-256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    let d = Sha256::digest(bytes);
+    d.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replaces_atomically_and_leaves_no_temporary() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a/b/x.bin");
+        let sha = write(&p, b"abc").unwrap();
+        assert_eq!(
+            sha,
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        write(&p, b"second").unwrap();
+        assert_eq!(fs::read(&p).unwrap(), b"second");
+        assert!(!temp_path(&p).exists());
+    }
+}

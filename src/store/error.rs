@@ -1,0 +1,76 @@
+//! Errors of the store: a file that cannot be read or written, damaged bytes, a missing or
+//! unsolved data directory, a directory another process is writing.
+
+use std::path::PathBuf;
+
+use crate::error::{ErrorKind, Kind};
+
+/// Errors of the store, each naming the file or directory it is about.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// Reading or writing `path` failed (the source is the operating system's error).
+    #[error("{}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file is not what the store wrote: truncated, flipped, of another layout.
+    #[error("{}: damaged: {what}", path.display())]
+    Corrupt { path: PathBuf, what: String },
+    /// A Parquet file could not be encoded or decoded.
+    #[error("{}: Parquet", path.display())]
+    Parquet {
+        path: PathBuf,
+        #[source]
+        source: parquet::errors::ParquetError,
+    },
+    /// An Arrow batch could not be built (a bug: the columns are ours).
+    #[error("{}: building the Arrow batch", path.display())]
+    Arrow {
+        path: PathBuf,
+        #[source]
+        source: arrow::error::ArrowError,
+    },
+    /// The data directory does not exist.
+    #[error("data directory {} does not exist (solve a board first: age2048 solve --board 3x3 --data DIR)", path.display())]
+    MissingDir { path: PathBuf },
+    /// The data directory holds no finished solve of this board and variant.
+    #[error("no solved data for board {board}, variant {variant} in {} (run `age2048 solve --board {board} --variant {variant}` first)", dir.display())]
+    NotSolved {
+        dir: PathBuf,
+        board: String,
+        variant: String,
+    },
+}
+
+impl StoreError {
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> StoreError {
+        StoreError::Io {
+            path: path.into(),
+            source,
+        }
+    }
+
+    pub fn corrupt(path: impl Into<PathBuf>, what: impl Into<String>) -> StoreError {
+        StoreError::Corrupt {
+            path: path.into(),
+            what: what.into(),
+        }
+    }
+}
+
+impl ErrorKind for StoreError {
+    fn kind(&self) -> Kind {
+        match self {
+            StoreError::Arrow { .. } => Kind::Internal,
+            StoreError::Io { .. }
+            | StoreError::Corrupt { .. }
+            | StoreError::Parquet { .. }
+            | StoreError::MissingDir { .. }
+            | StoreError::NotSolved { .. } => Kind::Data,
+        }
+    }
+}
+
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;

@@ -1,0 +1,118 @@
+//! The store: the single owner of every on-disk format of a data directory except the age
+//! index's own bytes (the `index` room encodes those; the store writes and lists them).
+//!
+//! - [`layout`]: every path, the escaping of partition values, the one partition walker;
+//! - [`schema`]: the columns of the tables, with their Arrow and DuckDB types;
+//! - [`parquet`]: the Parquet writers, and a reader of named columns;
+//! - [`manifest`]: the manifest of a solved board and variant;
+//! - [`work`]: the work files of an unfinished solve;
+//! - [`atomic`]: the one durable, atomic way a file reaches the disk.
+//!
+//! The solver and the readers reach the disk only through here (the query room memory-maps
+//! the index files the layout names).
+
+pub mod atomic;
+mod error;
+pub mod layout;
+pub mod manifest;
+pub mod parquet;
+pub mod schema;
+pub mod work;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::rules::Shape;
+
+pub use error::{Result, StoreError};
+pub use layout::{Layout, Partition};
+pub use manifest::{AgeStats, FileEntry, IndexEntry, Manifest, Timings, LAYOUT_VERSION};
+pub use parquet::{ColumnData, StatesColumns};
+
+/// A data directory.
+#[derive(Clone, Debug)]
+pub struct Store {
+    layout: Layout,
+}
+
+impl Store {
+    /// The store over `root` (which need not exist yet: `solve` creates it).
+    pub fn new(root: impl Into<PathBuf>) -> Store {
+        Store {
+            layout: Layout::new(root),
+        }
+    }
+
+    /// The store over an existing data directory; [`StoreError::MissingDir`] otherwise.
+    pub fn open(root: impl Into<PathBuf>) -> Result<Store> {
+        let root = root.into();
+        if !root.is_dir() {
+            return Err(StoreError::MissingDir { path: root });
+        }
+        Ok(Store::new(root))
+    }
+
+    pub fn root(&self) -> &Path {
+        self.layout.root()
+    }
+
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// Path relative to the data directory, as manifests list it.
+    pub fn relative(&self, path: &Path) -> String {
+        self.layout.relative(path)
+    }
+
+    pub fn read_manifest(&self, board: Shape, variant: &str) -> Result<Manifest> {
+        manifest::read(&self.layout, board, variant)
+    }
+
+    pub fn write_manifest(&self, board: Shape, m: &Manifest) -> Result<String> {
+        manifest::write(&self.layout, board, m)
+    }
+
+    /// Every manifest of the directory, with the board and variant of its path; a manifest
+    /// that cannot be read is returned as its error.
+    pub fn manifests(&self) -> Vec<(Partition, Result<Manifest>)> {
+        self.layout
+            .manifests()
+            .into_iter()
+            .map(|p| {
+                let m = manifest::read_path(&p.dir);
+                (p, m)
+            })
+            .collect()
+    }
+
+    /// Removes the partitions and manifest of one board and variant (before a fresh solve
+    /// writes them). The manifest goes first: without it nothing else is trusted.
+    pub fn clear_variant(&self, board: Shape, variant: &str) -> Result<()> {
+        let m = self.layout.manifest_file(board, variant);
+        match fs::remove_file(&m) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(StoreError::io(&m, e)),
+        }
+        for table in ["states", "afterstates", "ages", "index"] {
+            let dir = self.layout.partition(table, board, variant);
+            match fs::remove_dir_all(&dir) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(StoreError::io(&dir, e)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes a file durably and atomically; returns its manifest entry.
+    pub fn write_file(&self, path: &Path, bytes: &[u8]) -> Result<FileEntry> {
+        let sha256 = atomic::write(path, bytes)?;
+        Ok(FileEntry {
+            path: self.relative(path),
+            bytes: bytes.len() as u64,
+            sha256,
+        })
+    }
+}

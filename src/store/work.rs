@@ -1,0 +1,279 @@
+//! Work files of an unfinished solve (`.work/board=B/<forward class>/`): the forward layers
+//! of every age, the state values the backward pass needs to resume, the per-age records,
+//! and the progress of both passes. Every file carries a checksum and is reported as damaged
+//! rather than trusted; the whole folder is removed when the solve finishes.
+//!
+//! ```text
+//! meta.json               who the files belong to (tool version, board, symmetry, class)
+//! forward.json            forward progress (complete once the pass has finished)
+//! backward.json           the variants being valued, the top age
+//! layers/age=N.ids        [n_states, states…, afterstates…]   (checksummed u64 words)
+//! values/age=N.f64        state values of age N, k per state  (checksummed u64 words)
+//! records/age=N.json      per-age figures and files written; its presence marks age N done
+//! ```
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use super::error::{Result, StoreError};
+use super::layout::{ages_in, Layout};
+use crate::rules::Shape;
+
+const WORK_MAGIC: &[u8; 8] = b"A2048WRK";
+
+/// Who a work folder belongs to: files of another tool version, group or class are not
+/// resumed from.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct WorkMeta {
+    pub version: String,
+    pub board: String,
+    pub symmetry: String,
+    pub class: String,
+}
+
+/// Progress of the forward pass.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ForwardProgress {
+    pub done_age: Option<u32>,
+    pub min_age: Option<u32>,
+    pub complete: bool,
+    pub seconds: f64,
+}
+
+/// What the backward pass is valuing.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct BackwardProgress {
+    pub variants: Vec<String>,
+    pub top: u32,
+    pub done_age: Option<u32>,
+    pub seconds: f64,
+}
+
+/// The work folder of one board and forward class.
+#[derive(Clone, Debug)]
+pub struct WorkDir {
+    dir: PathBuf,
+}
+
+impl WorkDir {
+    pub fn new(layout: &Layout, board: Shape, class_key: &str) -> WorkDir {
+        WorkDir {
+            dir: layout.work_dir(board, class_key),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.dir
+    }
+
+    fn layer_path(&self, age: u32) -> PathBuf {
+        self.dir.join("layers").join(format!("age={age}.ids"))
+    }
+
+    fn values_path(&self, age: u32) -> PathBuf {
+        self.dir.join("values").join(format!("age={age}.f64"))
+    }
+
+    fn record_path(&self, age: u32) -> PathBuf {
+        self.dir.join("records").join(format!("age={age}.json"))
+    }
+
+    /// Reads `meta.json`, `forward.json` or `backward.json`.
+    pub fn read_json<T: DeserializeOwned>(&self, name: &str) -> Result<Option<T>> {
+        read_json(&self.dir.join(name))
+    }
+
+    pub fn write_json<T: Serialize>(&self, name: &str, value: &T) -> Result<()> {
+        write_json(&self.dir.join(name), value)
+    }
+
+    /// Removes everything (work files of someone else, or of a finished solve), and the
+    /// empty folders above it.
+    pub fn remove(&self) -> Result<()> {
+        remove_dir(&self.dir)?;
+        // Drop `.work/board=B` and `.work` too once empty (remove_dir refuses non-empty ones).
+        for dir in self.dir.ancestors().skip(1).take(2) {
+            let _ = fs::remove_dir(dir);
+        }
+        Ok(())
+    }
+
+    /// Removes the backward pass's files (values and records).
+    pub fn clear_backward(&self) -> Result<()> {
+        for sub in ["values", "records"] {
+            remove_dir(&self.dir.join(sub))?;
+        }
+        Ok(())
+    }
+
+    /// One work file per age holds both layers: `[n_states, states…, afterstates…]`.
+    pub fn save_layers(&self, age: u32, states: &[u64], afterstates: &[u64]) -> Result<()> {
+        let mut words = Vec::with_capacity(1 + states.len() + afterstates.len());
+        words.push(states.len() as u64);
+        words.extend_from_slice(states);
+        words.extend_from_slice(afterstates);
+        write_words(&self.layer_path(age), &words)
+    }
+
+    /// The states and afterstates of an age (empty if the forward pass found none).
+    pub fn load_layers(&self, age: u32) -> Result<(Vec<u64>, Vec<u64>)> {
+        let path = self.layer_path(age);
+        let Some(mut words) = read_words(&path)? else {
+            return Ok((Vec::new(), Vec::new()));
+        };
+        let n = words.first().copied().unwrap_or(u64::MAX);
+        if n >= words.len() as u64 {
+            return Err(StoreError::corrupt(
+                path,
+                "layer counts do not fit the file",
+            ));
+        }
+        let afterstates = words.split_off(1 + n as usize);
+        words.remove(0);
+        Ok((words, afterstates))
+    }
+
+    /// Ages with a layer file, ascending.
+    pub fn layer_ages(&self) -> Vec<u32> {
+        ages_in(&self.dir.join("layers"), ".ids")
+            .into_iter()
+            .map(|(a, _)| a)
+            .collect()
+    }
+
+    pub fn save_values(&self, age: u32, values: &[f64]) -> Result<()> {
+        let bits: Vec<u64> = values.iter().map(|v| v.to_bits()).collect();
+        write_words(&self.values_path(age), &bits)
+    }
+
+    /// State values of an age (`None` if not saved).
+    pub fn load_values(&self, age: u32) -> Result<Option<Vec<f64>>> {
+        Ok(
+            read_words(&self.values_path(age))?
+                .map(|w| w.into_iter().map(f64::from_bits).collect()),
+        )
+    }
+
+    pub fn values_path_of(&self, age: u32) -> PathBuf {
+        self.values_path(age)
+    }
+
+    pub fn remove_values(&self, age: u32) -> Result<()> {
+        let p = self.values_path(age);
+        match fs::remove_file(&p) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(StoreError::io(p, e)),
+        }
+    }
+
+    /// Saves the record of a finished age (written last: it marks the age as done).
+    pub fn save_record<T: Serialize>(&self, age: u32, record: &T) -> Result<()> {
+        write_json(&self.record_path(age), record)
+    }
+
+    pub fn load_record<T: DeserializeOwned>(&self, age: u32) -> Result<Option<T>> {
+        read_json(&self.record_path(age))
+    }
+
+    pub fn record_path_of(&self, age: u32) -> PathBuf {
+        self.record_path(age)
+    }
+
+    /// Ages with a record, ascending.
+    pub fn record_ages(&self) -> Vec<u32> {
+        ages_in(&self.dir.join("records"), ".json")
+            .into_iter()
+            .map(|(a, _)| a)
+            .collect()
+    }
+}
+
+fn remove_dir(dir: &Path) -> Result<()> {
+    match fs::remove_dir_all(dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(StoreError::io(dir, e)),
+    }
+}
+
+/// Writes u64 words (ids or f64 bits) as a checksummed work file.
+pub fn write_words(path: &Path, words: &[u64]) -> Result<()> {
+    let mut bytes = Vec::with_capacity(24 + words.len() * 8);
+    bytes.extend_from_slice(WORK_MAGIC);
+    bytes.extend_from_slice(&(words.len() as u64).to_le_bytes());
+    let body_start = bytes.len() + 8;
+    bytes.extend_from_slice(&[0u8; 8]);
+    for w in words {
+        bytes.extend_from_slice(&w.to_le_bytes());
+    }
+    let crc = crc32fast::hash(&bytes[body_start..]);
+    bytes[16..24].copy_from_slice(&u64::from(crc).to_le_bytes());
+    super::atomic::write(path, &bytes).map(|_| ())
+}
+
+/// Reads a work file written by [`write_words`]; `None` if it does not exist.
+pub fn read_words(path: &Path) -> Result<Option<Vec<u64>>> {
+    let bytes = match fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(StoreError::io(path, e)),
+    };
+    let corrupt = |what: &str| StoreError::corrupt(path, what);
+    if bytes.len() < 24 || &bytes[..8] != WORK_MAGIC {
+        return Err(corrupt("not a work file (bad magic or too short)"));
+    }
+    let n = u64::from_le_bytes(bytes[8..16].try_into().expect("8 bytes"));
+    let crc = u64::from_le_bytes(bytes[16..24].try_into().expect("8 bytes"));
+    let body = &bytes[24..];
+    if (body.len() as u64) != n.saturating_mul(8) {
+        return Err(corrupt("truncated"));
+    }
+    if u64::from(crc32fast::hash(body)) != crc {
+        return Err(corrupt("checksum mismatch"));
+    }
+    Ok(Some(
+        body.chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
+            .collect(),
+    ))
+}
+
+fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
+    let bytes = serde_json::to_vec_pretty(value)
+        .map_err(|e| StoreError::corrupt(path, format!("cannot encode: {e}")))?;
+    super::atomic::write(path, &bytes).map(|_| ())
+}
+
+fn read_json<T: DeserializeOwned>(path: &Path) -> Result<Option<T>> {
+    match fs::read(path) {
+        Ok(b) => serde_json::from_slice(&b)
+            .map(Some)
+            .map_err(|e| StoreError::corrupt(path, e.to_string())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(StoreError::io(path, e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn work_files_round_trip_and_detect_corruption() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("x.ids");
+        write_words(&p, &[1, 5, 9]).unwrap();
+        assert_eq!(read_words(&p).unwrap(), Some(vec![1, 5, 9]));
+        let mut b = fs::read(&p).unwrap();
+        b[30] ^= 1;
+        fs::write(&p, &b).unwrap();
+        assert!(matches!(read_words(&p), Err(StoreError::Corrupt { .. })));
+        fs::write(&p, &b[..20]).unwrap();
+        assert!(matches!(read_words(&p), Err(StoreError::Corrupt { .. })));
+        assert_eq!(read_words(&dir.path().join("none")).unwrap(), None);
+    }
+}
