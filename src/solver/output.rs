@@ -1,5 +1,6 @@
 //! One finished age as files: the `states` and `afterstates` Parquet parts and the age index of
-//! each variant, with the age's figures (a row of the `ages` table).
+//! each variant, with the age's figures (a row of the `ages` table). The files are written in
+//! a batch: the caller syncs before it records the age as done.
 
 use super::backward::{AgeOutput, NO_MOVE};
 use super::{Result, SolveError};
@@ -149,7 +150,7 @@ pub fn write_age(
         (&after_path, &after_pq),
         (&index_path, &index_bytes),
     ] {
-        files.push(store.write_file(path, bytes)?);
+        files.push(store.write_file_batched(path, bytes)?);
     }
     st.index = index_entry;
     Ok((st, files))

@@ -8,7 +8,8 @@
 //! writes the same bytes.
 
 use std::collections::BTreeMap;
-use std::time::Instant;
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -50,8 +51,11 @@ pub enum Event {
     Resumed { pass: &'static str, age: u32 },
 }
 
-/// The record of one finished age, for all variants of the pass (its presence marks the age
-/// as done).
+/// How often finished ages are made durable and recorded as done: often enough that a kill
+/// loses little, rarely enough that syncing costs little.
+const CHECKPOINT: Duration = Duration::from_millis(1000);
+
+/// The record of one finished age, for all variants of the pass.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 struct AgeRecord {
     /// Per variant, in the order of the pass.
@@ -103,10 +107,7 @@ fn already_solved(
         if m.symmetry != group.name() || m.layout_version != LAYOUT_VERSION {
             return None;
         }
-        let complete = m.files.iter().all(|f| {
-            std::fs::metadata(store.root().join(&f.path)).is_ok_and(|md| md.len() == f.bytes)
-        });
-        if !complete {
+        if !store.files_present(&m) {
             return None;
         }
         out.push(m);
@@ -137,14 +138,13 @@ fn solve_class(
         work.write_json("meta.json", &meta)?;
     }
 
-    // ---- forward: one layer file per finished age; `forward.json` once the pass is complete
+    // ---- forward: one layer file per finished age; `forward.json` says which are durable
     let mut fwd: ForwardProgress = work.read_json("forward.json")?.unwrap_or_default();
     if !fwd.complete {
         let t = Instant::now();
-        let done = work.layer_ages();
-        fwd.min_age = done.first().copied();
-        let start = match done.last() {
-            Some(&age) => {
+        let base_seconds = fwd.seconds;
+        let start = match fwd.done_age {
+            Some(age) => {
                 on_event(Event::Resumed {
                     pass: "forward",
                     age,
@@ -157,9 +157,18 @@ fn solve_class(
             }
             None => Start::Fresh,
         };
+        let mut checkpoint = Instant::now();
         let last = forward::run(game, class, start, |layer: AgeLayer| {
             work.save_layers(layer.age, &layer.states, &layer.afterstates)?;
             fwd.min_age = Some(fwd.min_age.map_or(layer.age, |m| m.min(layer.age)));
+            fwd.done_age = Some(layer.age);
+            if checkpoint.elapsed() >= CHECKPOINT {
+                // The layers so far reach the disk before the progress that vouches for them.
+                fwd.seconds = base_seconds + t.elapsed().as_secs_f64();
+                store.sync()?;
+                work.write_json("forward.json", &fwd)?;
+                checkpoint = Instant::now();
+            }
             on_event(Event::Forward {
                 age: layer.age,
                 states: layer.states.len(),
@@ -169,7 +178,8 @@ fn solve_class(
         })?;
         fwd.done_age = Some(last);
         fwd.complete = true;
-        fwd.seconds = t.elapsed().as_secs_f64();
+        fwd.seconds = base_seconds + t.elapsed().as_secs_f64();
+        store.sync()?;
         work.write_json("forward.json", &fwd)?;
     }
     let (Some(max_age), Some(min_age)) = (fwd.done_age, fwd.min_age) else {
@@ -181,8 +191,6 @@ fn solve_class(
     // ---- backward
     let names: Vec<String> = variants.iter().map(Variant::name).collect();
     let mut bwd: BackwardProgress = work.read_json("backward.json")?.unwrap_or_default();
-    // The backward pass's progress is the youngest age with a record (written last).
-    bwd.done_age = work.record_ages().first().copied();
     if bwd.variants != names || bwd.top != max_age {
         bwd = BackwardProgress {
             variants: names.clone(),
@@ -235,6 +243,32 @@ fn solve_class(
         let work = &work;
         let (run, written) = std::thread::scope(|scope| {
             let writer = scope.spawn(|| -> Result<()> {
+                let mut checkpoint = Instant::now();
+                // Ages whose state values are on disk and not yet known to be unneeded.
+                let mut values_kept: BTreeSet<u32> = BTreeSet::new();
+                let mut pending = false;
+                let record =
+                    |bwd: &mut BackwardProgress, values_kept: &mut BTreeSet<u32>| -> Result<()> {
+                        // Everything written so far reaches the disk, then the progress that
+                        // vouches for it; only then may values older ages no longer need go.
+                        store.sync()?;
+                        bwd.seconds = base_seconds + t.elapsed().as_secs_f64();
+                        work.write_json("backward.json", bwd)?;
+                        if let Some(done) = bwd.done_age {
+                            // Resuming needs the values of the last two finished ages; the
+                            // starting ages (≤ 8) are kept for the values at the initial states.
+                            let stale: Vec<u32> = values_kept
+                                .iter()
+                                .copied()
+                                .filter(|&a| a > done + 2 && a > 8)
+                                .collect();
+                            for a in stale {
+                                work.remove_values(a)?;
+                                values_kept.remove(&a);
+                            }
+                        }
+                        Ok(())
+                    };
                 for job in rx {
                     let out = AgeOutput {
                         age: job.age,
@@ -250,17 +284,20 @@ fn solve_class(
                         .collect::<Result<_>>()?;
                     let values: Vec<f64> = job.state_recs.iter().map(|r| r.value).collect();
                     work.save_values(job.age, &values)?;
+                    values_kept.insert(job.age);
                     let (stats, files) = written.into_iter().unzip();
-                    // Last: the record marks the age as finished.
                     work.save_record(job.age, &AgeRecord { stats, files })?;
                     bwd.done_age = Some(job.age);
-                    bwd.seconds = base_seconds + t.elapsed().as_secs_f64();
-                    // Resuming needs the values of the last two finished ages; the starting
-                    // ages (≤ 8) are kept for the values at the initial states.
-                    if job.age + 4 > 8 {
-                        work.remove_values(job.age + 4)?;
+                    pending = true;
+                    if checkpoint.elapsed() >= CHECKPOINT {
+                        record(bwd, &mut values_kept)?;
+                        pending = false;
+                        checkpoint = Instant::now();
                     }
                     on_event(Event::Backward { age: job.age });
+                }
+                if pending {
+                    record(bwd, &mut values_kept)?;
                 }
                 Ok(())
             });
@@ -295,7 +332,7 @@ fn solve_class(
     // ---- finish: ages table, manifests, then drop the work files
     let starts = initial_values(game, &work, variants)?;
     let mut records: Vec<AgeRecord> = Vec::new();
-    for age in work.record_ages() {
+    for age in work.record_ages().into_iter().filter(|&a| a >= min_age) {
         let rec: AgeRecord = work.load_record(age)?.unwrap_or_default();
         if rec.stats.len() != k || rec.files.len() != k {
             return Err(crate::store::StoreError::corrupt(

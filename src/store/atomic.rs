@@ -1,6 +1,11 @@
-//! The one way the store puts a file on disk: write a temporary sibling, fsync it, rename it
-//! over the real name, fsync the directory. A reader (or a resumed solve) sees the old file or
-//! the new one, never half a file, and once this returns the file survives a crash.
+//! The one way the store puts a file on disk: write a temporary sibling, rename it over the
+//! real name. A reader (or a resumed solve) sees the old file or the new one, never half a
+//! file.
+//!
+//! [`write`] also fsyncs the file and its directory, so the file survives a crash once it
+//! returns. A solve writes thousands of files, so it uses [`write_batched`] (no fsync) for the
+//! files of an age and makes a whole batch durable at once with [`sync_fs`] before it records
+//! the batch as done: the record is the only thing resuming trusts.
 
 use std::fs;
 use std::io::Write;
@@ -20,6 +25,57 @@ pub fn temp_path(path: &Path) -> PathBuf {
 /// True if `name` is a temporary file of [`write`] (an unfinished write, never data).
 pub fn is_temp(name: &str) -> bool {
     name.ends_with(".tmp")
+}
+
+/// Writes `bytes` to `path` atomically but without waiting for the disk; returns the SHA-256
+/// of the bytes. The file is durable after the next [`sync_fs`].
+pub fn write_batched(path: &Path, bytes: &[u8]) -> Result<String> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
+    let tmp = temp_path(path);
+    if let Err(e) = fs::write(&tmp, bytes) {
+        let _ = fs::remove_file(&tmp);
+        return Err(StoreError::io(&tmp, e));
+    }
+    if let Err(e) = fs::rename(&tmp, path) {
+        let _ = fs::remove_file(&tmp);
+        return Err(StoreError::io(path, e));
+    }
+    Ok(sha256_hex(bytes))
+}
+
+/// Makes every file written so far on the file system holding `dir` durable (with their
+/// renames): one `syncfs` instead of an fsync per file.
+pub fn sync_fs(dir: &Path) -> Result<()> {
+    let d = fs::File::open(dir).map_err(|e| StoreError::io(dir, e))?;
+    sync_file_system(&d).map_err(|e| StoreError::io(dir, e))
+}
+
+#[cfg(target_os = "linux")]
+fn sync_file_system(d: &fs::File) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: `syncfs` only reads the descriptor, which `d` keeps open for the whole call.
+    let r = unsafe { libc::syncfs(d.as_raw_fd()) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+#[cfg(all(unix, not(target_os = "linux")))]
+fn sync_file_system(_d: &fs::File) -> std::io::Result<()> {
+    // SAFETY: `sync` takes no arguments and cannot fail.
+    unsafe { libc::sync() };
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn sync_file_system(d: &fs::File) -> std::io::Result<()> {
+    d.sync_all()
 }
 
 /// Writes `bytes` to `path` durably and atomically; returns the SHA-256 of the bytes.

@@ -106,13 +106,38 @@ impl Store {
         Ok(())
     }
 
+    /// True if every file the manifest lists is present with its listed size (a cheap check:
+    /// no digest is computed).
+    pub fn files_present(&self, m: &Manifest) -> bool {
+        m.files
+            .iter()
+            .all(|f| fs::metadata(self.root().join(&f.path)).is_ok_and(|md| md.len() == f.bytes))
+    }
+
     /// Writes a file durably and atomically; returns its manifest entry.
     pub fn write_file(&self, path: &Path, bytes: &[u8]) -> Result<FileEntry> {
         let sha256 = atomic::write(path, bytes)?;
-        Ok(FileEntry {
+        Ok(self.entry(path, bytes, sha256))
+    }
+
+    /// Writes a file atomically, durable after the next [`Store::sync`]; returns its entry.
+    pub fn write_file_batched(&self, path: &Path, bytes: &[u8]) -> Result<FileEntry> {
+        let sha256 = atomic::write_batched(path, bytes)?;
+        Ok(self.entry(path, bytes, sha256))
+    }
+
+    fn entry(&self, path: &Path, bytes: &[u8], sha256: String) -> FileEntry {
+        FileEntry {
             path: self.relative(path),
             bytes: bytes.len() as u64,
             sha256,
-        })
+        }
+    }
+
+    /// Makes every file written so far durable (one `syncfs` of the data directory's file
+    /// system).
+    pub fn sync(&self) -> Result<()> {
+        fs::create_dir_all(self.root()).map_err(|e| StoreError::io(self.root(), e))?;
+        atomic::sync_fs(self.root())
     }
 }

@@ -1,15 +1,17 @@
 //! Work files of an unfinished solve (`.work/board=B/<forward class>/`): the forward layers
 //! of every age, the state values the backward pass needs to resume, the per-age records,
-//! and the progress of both passes. Every file carries a checksum and is reported as damaged
-//! rather than trusted; the whole folder is removed when the solve finishes.
+//! and the progress of both passes. Layers, values and records are written in batches (no
+//! fsync each); the progress files are written durably after a `syncfs`, and they alone say
+//! which ages are done. Every file carries a checksum or is parsed strictly, and is reported
+//! as damaged rather than trusted; the whole folder is removed when the solve finishes.
 //!
 //! ```text
 //! meta.json               who the files belong to (tool version, board, symmetry, class)
-//! forward.json            forward progress (complete once the pass has finished)
-//! backward.json           the variants being valued, the top age
+//! forward.json            forward progress: the last age whose layers are durable
+//! backward.json           the variants being valued, the top age, the last age done
 //! layers/age=N.ids        [n_states, states…, afterstates…]   (checksummed u64 words)
 //! values/age=N.f64        state values of age N, k per state  (checksummed u64 words)
-//! records/age=N.json      per-age figures and files written; its presence marks age N done
+//! records/age=N.json      per-age figures and files written
 //! ```
 
 use std::fs;
@@ -170,9 +172,12 @@ impl WorkDir {
         }
     }
 
-    /// Saves the record of a finished age (written last: it marks the age as done).
+    /// Saves the record of a finished age (durable after the next sync).
     pub fn save_record<T: Serialize>(&self, age: u32, record: &T) -> Result<()> {
-        write_json(&self.record_path(age), record)
+        let path = self.record_path(age);
+        let bytes = serde_json::to_vec(record)
+            .map_err(|e| StoreError::corrupt(&path, format!("cannot encode: {e}")))?;
+        super::atomic::write_batched(&path, &bytes).map(|_| ())
     }
 
     pub fn load_record<T: DeserializeOwned>(&self, age: u32) -> Result<Option<T>> {
@@ -200,7 +205,7 @@ fn remove_dir(dir: &Path) -> Result<()> {
     }
 }
 
-/// Writes u64 words (ids or f64 bits) as a checksummed work file.
+/// Writes u64 words (ids or f64 bits) as a checksummed work file (durable after a sync).
 pub fn write_words(path: &Path, words: &[u64]) -> Result<()> {
     let mut bytes = Vec::with_capacity(24 + words.len() * 8);
     bytes.extend_from_slice(WORK_MAGIC);
@@ -212,7 +217,7 @@ pub fn write_words(path: &Path, words: &[u64]) -> Result<()> {
     }
     let crc = crc32fast::hash(&bytes[body_start..]);
     bytes[16..24].copy_from_slice(&u64::from(crc).to_le_bytes());
-    super::atomic::write(path, &bytes).map(|_| ())
+    super::atomic::write_batched(path, &bytes).map(|_| ())
 }
 
 /// Reads a work file written by [`write_words`]; `None` if it does not exist.
