@@ -397,3 +397,74 @@ fn variants_solve_together_and_guaranteed_reports_forced_tiles() {
         "bad board size '7x7'",
     );
 }
+
+/// `best --format csv` of one 2x2 board: (q of L, R, U, D, value).
+fn q_2x2(data: &Path, variant: &str, board: &str) -> ([Option<f64>; 4], f64) {
+    let o = best_2x2(data, &["--variant", variant, "--format", "csv", board]);
+    assert!(o.status.success(), "{variant} {board}: {}", stderr(&o));
+    let out = stdout(&o);
+    let f: Vec<String> = out
+        .lines()
+        .nth(1)
+        .unwrap()
+        .split(',')
+        .map(String::from)
+        .collect();
+    let q = |i: usize| (!f[i].is_empty()).then(|| f[i].parse::<f64>().unwrap());
+    ([q(1), q(2), q(3), q(4)], f[5].parse().unwrap())
+}
+
+/// Hand-worked spawn rules on one 2x2 position. From `2 . / . 4`, L gives the afterstate
+/// `2 . / 4 .` with no merge (reward 0) and two empty cells; its children are `2 2/4 .` and
+/// `2 ./4 2` (a 2 spawned) and `2 4/4 .`, `2 ./4 4` (a 4 spawned). So q(L) must be, with the
+/// children's values V:
+///   expectation: (0.9·V(2 2/4 .) + 0.1·V(2 4/4 .) + 0.9·V(2 ./4 2) + 0.1·V(2 ./4 4)) / 2
+///   optimistic:  0.9·max(V(2 2/4 .), V(2 ./4 2)) + 0.1·max(V(2 4/4 .), V(2 ./4 4))
+///   pessimistic: the same with min
+///   guaranteed-8: the min over all four children (the spawner picks cell and value).
+#[test]
+fn spawn_rules_hand_worked_on_a_2x2_position() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    solve(
+        &data,
+        "2x2",
+        &[
+            "--variant",
+            "expectation,optimistic,pessimistic,guaranteed-8",
+        ],
+    );
+    let s = "2 ./. 4";
+    let (c2a, c2b, c4a, c4b) = ("2 2/4 .", "2 ./4 2", "2 4/4 .", "2 ./4 4");
+    for variant in ["expectation", "optimistic", "pessimistic", "guaranteed-8"] {
+        let v = |b: &str| q_2x2(&data, variant, b).1;
+        let (v2a, v2b, v4a, v4b) = (v(c2a), v(c2b), v(c4a), v(c4b));
+        let want = match variant {
+            "expectation" => (0.9 * v2a + 0.1 * v4a + 0.9 * v2b + 0.1 * v4b) / 2.0,
+            "optimistic" => 0.9 * v2a.max(v2b) + 0.1 * v4a.max(v4b),
+            "pessimistic" => 0.9 * v2a.min(v2b) + 0.1 * v4a.min(v4b),
+            _ => v2a.min(v2b).min(v4a).min(v4b),
+        };
+        let (q, _) = q_2x2(&data, variant, s);
+        let got = q[0].expect("L is a valid move");
+        assert!(
+            (got - want).abs() <= 1e-12 * (1.0 + want.abs()),
+            "{variant}: q(L) of {s} is {got}, the rule gives {want}"
+        );
+    }
+    // The variants differ here, in the order the rules imply.
+    let ql = |variant: &str| q_2x2(&data, variant, s).0[0].unwrap();
+    assert!(ql("optimistic") > ql("expectation") && ql("expectation") > ql("pessimistic"));
+    // guaranteed-8 by hand: `4 4/2 .` merges into an 8 whatever comes next.
+    let (q, value) = q_2x2(&data, "guaranteed-8", "4 4/2 .");
+    assert_eq!(value, 1.0);
+    assert_eq!(q[0], Some(1.0), "L makes the 8");
+    // A full board without a merge is terminal: value 0, no move, in every variant.
+    for variant in ["expectation", "optimistic", "pessimistic", "guaranteed-8"] {
+        assert_eq!(
+            q_2x2(&data, variant, "2 4/4 2"),
+            ([None; 4], 0.0),
+            "{variant}"
+        );
+    }
+}
