@@ -7,8 +7,10 @@
 //! up-down mirror, 180° turn} (the *flips*). Counting normalised boards under a smaller group
 //! (`flips` on a square board, or `none`) reproduces other published counts.
 //!
-//! Images are built from per-row tables (a mirrored row is one look-up, a transposed row is one
-//! look-up of its contribution), so normalising a 3x3 board costs about twenty table reads.
+//! For boards of up to 4×4 the images are computed bit-parallel, without tables: a mirror moves
+//! whole columns or rows of nibbles with masks and shifts, a transpose moves each diagonal at
+//! once. A spawn child is normalised from the images of its afterstate (one OR and one minimum
+//! per image, [`Symmetry::spawn_canon`]). Wider boards use the group's permutations.
 
 use super::board::cell;
 use super::error::BoardError;
@@ -43,63 +45,79 @@ impl Group {
     }
 }
 
+/// The images of one board under the group, in the order of [`Symmetry::images`], with the
+/// tools to normalise a spawn child without recomputing them (see [`Images::spawn_canon`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Images {
+    codes: [u64; 8],
+    n: usize,
+}
+
+impl Images {
+    /// The images (the first is the board itself).
+    pub fn codes(&self) -> &[u64] {
+        &self.codes[..self.n]
+    }
+
+    /// The smallest image.
+    #[inline(always)]
+    pub fn min(&self) -> u64 {
+        min8(&self.codes, self.n)
+    }
+}
+
+#[inline(always)]
+fn min8(codes: &[u64; 8], n: usize) -> u64 {
+    // A fixed-size loop over all eight slots (unused ones repeat an image) vectorises.
+    debug_assert!(n >= 1 && codes[n..].iter().all(|&c| c == codes[0]));
+    let _ = n;
+    codes.iter().copied().fold(u64::MAX, u64::min)
+}
+
 /// Normaliser for one shape and group.
 pub struct Symmetry {
     shape: Shape,
     group: Group,
-    /// Mirrored row, by packed row (present when rows have at most 4 cells).
-    mirror_row: Vec<u16>,
-    /// Contribution of row r to the transpose, `transpose_row[r << (4C) | row]` (square ≤ 4).
-    transpose_row: Vec<u64>,
-    /// Cell permutations of every group element, for the generic path.
+    /// All images at once, bit-parallel (no table), for shapes of up to 4×4.
+    images_fn: fn(u64) -> [u64; 8],
+    /// Number of group elements (1, 4 or 8).
+    order: usize,
+    /// `spawn_shift[i][k]`: bit position of cell `i` in image `k` (`4 ×` its cell index).
+    spawn_shift: Vec<[u8; 8]>,
+    /// Cell permutations of every group element (the definition; also the path for shapes
+    /// wider or taller than 4).
     perms: Vec<Vec<u8>>,
-    row_bits: usize,
-    row_mask: u64,
-    fast: bool,
 }
 
 impl Symmetry {
     pub fn new(shape: Shape, group: Group) -> Symmetry {
-        let (rows, cols) = (shape.rows(), shape.cols());
-        let fast = cols <= 4;
-        let row_bits = 4 * cols;
-        let row_mask = (1u64 << row_bits) - 1;
-        let mut mirror_row = Vec::new();
-        let mut transpose_row = Vec::new();
-        if fast {
-            mirror_row = (0..1usize << row_bits)
-                .map(|line| {
-                    (0..cols).fold(0u16, |acc, c| {
-                        acc | ((((line >> (4 * c)) & 0xF) as u16) << (4 * (cols - 1 - c)))
-                    })
-                })
-                .collect();
-            if shape.is_square() && group == Group::Full {
-                transpose_row = vec![0u64; rows << row_bits];
-                for r in 0..rows {
-                    for line in 0..1usize << row_bits {
-                        let mut out = 0u64;
-                        for c in 0..cols {
-                            let e = ((line >> (4 * c)) & 0xF) as u64;
-                            // cell (r, c) goes to (c, r)
-                            out |= e << (4 * (c * cols + r));
-                        }
-                        transpose_row[(r << row_bits) | line] = out;
-                    }
-                }
-            }
-        }
         let perms = group_perms(shape, group);
-        Symmetry {
+        let order = perms.len();
+        let images_fn = images_fn(shape, group);
+        let symmetry = |images_fn| Symmetry {
             shape,
             group,
-            mirror_row,
-            transpose_row,
-            perms,
-            row_bits,
-            row_mask,
-            fast,
+            images_fn,
+            order,
+            spawn_shift: Vec::new(),
+            perms: perms.clone(),
+        };
+        let mut sym = symmetry(images_fn.unwrap_or(generic_placeholder));
+        if images_fn.is_none() {
+            return sym;
         }
+        // Where each cell lands in each image: image a board with a marker in that cell.
+        sym.spawn_shift = (0..shape.cells())
+            .map(|i| {
+                let img = (sym.images_fn)(1u64 << (4 * i));
+                let mut pos = [0u8; 8];
+                for (k, p) in pos.iter_mut().enumerate() {
+                    *p = img[k].trailing_zeros() as u8;
+                }
+                pos
+            })
+            .collect();
+        sym
     }
 
     pub fn shape(&self) -> Shape {
@@ -110,73 +128,173 @@ impl Symmetry {
     }
     /// Number of elements of the group.
     pub fn order(&self) -> usize {
-        self.perms.len()
+        self.order
     }
 
+    /// The images of `code` under the group (for shapes of up to 4×4; `None` otherwise).
     #[inline(always)]
-    fn mirror_lr(&self, code: u64) -> u64 {
-        let mut out = 0u64;
-        for r in 0..self.shape.rows() {
-            let shift = r * self.row_bits;
-            let line = ((code >> shift) & self.row_mask) as usize;
-            out |= u64::from(self.mirror_row[line]) << shift;
+    pub fn images_of(&self, code: u64) -> Option<Images> {
+        if self.spawn_shift.is_empty() {
+            return None;
         }
-        out
+        Some(Images {
+            codes: (self.images_fn)(code),
+            n: self.order,
+        })
     }
 
+    /// The canonical id of the board `a` with exponent `e` placed in its empty cell `i`,
+    /// given the images of `a`: each image of the child is an image of `a` plus the new tile
+    /// where that image puts cell `i`, so no image is recomputed.
     #[inline(always)]
-    fn mirror_ud(&self, code: u64) -> u64 {
-        let rows = self.shape.rows();
-        let mut out = 0u64;
-        for r in 0..rows {
-            let line = (code >> (r * self.row_bits)) & self.row_mask;
-            out |= line << ((rows - 1 - r) * self.row_bits);
+    pub fn spawn_canon(&self, images: &Images, i: usize, e: u8) -> u64 {
+        let pos = &self.spawn_shift[i];
+        let mut c = images.codes;
+        for k in 0..8 {
+            c[k] |= u64::from(e) << pos[k];
         }
-        out
-    }
-
-    #[inline(always)]
-    fn transpose(&self, code: u64) -> u64 {
-        let mut out = 0u64;
-        for r in 0..self.shape.rows() {
-            let line = ((code >> (r * self.row_bits)) & self.row_mask) as usize;
-            out |= self.transpose_row[(r << self.row_bits) | line];
-        }
-        out
+        min8(&c, images.n)
     }
 
     /// The canonical id: the smallest code among the images of `code` under the group.
     /// Equal for all symmetric boards (the invariant every layer relies on).
     #[inline]
     pub fn canon(&self, code: u64) -> u64 {
-        if self.group == Group::None {
-            return code;
+        match self.images_of(code) {
+            Some(img) => img.min(),
+            None => self
+                .perms
+                .iter()
+                .map(|p| apply_perm(code, p))
+                .min()
+                .unwrap_or(code),
         }
-        if !self.fast {
-            return self.images_generic(code).min().unwrap_or(code);
-        }
-        let h = self.mirror_lr(code);
-        let v = self.mirror_ud(code);
-        let hv = self.mirror_ud(h);
-        let mut m = code.min(h).min(v).min(hv);
-        if !self.transpose_row.is_empty() {
-            let t = self.transpose(code);
-            let th = self.mirror_lr(t);
-            let tv = self.mirror_ud(t);
-            let thv = self.mirror_ud(th);
-            m = m.min(t).min(th).min(tv).min(thv);
-        }
-        m
     }
 
-    fn images_generic(&self, code: u64) -> impl Iterator<Item = u64> + '_ {
-        self.perms.iter().map(move |p| apply_perm(code, p))
-    }
-
-    /// All images of `code` under the group (with repeats for symmetric boards).
+    /// All images of `code` under the group (with repeats for symmetric boards), in the
+    /// order of the group's permutations.
     pub fn images(&self, code: u64) -> Vec<u64> {
-        self.images_generic(code).collect()
+        self.perms.iter().map(|p| apply_perm(code, p)).collect()
     }
+}
+
+fn generic_placeholder(code: u64) -> [u64; 8] {
+    [code; 8]
+}
+
+/// The bit-parallel image function of a shape of up to 4×4 and a group.
+fn images_fn(shape: Shape, group: Group) -> Option<fn(u64) -> [u64; 8]> {
+    macro_rules! pick {
+        ($($r:literal x $c:literal),*) => {
+            match (shape.rows(), shape.cols(), group, shape.is_square()) {
+                $(
+                    ($r, $c, Group::None, _) => Some(images::<$r, $c, 1> as fn(u64) -> [u64; 8]),
+                    ($r, $c, Group::Flips, _) | ($r, $c, Group::Full, false) => Some(images::<$r, $c, 4>),
+                    ($r, $c, Group::Full, true) => Some(images::<$r, $c, 8>),
+                )*
+                _ => None,
+            }
+        };
+    }
+    pick!(1 x 1, 1 x 2, 1 x 3, 1 x 4, 2 x 1, 2 x 2, 2 x 3, 2 x 4, 3 x 1, 3 x 2, 3 x 3, 3 x 4,
+          4 x 1, 4 x 2, 4 x 3, 4 x 4)
+}
+
+/// Mask of nibble 0 of every row of an R×C code.
+const fn col0_mask(r: usize, c: usize) -> u64 {
+    let mut m = 0u64;
+    let mut i = 0;
+    while i < r {
+        m |= 0xF << (4 * c * i);
+        i += 1;
+    }
+    m
+}
+
+/// Left-right mirror: reverses the nibbles of every row.
+#[inline(always)]
+fn mirror_lr<const R: usize, const C: usize>(x: u64) -> u64 {
+    let m0 = col0_mask(R, C);
+    let mut out = 0u64;
+    let mut c = 0;
+    while c < C {
+        let part = x & (m0 << (4 * c));
+        let to = C - 1 - c;
+        out |= if to >= c {
+            part << (4 * (to - c))
+        } else {
+            part >> (4 * (c - to))
+        };
+        c += 1;
+    }
+    out
+}
+
+/// Up-down mirror: reverses the order of the rows.
+#[inline(always)]
+fn mirror_ud<const R: usize, const C: usize>(x: u64) -> u64 {
+    let w = 4 * C;
+    let row = if w == 64 { u64::MAX } else { (1u64 << w) - 1 };
+    let mut out = 0u64;
+    let mut r = 0;
+    while r < R {
+        out |= ((x >> (w * r)) & row) << (w * (R - 1 - r));
+        r += 1;
+    }
+    out
+}
+
+/// Transpose of a square N×N code: cell (r, c) moves to (c, r), i.e. by `4(N-1)(c-r)` bits;
+/// the cells of one diagonal `c - r = k` move together.
+#[inline(always)]
+fn transpose<const N: usize>(x: u64) -> u64 {
+    let mut out = 0u64;
+    let mut k = 0;
+    while k < 2 * N - 1 {
+        // diagonal c - r = k - (N - 1)
+        let mut mask = 0u64;
+        let mut r = 0;
+        while r < N {
+            let c = r + k;
+            if c >= N - 1 && c - (N - 1) < N {
+                mask |= 0xF << (4 * (r * N + c - (N - 1)));
+            }
+            r += 1;
+        }
+        let part = x & mask;
+        out |= if k >= N - 1 {
+            part << (4 * (N - 1) * (k - (N - 1)))
+        } else {
+            part >> (4 * (N - 1) * (N - 1 - k))
+        };
+        k += 1;
+    }
+    out
+}
+
+/// The images of an R×C code under the group of `ORDER` elements, in the order identity,
+/// left-right, up-down, 180°, then (square boards) transpose and its three flips; unused slots
+/// repeat the identity.
+#[inline(always)]
+fn images<const R: usize, const C: usize, const ORDER: usize>(x: u64) -> [u64; 8] {
+    let mut out = [x; 8];
+    if ORDER >= 4 {
+        let h = mirror_lr::<R, C>(x);
+        let v = mirror_ud::<R, C>(x);
+        out[1] = h;
+        out[2] = v;
+        out[3] = mirror_ud::<R, C>(h);
+    }
+    if ORDER == 8 {
+        debug_assert_eq!(R, C);
+        let t = transpose::<R>(x);
+        let th = mirror_lr::<R, C>(t);
+        out[4] = t;
+        out[5] = th;
+        out[6] = mirror_ud::<R, C>(t);
+        out[7] = mirror_ud::<R, C>(th);
+    }
+    out
 }
 
 fn apply_perm(code: u64, perm: &[u8]) -> u64 {
@@ -252,6 +370,18 @@ mod tests {
                     let b = random_board(&mut rng, shape.cells());
                     let images = sym.images(b);
                     let id = sym.canon(b);
+                    // Spawning into an empty cell from the images gives the child's id.
+                    if let Some(img) = sym.images_of(b) {
+                        assert_eq!(img.min(), id);
+                        for i in (0..shape.cells()).filter(|&i| cell(b, i) == 0) {
+                            for e in [1u8, 2] {
+                                let child = b | (u64::from(e) << (4 * i));
+                                assert_eq!(sym.spawn_canon(&img, i, e), sym.canon(child));
+                                let generic = sym.images(child).into_iter().min().unwrap();
+                                assert_eq!(sym.canon(child), generic, "{shape} {group:?}");
+                            }
+                        }
+                    }
                     assert_eq!(id, *images.iter().min().unwrap(), "{shape} {group:?}");
                     for &img in &images {
                         assert_eq!(

@@ -191,6 +191,11 @@ impl<'g> Backward<'g> {
                             Kind::Pessimistic | Kind::Guaranteed(_) => [f64::INFINITY; 2],
                         };
                     }
+                    let images = game.sym.images_of(a);
+                    let canon_child = |i: usize, e: u8| match &images {
+                        Some(img) => game.sym.spawn_canon(img, i, e),
+                        None => game.canon(board::place(a, i, e)),
+                    };
                     let mut empty = 0u32;
                     for i in 0..cells {
                         if board::cell(a, i) != 0 {
@@ -199,14 +204,14 @@ impl<'g> Backward<'g> {
                         empty += 1;
                         let mut child = [None, None];
                         if class.spawn2 {
-                            child[0] = next2.index.get(game.canon(board::place(a, i, 1)));
+                            child[0] = next2.index.get(canon_child(i, 1));
                             if child[0].is_none() {
                                 missing.store(true, Ordering::Relaxed);
                                 continue;
                             }
                         }
                         if class.spawn4 {
-                            child[1] = next4.index.get(game.canon(board::place(a, i, 2)));
+                            child[1] = next4.index.get(canon_child(i, 2));
                             if child[1].is_none() {
                                 missing.store(true, Ordering::Relaxed);
                                 continue;

@@ -99,15 +99,21 @@ pub fn spawn(game: &Game, class: &ForwardClass, afterstates: &[u64]) -> (Vec<u64
                 if absorbed(class, a) {
                     continue;
                 }
+                let images = game.sym.images_of(a);
+                // The child's id, from the afterstate's images where they exist.
+                let child = |i: usize, e: u8| match &images {
+                    Some(img) => game.sym.spawn_canon(img, i, e),
+                    None => game.canon(board::place(a, i, e)),
+                };
                 for i in 0..cells {
                     if board::cell(a, i) != 0 {
                         continue;
                     }
                     if class.spawn2 {
-                        two.push(game.canon(board::place(a, i, 1)));
+                        two.push(child(i, 1));
                     }
                     if class.spawn4 {
-                        four.push(game.canon(board::place(a, i, 2)));
+                        four.push(child(i, 2));
                     }
                 }
             }
