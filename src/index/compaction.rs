@@ -143,7 +143,7 @@ impl Compaction {
         Some(code | e0)
     }
 
-    /// Checks that `codes` are strictly increasing, fit the board and have this age.
+    /// Checks that `codes` are strictly increasing ([`Self::compact_all`] checks the rest).
     pub(crate) fn check_codes(&self, codes: &[u64], what: &str) -> Result<(), IndexError> {
         if let Some(i) = codes.windows(2).position(|w| w[0] >= w[1]) {
             return Err(invalid(format!(
@@ -153,33 +153,41 @@ impl Compaction {
                 codes[i + 1]
             )));
         }
-        for (i, &c) in codes.iter().enumerate() {
-            if c & !self.shape_mask != 0 {
-                return Err(invalid(format!(
-                    "{what}: code {c:#x} at index {i} has cells outside a {}x{} board",
-                    self.rows, self.cols
-                )));
-            }
-            let a = board_age(c);
-            if a != self.age as u64 {
-                return Err(invalid(format!(
-                    "{what}: code {c:#x} at index {i} has age {a}, expected {}",
-                    self.age
-                )));
-            }
-        }
         Ok(())
     }
 
-    pub(crate) fn compact_all(&self, codes: &[u64]) -> Result<Vec<u64>, IndexError> {
-        codes
-            .iter()
-            .map(|&c| {
-                self.compact(c).ok_or_else(|| {
-                    invalid(format!("code {c:#x} has an exponent >= base {}", self.base))
-                })
-            })
-            .collect()
+    /// Compact ids of `codes`; an error names the first code that does not fit the board,
+    /// this age or the base (the checks are the compaction itself: nothing is computed twice).
+    pub(crate) fn compact_all(&self, codes: &[u64], what: &str) -> Result<Vec<u64>, IndexError> {
+        let mut out = Vec::with_capacity(codes.len());
+        for (i, &c) in codes.iter().enumerate() {
+            match self.compact(c) {
+                Some(id) => out.push(id),
+                None => return Err(self.misfit(c, i, what)),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Why `c` has no compact id.
+    fn misfit(&self, c: u64, i: usize, what: &str) -> IndexError {
+        if c & !self.shape_mask != 0 {
+            return invalid(format!(
+                "{what}: code {c:#x} at index {i} has cells outside a {}x{} board",
+                self.rows, self.cols
+            ));
+        }
+        let a = board_age(c);
+        if a != self.age as u64 {
+            return invalid(format!(
+                "{what}: code {c:#x} at index {i} has age {a}, expected {}",
+                self.age
+            ));
+        }
+        invalid(format!(
+            "{what}: code {c:#x} at index {i} has an exponent >= base {}",
+            self.base
+        ))
     }
 }
 
@@ -196,7 +204,7 @@ impl CodeSet<Vec<u8>> {
     pub fn build(rows: u8, cols: u8, age: u32, codes: &[u64]) -> Result<Self, IndexError> {
         let codec = Compaction::new(rows, cols, age, Compaction::base_for(codes.iter().copied()))?;
         codec.check_codes(codes, "codes")?;
-        let ids = codec.compact_all(codes)?;
+        let ids = codec.compact_all(codes, "codes")?;
         Ok(Self {
             ef: EliasFano::from_sorted(&ids)?,
             codec,

@@ -57,7 +57,10 @@ pub mod select;
 
 pub use compaction::{board_age, max_exponent, CodeSet, Compaction};
 pub use elias_fano::{encode_elias_fano, EfIter, EliasFano};
-pub use raw::{encode_age_index, AgeIndex, AgeIndexHeader, AgeIndexMeta, AgeIndexStats};
+pub use raw::{
+    encode_age_index, encode_age_index_with_stats, AgeIndex, AgeIndexHeader, AgeIndexMeta,
+    AgeIndexStats,
+};
 
 /// Errors of this module.
 #[derive(Debug, thiserror::Error)]

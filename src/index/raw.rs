@@ -112,6 +112,18 @@ pub fn encode_age_index(
     afterstate_codes: &[u64],
     afterstate_values: &[f64],
 ) -> Result<Vec<u8>, IndexError> {
+    encode_age_index_with_stats(meta, state_codes, afterstate_codes, afterstate_values)
+        .map(|(bytes, _)| bytes)
+}
+
+/// [`encode_age_index`], with the sizes of what it wrote (the same figures
+/// [`AgeIndex::stats`] reads back, without parsing the bytes again).
+pub fn encode_age_index_with_stats(
+    meta: &AgeIndexMeta,
+    state_codes: &[u64],
+    afterstate_codes: &[u64],
+    afterstate_values: &[f64],
+) -> Result<(Vec<u8>, AgeIndexStats), IndexError> {
     if meta.variant.len() > MAX_VARIANT_LEN {
         return Err(invalid(format!(
             "variant name is {} bytes, at most {MAX_VARIANT_LEN} allowed",
@@ -132,9 +144,12 @@ pub fn encode_age_index(
 
     let mut out = vec![0u8; HEADER_LEN];
     let states_off = out.len();
-    encode_elias_fano(&codec.compact_all(state_codes)?, &mut out)?;
+    encode_elias_fano(&codec.compact_all(state_codes, "states")?, &mut out)?;
     let after_off = out.len();
-    encode_elias_fano(&codec.compact_all(afterstate_codes)?, &mut out)?;
+    encode_elias_fano(
+        &codec.compact_all(afterstate_codes, "afterstates")?,
+        &mut out,
+    )?;
     let values_off = out.len();
     out.reserve(afterstate_values.len() * 8);
     for v in afterstate_values {
@@ -167,7 +182,23 @@ pub fn encode_age_index(
     }
     let crc = file_crc(&out);
     out[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_le_bytes());
-    Ok(out)
+    let (n_states, n_after) = (state_codes.len() as u64, afterstate_codes.len() as u64);
+    let (sb, ab) = (
+        (after_off - states_off) as u64,
+        (values_off - after_off) as u64,
+    );
+    let stats = AgeIndexStats {
+        n_states,
+        n_afterstates: n_after,
+        base,
+        state_id_bytes: sb,
+        afterstate_id_bytes: ab,
+        value_bytes: n_after * 8,
+        file_bytes: out.len() as u64,
+        bits_per_afterstate_id: bits_per(ab, n_after),
+        bits_per_state_id: bits_per(sb, n_states),
+    };
+    Ok((out, stats))
 }
 
 pub(crate) fn file_crc(bytes: &[u8]) -> u32 {

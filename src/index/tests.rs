@@ -376,6 +376,10 @@ fn age_index_round_trip() {
         assert_eq!(st.base, idx.meta().base);
         let owned = AgeIndex::from_bytes(bytes.clone()).unwrap();
         assert_eq!(owned.stats(), st);
+        // The sizes the encoder reports are the ones a reader finds.
+        let (again, encoded) = encode_age_index_with_stats(&meta, &s, &a, &v).unwrap();
+        assert_eq!(again, bytes);
+        assert_eq!(encoded, st);
     }
 }
 

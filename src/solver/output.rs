@@ -4,7 +4,7 @@
 
 use super::backward::{AgeOutput, NO_MOVE};
 use super::{Result, SolveError};
-use crate::index::{encode_age_index, AgeIndex, AgeIndexMeta};
+use crate::index::{encode_age_index_with_stats, AgeIndexMeta};
 use crate::rules::board;
 use crate::rules::{Game, Variant};
 use crate::store::parquet::{self, StatesColumns};
@@ -84,9 +84,9 @@ pub fn write_age(
                     path: index_path.clone(),
                     source,
                 };
-                let bytes = encode_age_index(&meta, out.states, out.afterstates, &after_values)
-                    .map_err(index_err)?;
-                let s = AgeIndex::from_bytes(&bytes[..]).map_err(index_err)?.stats();
+                let (bytes, s) =
+                    encode_age_index_with_stats(&meta, out.states, out.afterstates, &after_values)
+                        .map_err(index_err)?;
                 let entry = IndexEntry {
                     file: store.relative(&index_path),
                     file_bytes: s.file_bytes,

@@ -10,10 +10,12 @@ use arrow::array::{
 };
 use arrow::datatypes::{DataType, Field, Schema};
 use arrow::record_batch::RecordBatch;
+use parquet::arrow::arrow_writer::{compute_leaves, ArrowColumnChunk};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, Encoding, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 use parquet::schema::types::ColumnPath;
+use rayon::prelude::*;
 
 use super::error::{Result, StoreError};
 use super::manifest::AgeStats;
@@ -39,15 +41,53 @@ fn writer_props(delta_cols: &[&str], plain_cols: &[&str]) -> WriterProperties {
     b.build()
 }
 
+/// The Parquet file of one batch. The columns of each row group are encoded in parallel
+/// (`ArrowWriter`'s own column writers, one task per column) and appended in order, which gives
+/// the bytes `ArrowWriter::write` + `close` would give (same row groups, pages, metadata).
 fn parquet_bytes(path: &Path, batch: &RecordBatch, props: WriterProperties) -> Result<Vec<u8>> {
     let err = |source| StoreError::Parquet {
         path: path.to_path_buf(),
         source,
     };
     let mut buf = Vec::new();
-    let mut w = ArrowWriter::try_new(&mut buf, batch.schema(), Some(props)).map_err(err)?;
-    w.write(batch).map_err(err)?;
-    w.close().map_err(err)?;
+    if props.max_row_group_bytes().is_some() {
+        // Row groups cut by size: leave the cutting to the writer itself.
+        let mut w = ArrowWriter::try_new(&mut buf, batch.schema(), Some(props)).map_err(err)?;
+        w.write(batch).map_err(err)?;
+        w.close().map_err(err)?;
+        return Ok(buf);
+    }
+    let rows_per_group = props.max_row_group_row_count().unwrap_or(usize::MAX).max(1);
+    let (mut writer, factory) = ArrowWriter::try_new(&mut buf, batch.schema(), Some(props))
+        .and_then(ArrowWriter::into_serialized_writer)
+        .map_err(err)?;
+    let schema = batch.schema();
+    let mut start = 0;
+    let mut group = 0;
+    while start < batch.num_rows() {
+        let rows = rows_per_group.min(batch.num_rows() - start);
+        let slice = batch.slice(start, rows);
+        let writers = factory.create_column_writers(group).map_err(err)?;
+        let chunks: Vec<ArrowColumnChunk> = writers
+            .into_par_iter()
+            .zip(slice.columns().par_iter().zip(schema.fields().par_iter()))
+            .map(|(mut w, (array, field))| {
+                for leaf in compute_leaves(field, array)? {
+                    w.write(&leaf)?;
+                }
+                w.close()
+            })
+            .collect::<std::result::Result<_, _>>()
+            .map_err(err)?;
+        let mut rg = writer.next_row_group().map_err(err)?;
+        for chunk in chunks {
+            chunk.append_to_row_group(&mut rg).map_err(err)?;
+        }
+        rg.close().map_err(err)?;
+        start += rows;
+        group += 1;
+    }
+    writer.close().map_err(err)?;
     Ok(buf)
 }
 
