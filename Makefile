@@ -50,7 +50,8 @@ lint:
 fmt:
 	$(CARGO) fmt --all
 
-# Benchmarks run the release build without the reporting layer (no DuckDB to link).
+# Benchmarks run the release build without the reporting layer (no DuckDB to link): whole
+# solves side by side with ../shared/reference (reports/bench/solve.md), then micro-benchmarks.
 bench:
 	bash benches/solve.sh
 	$(CARGO) bench --no-default-features --bench index --bench solver

@@ -1,46 +1,87 @@
 #!/usr/bin/env bash
-# Times full solves (forward, backward and writing every file) with the release build and
-# records the median wall time and the peak resident memory into reports/bench/.
-# Usage: benches/solve.sh [RUNS] [BOARD...]   (default: 5 runs of 3x3)
+# Times whole solves side by side with the plain C++ reference solver (../shared/reference),
+# alternating runs of ours and the baseline (A B A B …) so that both see the same machine at
+# the same moment, and records medians, their ratio, CPU/wall and peak memory into
+# reports/bench/solve.md.
+#
+# Usage: benches/solve.sh [PAIRS]   (default 3 pairs; each pair is one run of each solver)
+#
+# Ours: the release build without the reporting layer, `age2048 solve --board 3x3` into a fresh
+# data directory (Parquet, indexes, manifest written). The reference: `oracle2048 3 3 --samples
+# 0` (six variants valued in one backward pass, CSV summaries only). Then ours alone on 3x3
+# goal-1024 and 4x4 goal-16. Timings never go into tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-runs=${1:-5}; shift || true
-boards=${*:-3x3}
+pairs=${1:-3}
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/age2048/target}"
 cargo build --release --no-default-features --bin age2048 >&2
-bin="$CARGO_TARGET_DIR/release/age2048"
+ours="$CARGO_TARGET_DIR/release/age2048"
+ref_src=../shared/reference/oracle2048.cpp
+ref="$CARGO_TARGET_DIR/oracle2048"
+if [ ! -x "$ref" ] || [ "$ref_src" -nt "$ref" ]; then
+  g++ -O2 -std=c++17 -pthread -o "$ref" "$ref_src"
+fi
 out=reports/bench
 mkdir -p "$out"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+
+# run NAME CMD… : one timed run; appends "wall user sys maxrss_kb" to $tmp/NAME
+run() {
+  local name=$1; shift
+  rm -rf "$tmp/data" "$tmp/ref-out"
+  /usr/bin/time -f "%e %U %S %M" -o "$tmp/t" "$@" > /dev/null 2>&1
+  cat "$tmp/t" >> "$tmp/$name"
+}
+
+# stats NAME : "median_wall min max median_cpu median_rss_MB cpu/wall"
+stats() {
+  python3 - "$tmp/$1" <<'EOF'
+import sys, statistics as st
+rows = [list(map(float, l.split())) for l in open(sys.argv[1]) if l.strip()]
+wall = [r[0] for r in rows]; cpu = [r[1] + r[2] for r in rows]; rss = [r[3] / 1024 for r in rows]
+print(f"{st.median(wall):.2f} {min(wall):.2f} {max(wall):.2f} {st.median(cpu):.2f} "
+      f"{st.median(rss):.0f} {st.median([c / w for c, w in zip(cpu, wall)]):.2f}")
+EOF
+}
+
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+for i in $(seq "$pairs"); do
+  run ours "$ours" solve --board 3x3 --data "$tmp/data" --quiet
+  run ref "$ref" 3 3 --samples 0 --out "$tmp/ref-out"
+done
+run goal1024 "$ours" solve --board 3x3 --variant goal-1024 --data "$tmp/data" --quiet
+run goal1024 "$ours" solve --board 3x3 --variant goal-1024 --data "$tmp/data" --quiet
+run goal1024 "$ours" solve --board 3x3 --variant goal-1024 --data "$tmp/data" --quiet
+run g16 "$ours" solve --board 4x4 --variant goal-16 --data "$tmp/data" --quiet
+run g16 "$ours" solve --board 4x4 --variant goal-16 --data "$tmp/data" --quiet
+run g16 "$ours" solve --board 4x4 --variant goal-16 --data "$tmp/data" --quiet
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+
+read -r o_med o_min o_max o_cpu o_rss o_par <<< "$(stats ours)"
+read -r r_med r_min r_max r_cpu r_rss r_par <<< "$(stats ref)"
+read -r g_med g_min g_max g_cpu g_rss g_par <<< "$(stats goal1024)"
+read -r f_med f_min f_max f_cpu f_rss f_par <<< "$(stats g16)"
+ratio=$(python3 -c "print(f'{$r_med / $o_med:.2f}')")
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
 {
   echo "# Solve benchmark"
   echo
-  echo "Release build (\`cargo build --release --no-default-features\`), \`age2048 solve --board B\`"
-  echo "into a fresh data directory, $runs runs each; wall time and peak RSS from /usr/bin/time."
-  echo "Machine: $(nproc) cores, $cpu, $(free -g | awk '/Mem:/{print $2}') GiB; load average before the runs: $(cut -d' ' -f1-3 /proc/loadavg); $(date -u +%Y-%m-%d)."
+  echo "\`make bench\` (\`benches/solve.sh $pairs\`), $(date -u +%Y-%m-%d). Machine: $(nproc) cores, $cpu,"
+  echo "$(free -g | awk '/Mem:/{print $2}') GiB; load average before $load_before, after $load_after."
   echo
-  echo "| board | variant | runs | median wall (s) | min (s) | max (s) | median peak RSS (MB) |"
-  echo "|---|---|---|---|---|---|---|"
-} > "$tmp/report.md"
-for b in $boards; do
-  for v in expectation goal-1024; do
-    [ "$b" = 3x3 ] || [ "$v" = expectation ] || continue
-    : > "$tmp/times"
-    for i in $(seq "$runs"); do
-      rm -rf "$tmp/data"
-      /usr/bin/time -f "%e %M" -o "$tmp/t" "$bin" solve --board "$b" --variant "$v" --data "$tmp/data" --quiet 2>/dev/null
-      cat "$tmp/t" >> "$tmp/times"
-    done
-    n=$(wc -l < "$tmp/times")
-    mid=$(( (n + 1) / 2 ))
-    t_med=$(cut -d' ' -f1 "$tmp/times" | sort -n | sed -n "${mid}p")
-    t_min=$(cut -d' ' -f1 "$tmp/times" | sort -n | head -1)
-    t_max=$(cut -d' ' -f1 "$tmp/times" | sort -n | tail -1)
-    m_med=$(cut -d' ' -f2 "$tmp/times" | sort -n | sed -n "${mid}p")
-    echo "| $b | $v | $n | $t_med | $t_min | $t_max | $(( m_med / 1024 )) |" >> "$tmp/report.md"
-  done
-done
-cp "$tmp/report.md" "$out/solve.md"
+  echo "Ours: \`age2048 solve --board 3x3\` (release, no reporting layer; Parquet, indexes and manifest"
+  echo "written, fresh directory). Reference: \`oracle2048 3 3 --samples 0\` from ../shared/reference"
+  echo "(\`g++ -O2\`, 2 threads, six variants, CSV summaries only). Runs alternate ours/reference,"
+  echo "$pairs pairs; medians over the runs; CPU = user + system."
+  echo
+  echo "| solve | runs | median wall (s) | min | max | median CPU (s) | CPU/wall | median peak RSS (MB) |"
+  echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+  echo "| 3x3 expectation, ours | $pairs | $o_med | $o_min | $o_max | $o_cpu | $o_par | $o_rss |"
+  echo "| 3x3, reference solver | $pairs | $r_med | $r_min | $r_max | $r_cpu | $r_par | $r_rss |"
+  echo "| 3x3 goal-1024, ours | 3 | $g_med | $g_min | $g_max | $g_cpu | $g_par | $g_rss |"
+  echo "| 4x4 goal-16, ours | 3 | $f_med | $f_min | $f_max | $f_cpu | $f_par | $f_rss |"
+  echo
+  echo "Wall-time ratio, reference / ours (3x3, medians of paired runs): **$ratio**."
+} > "$out/solve.md"
 cat "$out/solve.md"
