@@ -84,7 +84,7 @@ pub fn expand(game: &Game, class: &ForwardClass, states: &[u64]) -> Vec<u64> {
             out
         })
         .collect();
-    layer::sort_dedup(raw.concat())
+    layer::sort_dedup_pieces(raw)
 }
 
 /// States spawned from a layer of afterstates: `(age + 2, age + 4)` layers.
@@ -122,8 +122,8 @@ pub fn spawn(game: &Game, class: &ForwardClass, afterstates: &[u64]) -> (Vec<u64
         .collect();
     let (two, four): (Vec<Vec<u64>>, Vec<Vec<u64>>) = parts.into_iter().unzip();
     (
-        layer::sort_dedup(two.concat()),
-        layer::sort_dedup(four.concat()),
+        layer::sort_dedup_pieces(two),
+        layer::sort_dedup_pieces(four),
     )
 }
 

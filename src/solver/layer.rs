@@ -6,6 +6,8 @@
 //! hundred thousand ids misses cache at every late step, so lookups go through [`RankIndex`],
 //! an open-addressing table built once per layer (one or two cache lines a lookup).
 
+use rayon::prelude::*;
+
 /// Below this many ids a comparison sort beats the radix sort's fixed costs.
 const RADIX_MIN: usize = 1 << 12;
 
@@ -23,6 +25,67 @@ pub fn sort_dedup(mut ids: Vec<u64>) -> Vec<u64> {
     let (a, b) = ids.split_at_mut(mid);
     rayon::join(|| radix_sort(a), || radix_sort(b));
     merge_dedup(&ids[..mid], &ids[mid..])
+}
+
+/// Sorts and deduplicates ids given in pieces (as parallel tasks produce them), in parallel
+/// throughout: a sample of the ids picks splitters, every piece is cut into the ranges between
+/// them, and each range is gathered, radix-sorted and deduplicated on its own. The ranges are
+/// disjoint and in order, so their concatenation is the sorted layer (the same whatever the
+/// number of threads).
+pub fn sort_dedup_pieces(pieces: Vec<Vec<u64>>) -> Vec<u64> {
+    let n: usize = pieces.iter().map(Vec::len).sum();
+    let ranges = (rayon::current_num_threads() * 4).max(1);
+    if n < RADIX_MIN * ranges {
+        return sort_dedup(pieces.concat());
+    }
+    // Splitters: every k-th id of a strided sample, sorted.
+    let stride = (n / (ranges * 64)).max(1);
+    let mut sample: Vec<u64> = pieces
+        .iter()
+        .flat_map(|p| p.iter().step_by(stride).copied())
+        .collect();
+    sample.sort_unstable();
+    sample.dedup();
+    let splitters: Vec<u64> = (1..ranges)
+        .map(|j| sample[j * sample.len() / ranges])
+        .collect();
+    let splitters = {
+        let mut s = splitters;
+        s.dedup();
+        s
+    };
+    let k = splitters.len() + 1;
+    // Cut each piece into the k ranges.
+    let cut: Vec<Vec<Vec<u64>>> = pieces
+        .into_par_iter()
+        .map(|piece| {
+            let mut out = vec![Vec::with_capacity(piece.len() / k + 16); k];
+            for x in piece {
+                out[splitters.partition_point(|&s| s <= x)].push(x);
+            }
+            out
+        })
+        .collect();
+    // Gather, sort and deduplicate each range.
+    let sorted: Vec<Vec<u64>> = (0..k)
+        .into_par_iter()
+        .map(|j| {
+            let mut v: Vec<u64> = Vec::with_capacity(cut.iter().map(|c| c[j].len()).sum());
+            for c in &cut {
+                v.extend_from_slice(&c[j]);
+            }
+            radix_sort(&mut v);
+            v.dedup();
+            v
+        })
+        .collect();
+    debug_assert!(sorted
+        .windows(2)
+        .all(|w| match (w[0].last(), w[1].first()) {
+            (Some(a), Some(b)) => a < b,
+            _ => true,
+        }));
+    sorted.concat()
 }
 
 /// LSD radix sort in place (with one scratch buffer).
@@ -249,6 +312,29 @@ mod tests {
             expect.sort_unstable();
             expect.dedup();
             assert_eq!(sort_dedup(v), expect, "n={n} bits={bits}");
+        }
+    }
+
+    #[test]
+    fn sort_dedup_pieces_agrees_with_std() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(9);
+        for (pieces, n, bits) in [
+            (1usize, 10usize, 8u32),
+            (7, 100_000, 36),
+            (33, 20_000, 12),
+            (5, 300_000, 64),
+        ] {
+            let ps: Vec<Vec<u64>> = (0..pieces)
+                .map(|_| (0..n).map(|_| rng.gen::<u64>() >> (64 - bits)).collect())
+                .collect();
+            let mut expect = ps.concat();
+            expect.sort_unstable();
+            expect.dedup();
+            assert_eq!(
+                sort_dedup_pieces(ps),
+                expect,
+                "{pieces} pieces of {n}, {bits} bits"
+            );
         }
     }
 

@@ -157,25 +157,47 @@ fn solve_class(
             }
             None => Start::Fresh,
         };
-        let mut checkpoint = Instant::now();
-        let last = forward::run(game, class, start, |layer: AgeLayer| {
-            work.save_layers(layer.age, &layer.states, &layer.afterstates)?;
-            fwd.min_age = Some(fwd.min_age.map_or(layer.age, |m| m.min(layer.age)));
-            fwd.done_age = Some(layer.age);
-            if checkpoint.elapsed() >= CHECKPOINT {
-                // The layers so far reach the disk before the progress that vouches for them.
-                fwd.seconds = base_seconds + t.elapsed().as_secs_f64();
-                store.sync()?;
-                work.write_json("forward.json", &fwd)?;
-                checkpoint = Instant::now();
-            }
-            on_event(Event::Forward {
-                age: layer.age,
-                states: layer.states.len(),
-                afterstates: layer.afterstates.len(),
+        // Layers are saved on their own thread while the pass goes on to the next age.
+        let (tx, rx) = std::sync::mpsc::sync_channel::<AgeLayer>(2);
+        let progress = &mut fwd;
+        let work = &work;
+        let (last, saved) = std::thread::scope(|scope| {
+            let saver = scope.spawn(move || -> Result<()> {
+                let mut checkpoint = Instant::now();
+                for layer in rx {
+                    work.save_layers(layer.age, &layer.states, &layer.afterstates)?;
+                    progress.min_age =
+                        Some(progress.min_age.map_or(layer.age, |m| m.min(layer.age)));
+                    progress.done_age = Some(layer.age);
+                    if checkpoint.elapsed() >= CHECKPOINT {
+                        // The layers so far reach the disk before the progress that vouches
+                        // for them.
+                        progress.seconds = base_seconds + t.elapsed().as_secs_f64();
+                        store.sync()?;
+                        work.write_json("forward.json", &*progress)?;
+                        checkpoint = Instant::now();
+                    }
+                    on_event(Event::Forward {
+                        age: layer.age,
+                        states: layer.states.len(),
+                        afterstates: layer.afterstates.len(),
+                    });
+                }
+                Ok(())
             });
-            Ok(())
-        })?;
+            let last = forward::run(game, class, start, |layer: AgeLayer| {
+                tx.send(layer)
+                    .map_err(|_| SolveError::Internal("the layer saver stopped".into()))
+            });
+            drop(tx);
+            let saved = saver
+                .join()
+                .unwrap_or_else(|_| Err(SolveError::Internal("the layer saver panicked".into())));
+            (last, saved)
+        });
+        // The saver's own error says more than the pass's "the saver stopped".
+        saved?;
+        let last = last?;
         fwd.done_age = Some(last);
         fwd.complete = true;
         fwd.seconds = base_seconds + t.elapsed().as_secs_f64();
