@@ -12,6 +12,7 @@
 //! reproducible bit for bit.
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use rayon::prelude::*;
 
@@ -56,7 +57,8 @@ impl Default for StateRec {
 /// A layer of states with its values, kept while younger ages need it.
 pub struct Level {
     pub age: u32,
-    pub ids: Vec<u64>,
+    /// Shared with the age's output, which the writer stores meanwhile (no copy).
+    pub ids: Arc<Vec<u64>>,
     index: RankIndex,
     /// `values[i * k + v]`: value of state `i` under variant `v`.
     pub values: Vec<f64>,
@@ -67,7 +69,7 @@ impl Level {
         let index = RankIndex::new(&ids);
         Level {
             age,
-            ids,
+            ids: Arc::new(ids),
             index,
             values,
         }
@@ -77,15 +79,16 @@ impl Level {
     }
 }
 
-/// Everything the pass found at one age, for all variants (`k` of them, interleaved).
-pub struct AgeOutput<'a> {
+/// Everything the pass found at one age, for all variants (`k` of them, interleaved), handed
+/// over (not copied) to whoever stores it.
+pub struct AgeOutput {
     pub age: u32,
-    pub states: &'a [u64],
-    pub afterstates: &'a [u64],
+    pub states: Arc<Vec<u64>>,
+    pub afterstates: Vec<u64>,
     /// `state_recs[i * k + v]`.
-    pub state_recs: &'a [StateRec],
+    pub state_recs: Vec<StateRec>,
     /// `after_values[i * k + v]`.
-    pub after_values: &'a [f64],
+    pub after_values: Vec<f64>,
 }
 
 /// The backward pass over ages `max_age, max_age - 2, …, min_age`.
@@ -127,7 +130,7 @@ impl<'g> Backward<'g> {
         min_age: u32,
         next: Option<(Level, Level)>,
         mut load: impl FnMut(u32) -> Result<(Vec<u64>, Vec<u64>)>,
-        mut sink: impl FnMut(&AgeOutput, &Level) -> Result<()>,
+        mut sink: impl FnMut(AgeOutput, &Level) -> Result<()>,
     ) -> Result<()> {
         let (mut next2, mut next4) =
             next.unwrap_or_else(|| (Level::empty(top + 2), Level::empty(top + 4)));
@@ -142,12 +145,12 @@ impl<'g> Backward<'g> {
             let values: Vec<f64> = recs.iter().map(|r| r.value).collect();
             let level = Level::new(age, states, values);
             sink(
-                &AgeOutput {
+                AgeOutput {
                     age,
-                    states: &level.ids,
-                    afterstates: &afterstates,
-                    state_recs: &recs,
-                    after_values: &after_values,
+                    states: level.ids.clone(),
+                    afterstates,
+                    state_recs: recs,
+                    after_values,
                 },
                 &level,
             )?;

@@ -43,7 +43,7 @@ pub fn start_values(game: &Game, variant: &Variant) -> Result<HashMap<u64, f64>>
         min_age,
         None,
         |age| Ok(layers.remove(&age).unwrap_or_default()),
-        |o: &AgeOutput, level: &Level| {
+        |o: AgeOutput, level: &Level| {
             if o.age <= 8 {
                 out.extend(level.ids.iter().copied().zip(level.values.iter().copied()));
             }

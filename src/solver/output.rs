@@ -84,9 +84,13 @@ pub fn write_age(
                     path: index_path.clone(),
                     source,
                 };
-                let (bytes, s) =
-                    encode_age_index_with_stats(&meta, out.states, out.afterstates, &after_values)
-                        .map_err(index_err)?;
+                let (bytes, s) = encode_age_index_with_stats(
+                    &meta,
+                    &out.states,
+                    &out.afterstates,
+                    &after_values,
+                )
+                .map_err(index_err)?;
                 let entry = IndexEntry {
                     file: store.relative(&index_path),
                     file_bytes: s.file_bytes,

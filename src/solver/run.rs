@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::backward::{AgeOutput, Backward, Level, StateRec};
+use super::backward::{AgeOutput, Backward, Level};
 use super::forward::{self, AgeLayer, Start};
 use super::output::write_age;
 use super::{Result, SolveError};
@@ -260,7 +260,7 @@ fn solve_class(
         on_event(Event::BackwardStart { top, min_age });
         // Writing an age (Parquet, index, digests) runs on its own thread while the pass
         // values the next age; the age's record is written only after its files.
-        let (tx, rx) = std::sync::mpsc::sync_channel::<AgeJob>(2);
+        let (tx, rx) = std::sync::mpsc::sync_channel::<AgeOutput>(2);
         let bwd = &mut bwd;
         let work = &work;
         let (run, written) = std::thread::scope(|scope| {
@@ -292,17 +292,11 @@ fn solve_class(
                         Ok(())
                     };
                 for job in rx {
-                    let out = AgeOutput {
-                        age: job.age,
-                        states: &job.states,
-                        afterstates: &job.afterstates,
-                        state_recs: &job.state_recs,
-                        after_values: &job.after_values,
-                    };
+                    let out = &job;
                     let written: Vec<(AgeStats, Vec<FileEntry>)> = variants
                         .par_iter()
                         .enumerate()
-                        .map(|(vi, v)| write_age(store, game, &out, k, vi, v))
+                        .map(|(vi, v)| write_age(store, game, out, k, vi, v))
                         .collect::<Result<_>>()?;
                     let values: Vec<f64> = job.state_recs.iter().map(|r| r.value).collect();
                     work.save_values(job.age, &values)?;
@@ -328,15 +322,8 @@ fn solve_class(
                 min_age,
                 next,
                 |age| Ok(work.load_layers(age)?),
-                |out: &AgeOutput, _level: &Level| {
-                    let job = AgeJob {
-                        age: out.age,
-                        states: out.states.to_vec(),
-                        afterstates: out.afterstates.to_vec(),
-                        state_recs: out.state_recs.to_vec(),
-                        after_values: out.after_values.to_vec(),
-                    };
-                    tx.send(job)
+                |out: AgeOutput, _level: &Level| {
+                    tx.send(out)
                         .map_err(|_| SolveError::Internal("the writer stopped".into()))
                 },
             );
@@ -417,15 +404,6 @@ fn solve_class(
     }
     work.remove()?;
     Ok(manifests)
-}
-
-/// One finished age of the backward pass, owned, on its way to the writer thread.
-struct AgeJob {
-    age: u32,
-    states: Vec<u64>,
-    afterstates: Vec<u64>,
-    state_recs: Vec<StateRec>,
-    after_values: Vec<f64>,
 }
 
 /// Per variant: (value from two 2-tiles, value over the real initial distribution).
