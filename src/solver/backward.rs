@@ -174,11 +174,35 @@ impl<'g> Backward<'g> {
         let mut out = vec![0.0f64; afterstates.len() * k];
         let missing = AtomicBool::new(false);
         let game = self.game;
-        let class = self.class;
-        let cells = game.cells();
         out.par_chunks_mut(k * CHUNK)
             .zip(afterstates.par_chunks(CHUNK))
-            .for_each(|(vals, ids)| {
+            .for_each(|(vals, ids)| self.afterstate_chunk(ids, vals, next2, next4, &missing));
+        if missing.load(Ordering::Relaxed) {
+            return Err(SolveError::Inconsistent {
+                board: game.shape().to_string(),
+                age,
+                step: "spawn",
+            });
+        }
+        Ok(out)
+    }
+
+    /// The afterstate values of one chunk of afterstates (named, so profiles can tell it apart).
+    #[inline(never)]
+    fn afterstate_chunk(
+        &self,
+        ids: &[u64],
+        vals: &mut [f64],
+        next2: &Level,
+        next4: &Level,
+        missing: &AtomicBool,
+    ) {
+        let k = self.k();
+        let game = self.game;
+        let class = self.class;
+        let cells = game.cells();
+        {
+            {
                 // Per-variant accumulators: sum (expectation) or extremes per tile value.
                 let mut acc = vec![[0.0f64; 2]; k];
                 for (j, &a) in ids.iter().enumerate() {
@@ -276,15 +300,8 @@ impl<'g> Backward<'g> {
                         };
                     }
                 }
-            });
-        if missing.load(Ordering::Relaxed) {
-            return Err(SolveError::Inconsistent {
-                board: game.shape().to_string(),
-                age,
-                step: "spawn",
-            });
+            }
         }
-        Ok(out)
     }
 
     fn state_records(
@@ -298,10 +315,36 @@ impl<'g> Backward<'g> {
         let mut out = vec![StateRec::default(); states.len() * k];
         let missing = AtomicBool::new(false);
         let game = self.game;
-        let class = self.class;
         out.par_chunks_mut(k * CHUNK)
             .zip(states.par_chunks(CHUNK))
             .for_each(|(recs, ids)| {
+                self.state_chunk(ids, recs, after_index, after_values, &missing)
+            });
+        if missing.load(Ordering::Relaxed) {
+            return Err(SolveError::Inconsistent {
+                board: game.shape().to_string(),
+                age,
+                step: "move",
+            });
+        }
+        Ok(out)
+    }
+
+    /// The records of one chunk of states (named, so profiles can tell it apart).
+    #[inline(never)]
+    fn state_chunk(
+        &self,
+        ids: &[u64],
+        recs: &mut [StateRec],
+        after_index: &RankIndex,
+        after_values: &[f64],
+        missing: &AtomicBool,
+    ) {
+        let k = self.k();
+        let game = self.game;
+        let class = self.class;
+        {
+            {
                 let mut best = vec![(f64::NEG_INFINITY, f64::NEG_INFINITY, NO_MOVE); k];
                 for (j, &s) in ids.iter().enumerate() {
                     let r = &mut recs[j * k..(j + 1) * k];
@@ -348,14 +391,7 @@ impl<'g> Backward<'g> {
                         };
                     }
                 }
-            });
-        if missing.load(Ordering::Relaxed) {
-            return Err(SolveError::Inconsistent {
-                board: game.shape().to_string(),
-                age,
-                step: "move",
-            });
+            }
         }
-        Ok(out)
     }
 }
