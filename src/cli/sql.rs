@@ -113,7 +113,15 @@ fn run_all(
 /// (the command still fails at the end).
 fn run_sql(a: &SqlArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let store = Store::open(&a.data)?;
-    let conn = catalog::open(&store)?;
+    let (conn, contents) = catalog::open_with_contents(&store)?;
+    for p in &contents.unfinished {
+        say(&format!(
+            "note: not shown: board {}, variant {} is unfinished ({})",
+            p.board,
+            p.variant,
+            store.root().join(&p.path).display()
+        ));
+    }
     let format = a.format;
     match (&a.query, &a.file) {
         (Some(q), _) => run_all(&conn, &split_statements(q), format, out),

@@ -93,8 +93,11 @@ pub fn solve(
     Ok(manifests)
 }
 
-/// The manifests of a finished solve of these variants (same group and layout, every listed
-/// file present with its size), so that solving again is a no-op; `None` otherwise.
+/// The manifests of a finished solve of these variants (same group and layout, and the
+/// store's cheap check clean: the manifest matches the layout, every listed file is there with
+/// its size, no unlisted file lies in its partitions), so that solving again is a no-op;
+/// `None` otherwise, and the class is solved again. Digests are not computed here (that reads
+/// every byte): `solve --verify` checks them first and clears a damaged solve.
 fn already_solved(
     store: &Store,
     shape: Shape,
@@ -103,11 +106,19 @@ fn already_solved(
 ) -> Option<Vec<Manifest>> {
     let mut out = Vec::new();
     for v in variants {
-        let m = store.read_manifest(shape, &v.name()).ok()?;
+        let name = v.name();
+        let m = store.read_manifest(shape, &name).ok()?;
         if m.symmetry != group.name() || m.layout_version != LAYOUT_VERSION {
             return None;
         }
-        if !store.files_present(&m) {
+        let problems = crate::store::verify::check_manifest(
+            store,
+            shape,
+            &name,
+            &m,
+            crate::store::verify::Depth::Sizes,
+        );
+        if !problems.is_empty() {
             return None;
         }
         out.push(m);

@@ -21,6 +21,10 @@ use std::path::{Path, PathBuf};
 
 use crate::rules::Shape;
 
+/// The folders holding `board=B/variant=V` partitions: every file of a solved board and
+/// variant but its manifest lies in one of them.
+pub const VARIANT_FOLDERS: [&str; 4] = ["states", "afterstates", "ages", "index"];
+
 /// The name of every Parquet part (one per partition).
 pub const PART: &str = "part-0.parquet";
 
@@ -92,6 +96,15 @@ impl Layout {
             .join(table)
             .join(kv("board", &board.to_string()))
             .join(kv("variant", variant))
+    }
+
+    /// The existing partition folders of a board and variant (see [`VARIANT_FOLDERS`]).
+    pub fn variant_dirs(&self, board: Shape, variant: &str) -> Vec<PathBuf> {
+        VARIANT_FOLDERS
+            .iter()
+            .map(|t| self.partition(t, board, variant))
+            .filter(|d| d.is_dir())
+            .collect()
     }
 
     pub fn states_file(&self, board: Shape, variant: &str, age: u32) -> PathBuf {

@@ -6,7 +6,9 @@
 //! - [`parquet`]: the Parquet writers, and a reader of named columns;
 //! - [`manifest`]: the manifest of a solved board and variant;
 //! - [`work`]: the work files of an unfinished solve;
-//! - [`atomic`]: the one durable, atomic way a file reaches the disk.
+//! - [`atomic`]: the one durable, atomic way a file reaches the disk;
+//! - [`lock`]: one writer per data directory (an advisory lock on `DIR/.lock`);
+//! - [`verify`]: the files of every solve against its manifest (sizes, digests, layout).
 //!
 //! The solver and the readers reach the disk only through here (the query room memory-maps
 //! the index files the layout names).
@@ -14,9 +16,11 @@
 pub mod atomic;
 mod error;
 pub mod layout;
+pub mod lock;
 pub mod manifest;
 pub mod parquet;
 pub mod schema;
+pub mod verify;
 pub mod work;
 
 use std::fs;
@@ -95,7 +99,7 @@ impl Store {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(StoreError::io(&m, e)),
         }
-        for table in ["states", "afterstates", "ages", "index"] {
+        for table in layout::VARIANT_FOLDERS {
             let dir = self.layout.partition(table, board, variant);
             match fs::remove_dir_all(&dir) {
                 Ok(()) => {}
