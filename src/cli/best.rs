@@ -82,9 +82,8 @@ pub fn run(a: &BestArgs) -> Result<(), CliError> {
         let mut ev = tb.evaluate(code, &text)?;
         if !variant.scored() {
             // Probabilities: shown in [0, 1] whatever the rounding of the sums behind them.
-            let clamp = |x: f64| x.clamp(0.0, 1.0);
-            ev.value = clamp(ev.value);
-            ev.q = ev.q.map(|q| q.map(clamp));
+            ev.value = ev.value.clamp(0.0, 1.0);
+            ev.q = ev.q.map(|q| q.map(|x| x.clamp(0.0, 1.0)));
         }
         rows.push((text, ev));
     }

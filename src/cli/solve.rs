@@ -45,8 +45,9 @@ pub struct SolveArgs {
     /// If another process is solving in DIR, wait for it instead of exiting with status 2.
     #[arg(long)]
     pub wait: bool,
-    /// Check the SHA-256 of every file of a finished solve before reusing it, and solve a
-    /// damaged one again (without it, reuse checks only the manifest and the files' sizes).
+    /// Check the SHA-256 of every file of a finished solve before reusing it (without it,
+    /// only the files changed since their digests were last checked are hashed); a damaged
+    /// solve is solved again either way.
     #[arg(long)]
     pub verify: bool,
 }
@@ -79,9 +80,12 @@ pub fn run(a: &SolveArgs) -> Result<(), CliError> {
     })?;
     if !cfg.force {
         one_group_per_board(&store, &cfg)?;
-        if a.verify {
-            clear_damaged(&store, &cfg)?;
-        }
+        let depth = if a.verify {
+            Depth::Digests
+        } else {
+            Depth::Changed
+        };
+        clear_damaged(&store, &cfg, depth)?;
     }
     let t = Instant::now();
     let progress = Progress::new(a.quiet);
@@ -111,7 +115,7 @@ fn one_group_per_board(store: &Store, cfg: &SolveConfig) -> Result<(), CliError>
                 board,
                 variant: p.variant,
                 existing: m.symmetry,
-                wanted: cfg.group.name().to_string(),
+                wanted: cfg.group.name(),
             }
             .into());
         }
@@ -119,15 +123,15 @@ fn one_group_per_board(store: &Store, cfg: &SolveConfig) -> Result<(), CliError>
     Ok(())
 }
 
-/// `--verify`: checks every byte of the finished solves this run would reuse, and clears the
-/// damaged ones so that they are solved again.
-fn clear_damaged(store: &Store, cfg: &SolveConfig) -> Result<(), CliError> {
+/// Checks the finished solves this run would reuse (every byte with `--verify`, else the files
+/// changed since they were sealed), and clears the damaged ones so that they are solved again.
+fn clear_damaged(store: &Store, cfg: &SolveConfig, depth: Depth) -> Result<(), CliError> {
     for v in &cfg.variants {
         let name = v.name();
-        if store.read_manifest(cfg.shape, &name).is_err() {
-            continue;
+        if !store.layout().manifest_file(cfg.shape, &name).exists() {
+            continue; // not solved, or unfinished: the solve resumes it
         }
-        let problems = check_variant(store, cfg.shape, &name, Depth::Digests);
+        let problems = check_variant(store, cfg.shape, &name, depth);
         if problems.is_empty() {
             continue;
         }
@@ -171,6 +175,13 @@ impl Progress {
 
     fn event(&self, shape: Shape, e: Event) {
         match (self, e) {
+            // Damage is told even with --quiet: it explains a solve that takes longer.
+            (Progress::Bar(bar), Event::Damaged { problem, redo }) => {
+                bar.println(format!("work file damaged: {problem}: {redo}"))
+            }
+            (_, Event::Damaged { problem, redo }) => {
+                say(&format!("work file damaged: {problem}: {redo}"))
+            }
             (Progress::Quiet, _) => {}
             (
                 Progress::Plain,

@@ -34,7 +34,8 @@ pub struct VerifyArgs {
     /// Probability of a 4 of the variant (as for `solve`).
     #[arg(long)]
     pub p4: Option<String>,
-    /// Only the cheap check readers make: manifests and file sizes, no file read.
+    /// Only the cheap check readers make: manifests, file sizes, and the SHA-256 of the files
+    /// changed since their digests were last checked (by `solve` or `verify`).
     #[arg(long)]
     pub quick: bool,
     /// Worker threads for hashing (default: all cores).
@@ -60,7 +61,7 @@ pub fn run(a: &VerifyArgs) -> Result<(), CliError> {
     set_threads(a.threads)?;
     let filter = Filter { board, variant };
     let depth = if a.quick {
-        Depth::Sizes
+        Depth::Changed
     } else {
         Depth::Digests
     };
@@ -111,6 +112,7 @@ pub fn run(a: &VerifyArgs) -> Result<(), CliError> {
         summary.bytes as f64 / 1e6,
         match depth {
             Depth::Sizes => "manifests and sizes",
+            Depth::Changed => "manifests, sizes and SHA-256 of changed files",
             Depth::Digests => "manifests, sizes and SHA-256",
         },
         t.elapsed().as_secs_f64(),

@@ -60,7 +60,7 @@ pub enum StoreError {
         board: String,
         variant: String,
         existing: String,
-        wanted: String,
+        wanted: &'static str,
     },
     /// The data directory holds no finished solve of this board and variant.
     #[error("no solved data for board {board}, variant {variant} in {} (run `age2048 solve --board {board} --variant {variant}` first)", dir.display())]

@@ -9,6 +9,7 @@
 //! manifest/board=B/variant=V.json
 //! .work/board=B/<forward class>/          work files of an unfinished solve
 //! .lock                                    held by the process writing the directory
+//! .seals/board=B/variant=V.json            when each file's SHA-256 was last checked
 //! ```
 //!
 //! Partition values are written the way Hive (and DuckDB, and Polars) read them: characters
@@ -154,6 +155,15 @@ impl Layout {
 
     pub fn lock_file(&self) -> PathBuf {
         self.root.join(".lock")
+    }
+
+    /// The seal of a solved board and variant: the file status (size, inode, times) of each
+    /// of its files when its SHA-256 was last found right (see `store::verify`).
+    pub fn seal_file(&self, board: Shape, variant: &str) -> PathBuf {
+        self.root
+            .join(".seals")
+            .join(kv("board", &board.to_string()))
+            .join(format!("{}.json", kv("variant", variant)))
     }
 
     /// Path relative to the data directory, with `/` separators (as in manifests).

@@ -73,8 +73,12 @@ impl Store {
         manifest::read(&self.layout, board, variant)
     }
 
+    /// Writes the manifest of a finished solve (last, atomically), then seals its files: a
+    /// reader hashes again only the files changed since (see [`verify`]).
     pub fn write_manifest(&self, board: Shape, m: &Manifest) -> Result<String> {
-        manifest::write(&self.layout, board, m)
+        let digest = manifest::write(&self.layout, board, m)?;
+        verify::seal(self, board, m);
+        Ok(digest)
     }
 
     /// Every manifest of the directory, with the board and variant of its path; a manifest
@@ -93,11 +97,15 @@ impl Store {
     /// Removes the partitions and manifest of one board and variant (before a fresh solve
     /// writes them). The manifest goes first: without it nothing else is trusted.
     pub fn clear_variant(&self, board: Shape, variant: &str) -> Result<()> {
-        let m = self.layout.manifest_file(board, variant);
-        match fs::remove_file(&m) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(StoreError::io(&m, e)),
+        for m in [
+            self.layout.manifest_file(board, variant),
+            self.layout.seal_file(board, variant),
+        ] {
+            match fs::remove_file(&m) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(StoreError::io(&m, e)),
+            }
         }
         for table in layout::VARIANT_FOLDERS {
             let dir = self.layout.partition(table, board, variant);
@@ -108,14 +116,6 @@ impl Store {
             }
         }
         Ok(())
-    }
-
-    /// True if every file the manifest lists is present with its listed size (a cheap check:
-    /// no digest is computed).
-    pub fn files_present(&self, m: &Manifest) -> bool {
-        m.files
-            .iter()
-            .all(|f| fs::metadata(self.root().join(&f.path)).is_ok_and(|md| md.len() == f.bytes))
     }
 
     /// Writes a file durably and atomically; returns its manifest entry.

@@ -1,14 +1,20 @@
 //! Checking a data directory against its manifests: the store's word on whether the files of
 //! a solve are the ones it wrote.
 //!
-//! Two depths. [`Depth::Sizes`] reads no file's bytes: every manifest is checked against the
+//! Three depths. [`Depth::Sizes`] reads no file's bytes: every manifest is checked against the
 //! layout (its board, variant and layout version; it lists exactly the files the layout gives
 //! for its ages, each once; its totals add up), every listed file is there with its size, and
-//! no file of that board and variant is on disk that the manifest does not list. It costs a
-//! `stat` per file, so every reader runs it before trusting a solve and `solve` runs it before
-//! reusing one. [`Depth::Digests`] adds the SHA-256 of every file (in parallel), and the
-//! contents the manifest vouches for: the `ages` table holds the manifest's per-age counts, and
-//! each age's Parquet parts hold as many rows as the `ages` table says.
+//! no file of that board and variant is on disk that the manifest does not list.
+//! [`Depth::Changed`] adds the SHA-256 of every file changed since its digest was last found
+//! right: the *seal* of a board and variant (`.seals/board=B/variant=V.json`, written with the
+//! manifest and after every clean check) holds each file's size, inode, modification and
+//! change times as they were then, and a file whose status differs is hashed again. It costs
+//! a `stat` per file when nothing changed, so every reader runs it before trusting a solve and
+//! `solve` runs it before reusing one: a byte written into a file changes its times, so it is
+//! caught (damage that leaves the times alone, such as a failing disk, takes a full check).
+//! [`Depth::Digests`] hashes every file (in parallel), and checks the contents the manifest
+//! vouches for: the `ages` table holds the manifest's per-age counts, and each age's Parquet
+//! parts hold as many rows as the `ages` table says.
 //!
 //! Over a whole directory ([`check_store`]) it also finds partitions without a manifest (an
 //! unfinished solve: a killed one, or one running now) and boards solved under more than one
@@ -21,6 +27,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::error::{Result, StoreError};
@@ -34,6 +41,8 @@ use crate::rules::Shape;
 pub enum Depth {
     /// Manifests against the layout, files against their listed sizes: no file is read.
     Sizes,
+    /// Also the SHA-256 of every file changed since its digest was last found right.
+    Changed,
     /// Also every file's SHA-256, and the `ages` table against the per-age files.
     Digests,
 }
@@ -228,7 +237,7 @@ fn check_manifest_with(
     }
     if m.layout_version != LAYOUT_VERSION {
         return vec![bad(format!(
-            "layout version {} (this tool writes and reads {LAYOUT_VERSION}): solve it again with --force",
+            "layout version {} (this tool writes and reads {LAYOUT_VERSION}): `age2048 solve` solves it again",
             m.layout_version
         ))];
     }
@@ -291,39 +300,63 @@ fn check_manifest_with(
     }
 
     // Every listed file at its size (and with its digest).
-    let file_problems: Vec<Option<Problem>> = usable
+    let sealed = if depth == Depth::Changed {
+        read_seal(store, shape, variant)
+    } else {
+        Seal::default()
+    };
+    let checked: Vec<(Option<Problem>, Option<Stamp>, bool)> = usable
         .par_iter()
         .map(|f| {
             let p = store.root().join(&f.path);
-            let pb = |what| Some(Problem::new(&board, variant, f.path.clone(), what));
-            let found = match fs::metadata(&p) {
-                Ok(md) if md.is_file() => md.len(),
+            let pb = |what| {
+                (
+                    Some(Problem::new(&board, variant, f.path.clone(), what)),
+                    None,
+                    false,
+                )
+            };
+            let md = match fs::metadata(&p) {
+                Ok(md) if md.is_file() => md,
                 Ok(_) => return pb(What::Missing),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => return pb(What::Missing),
                 Err(e) => return pb(What::Unreadable(e.to_string())),
             };
+            let found = md.len();
             if found != f.bytes {
                 return pb(What::Size {
                     listed: f.bytes,
                     found,
                 });
             }
-            if depth == Depth::Digests {
+            let stamp = Stamp::of(&md, &f.sha256);
+            let hash = match depth {
+                Depth::Sizes => false,
+                Depth::Changed => sealed.files.get(&f.path) != Some(&stamp),
+                Depth::Digests => true,
+            };
+            if hash {
                 match sha256_file(&p, progress) {
                     Ok(d) if d == f.sha256 => {}
                     Ok(_) => return pb(What::Digest),
                     Err(e) => return pb(What::Unreadable(e.to_string())),
                 }
             }
-            None
+            (None, Some(stamp), hash)
         })
         .collect();
-    let damaged: BTreeSet<String> = file_problems
+    let damaged: BTreeSet<String> = checked
         .iter()
-        .flatten()
+        .filter_map(|c| c.0.as_ref())
         .map(|p| p.path.clone())
         .collect();
-    problems.extend(file_problems.into_iter().flatten());
+    let rehashed = checked.iter().any(|c| c.2);
+    let stamps: BTreeMap<String, Stamp> = usable
+        .iter()
+        .zip(&checked)
+        .filter_map(|(f, c)| Some((f.path.clone(), c.1.clone()?)))
+        .collect();
+    problems.extend(checked.into_iter().filter_map(|c| c.0));
 
     // Files of this board and variant that the manifest does not list.
     for dir in layout.variant_dirs(shape, variant) {
@@ -338,8 +371,97 @@ fn check_manifest_with(
     if depth == Depth::Digests {
         problems.extend(check_ages(store, shape, variant, m, &damaged));
     }
+    if problems.is_empty() && rehashed {
+        // Every file hashed right: seal them, so the next check hashes none of them again.
+        write_seal(store, shape, variant, &Seal { files: stamps });
+    }
     problems
 }
+
+/// What a file's status was when its SHA-256 was last found right.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct Stamp {
+    sha256: String,
+    bytes: u64,
+    dev: u64,
+    ino: u64,
+    mtime_ns: i128,
+    ctime_ns: i128,
+}
+
+impl Stamp {
+    #[cfg(unix)]
+    fn of(md: &fs::Metadata, sha256: &str) -> Stamp {
+        use std::os::unix::fs::MetadataExt;
+        let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
+        Stamp {
+            sha256: sha256.to_string(),
+            bytes: md.len(),
+            dev: md.dev(),
+            ino: md.ino(),
+            mtime_ns: ns(md.mtime(), md.mtime_nsec()),
+            ctime_ns: ns(md.ctime(), md.ctime_nsec()),
+        }
+    }
+
+    #[cfg(not(unix))]
+    fn of(md: &fs::Metadata, sha256: &str) -> Stamp {
+        let ns = |t: std::io::Result<std::time::SystemTime>| {
+            t.ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(-1, |d| d.as_nanos() as i128)
+        };
+        Stamp {
+            sha256: sha256.to_string(),
+            bytes: md.len(),
+            dev: 0,
+            ino: 0,
+            mtime_ns: ns(md.modified()),
+            ctime_ns: ns(md.created()),
+        }
+    }
+}
+
+/// The seal of a board and variant: a [`Stamp`] per file.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+struct Seal {
+    files: BTreeMap<String, Stamp>,
+}
+
+/// The seal on disk; an empty one if there is none or it cannot be read (every file is then
+/// hashed: a seal only ever spares work).
+fn read_seal(store: &Store, shape: Shape, variant: &str) -> Seal {
+    fs::read(store.layout().seal_file(shape, variant))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default()
+}
+
+/// Writes a seal, if it can: a directory a reader may not write keeps its old seal (and its
+/// files are hashed again next time).
+fn write_seal(store: &Store, shape: Shape, variant: &str, seal: &Seal) {
+    if let Ok(bytes) = serde_json::to_vec(seal) {
+        let _ = atomic::write_batched(&store.layout().seal_file(shape, variant), &bytes);
+    }
+}
+
+/// Seals the files of a manifest just written (their digests were computed from the bytes
+/// written): called by [`Store::write_manifest`].
+pub(super) fn seal(store: &Store, shape: Shape, m: &Manifest) {
+    let files = m
+        .files
+        .iter()
+        .filter_map(|f| {
+            let md = fs::metadata(store.root().join(&f.path)).ok()?;
+            (md.len() == f.bytes).then(|| (f.path.clone(), Stamp::of(&md, &f.sha256)))
+        })
+        .collect();
+    write_seal(store, shape, &m.variant, &Seal { files });
+}
+
+/// One age's (age, states, afterstates, terminal states), as the `ages` table or the
+/// manifest gives them.
+type AgeCounts = (Option<u64>, Option<u64>, Option<u64>, Option<u64>);
 
 /// The `ages` table against the manifest's per-age figures, and each age's parts against the
 /// table's counts (files already found damaged are not read again).
@@ -379,7 +501,7 @@ fn check_ages(
         _ => Vec::new(),
     };
     let [age, ns, na, nt] = [&cols[0], &cols[1], &cols[2], &cols[3]].map(as_u64);
-    let table: Vec<(Option<u64>, Option<u64>, Option<u64>, Option<u64>)> = (0..age.len())
+    let table: Vec<AgeCounts> = (0..age.len())
         .map(|i| {
             (
                 age[i],
@@ -389,7 +511,7 @@ fn check_ages(
             )
         })
         .collect();
-    let listed: Vec<(Option<u64>, Option<u64>, Option<u64>, Option<u64>)> = m
+    let listed: Vec<AgeCounts> = m
         .ages
         .iter()
         .map(|a| {
@@ -602,10 +724,10 @@ fn error_text(e: &dyn std::error::Error) -> String {
 }
 
 /// The manifest of one board and variant, for a reader: [`StoreError::NotSolved`] if there is
-/// none, [`StoreError::Damaged`] naming the first problem a [`Depth::Sizes`] check finds.
+/// none, [`StoreError::Damaged`] naming the first problem a [`Depth::Changed`] check finds.
 pub fn trusted(store: &Store, shape: Shape, variant: &str) -> Result<Manifest> {
     let m = store.read_manifest(shape, variant)?;
-    match check_manifest(store, shape, variant, &m, Depth::Sizes).first() {
+    match check_manifest(store, shape, variant, &m, Depth::Changed).first() {
         None => Ok(m),
         Some(p) => Err(StoreError::damaged(store.root(), p)),
     }
@@ -621,10 +743,10 @@ pub struct Solved {
 }
 
 /// Every finished solve of the directory for a reader, with the unfinished ones (partitions
-/// without a manifest, which readers leave out). A [`Depth::Sizes`] problem of any finished
+/// without a manifest, which readers leave out). A [`Depth::Changed`] problem of any finished
 /// solve, or boards of mixed groups, give [`StoreError::Damaged`] naming the first problem.
 pub fn trusted_all(store: &Store) -> Result<(Vec<Solved>, Vec<Problem>)> {
-    let summary = check_store(store, &Filter::default(), Depth::Sizes, &|_| {});
+    let summary = check_store(store, &Filter::default(), Depth::Changed, &|_| {});
     let (unfinished, damage): (Vec<Problem>, Vec<Problem>) = summary
         .problems
         .into_iter()
