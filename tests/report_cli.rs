@@ -234,20 +234,47 @@ fn sql_age_is_an_integer_and_hive_columns_filter() {
     );
 }
 
+/// Partitions without a manifest (a killed solve) are not data: `sql` refuses a directory
+/// holding nothing else, and leaves them out (with a note) next to finished solves.
 #[test]
-fn sql_view_without_files_does_not_break_the_others() {
+fn sql_shows_finished_solves_only() {
     let tmp = tempfile::tempdir().unwrap();
     let only = tmp.path().join("only-states");
     copy_dir(&fixture().join("states"), &only.join("states"));
-    let rows = sql_csv(&only, "SELECT count(*) > 0 AS ok FROM states; ");
-    assert_eq!(rows[1], ["true"]);
-    let rows = sql_csv(&only, "SELECT count(*) AS n FROM ages");
-    assert_eq!(rows[1], ["0"]);
-    let rows = sql_csv(
-        &only,
-        "SELECT count(*) AS n FROM afterstates WHERE board = '2x2'",
+    let o = run(&[
+        "sql",
+        "--data",
+        only.to_str().unwrap(),
+        "SELECT count(*) FROM states",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("nothing is solved"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("unfinished"), "{}", stderr(&o));
+    assert!(stdout(&o).is_empty());
+
+    // A finished solve and a partition of a variant that never finished.
+    let mixed = tmp.path().join("mixed");
+    copy_dir(fixture(), &mixed);
+    copy_dir(
+        &fixture().join("states/board=2x3/variant=expectation"),
+        &mixed.join("states/board=2x3/variant=optimistic"),
     );
-    assert_eq!(rows[1], ["0"]);
+    let o = run(&[
+        "sql",
+        "--data",
+        mixed.to_str().unwrap(),
+        "--format",
+        "csv",
+        "SELECT count(*) AS n FROM states WHERE variant = 'optimistic' AND board = '2x3'",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(csv_rows(&stdout(&o))[1], ["0"]);
+    assert!(stderr(&o).contains("not shown"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("2x3, variant optimistic"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 /// A variant whose name holds `=` (`goal-32-p4=0.2`) is one partition like any other: its

@@ -79,7 +79,12 @@ pub fn run(a: &BestArgs) -> Result<(), CliError> {
     let mut rows: Vec<(String, Evaluation)> = Vec::with_capacity(boards.len());
     for text in boards {
         let code = parse_board(&text, shape)?;
-        let ev = tb.evaluate(code, &text)?;
+        let mut ev = tb.evaluate(code, &text)?;
+        if !variant.scored() {
+            // Probabilities: shown in [0, 1] whatever the rounding of the sums behind them.
+            ev.value = ev.value.clamp(0.0, 1.0);
+            ev.q = ev.q.map(|q| q.map(|x| x.clamp(0.0, 1.0)));
+        }
         rows.push((text, ev));
     }
     let stdout = std::io::stdout();

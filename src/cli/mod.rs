@@ -16,6 +16,7 @@ pub mod report;
 pub mod solve;
 #[cfg(feature = "report")]
 pub mod sql;
+pub mod verify;
 
 use std::io;
 
@@ -46,6 +47,8 @@ pub enum Command {
     Best(best::BestArgs),
     /// The largest tile the player can force whatever the spawns (the spawner picks cell and value).
     Guaranteed(guaranteed::GuaranteedArgs),
+    /// Check every file of the solved data against its manifest (size, SHA-256) and the layout.
+    Verify(verify::VerifyArgs),
     #[cfg(feature = "report")]
     /// Run SQL (DuckDB) over the solved data: views states, afterstates, ages.
     Sql(sql::SqlArgs),
@@ -63,6 +66,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Solve(a) => solve::run(&a),
         Command::Best(a) => best::run(&a),
         Command::Guaranteed(a) => guaranteed::run(&a),
+        Command::Verify(a) => verify::run(&a),
         #[cfg(feature = "report")]
         Command::Sql(a) => sql::run(&a),
         #[cfg(feature = "report")]
@@ -91,6 +95,12 @@ pub enum CliError {
     /// A flag or argument that cannot be used.
     #[error("{0}")]
     Usage(String),
+    /// `verify` found problems (listed on standard output).
+    #[error("{}: {problems} problem{} found (listed above)", dir.display(), if *problems == 1 { "" } else { "s" })]
+    Damaged {
+        dir: std::path::PathBuf,
+        problems: usize,
+    },
     /// Writing the command's output failed.
     #[error("writing to {what}")]
     Output {
@@ -125,6 +135,7 @@ impl ErrorKind for CliError {
             #[cfg(feature = "report")]
             CliError::Report(e) => e.kind(),
             CliError::Usage(_) => Kind::Input,
+            CliError::Damaged { .. } => Kind::Data,
             CliError::Output { .. } => Kind::Internal,
         }
     }

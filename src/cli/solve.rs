@@ -12,7 +12,9 @@ use super::{set_threads, CliError};
 use crate::rules::variant::parse_p4_arg;
 use crate::rules::{Group, Shape, Variant};
 use crate::solver::{solve, Event, SolveConfig};
-use crate::store::{Manifest, Store};
+use crate::store::lock::{lock_writer, Wait};
+use crate::store::verify::{check_variant, Depth};
+use crate::store::{Manifest, Store, StoreError};
 
 #[derive(Args, Debug)]
 pub struct SolveArgs {
@@ -37,9 +39,17 @@ pub struct SolveArgs {
     /// No progress bars.
     #[arg(long, short)]
     pub quiet: bool,
-    /// Solve again even if DIR already holds this solve.
+    /// Solve again even if DIR already holds this solve (also under another symmetry group).
     #[arg(long)]
     pub force: bool,
+    /// If another process is solving in DIR, wait for it instead of exiting with status 2.
+    #[arg(long)]
+    pub wait: bool,
+    /// Check the SHA-256 of every file of a finished solve before reusing it (without it,
+    /// only the files changed since their digests were last checked are hashed); a damaged
+    /// solve is solved again either way.
+    #[arg(long)]
+    pub verify: bool,
 }
 
 /// A checked `solve` configuration.
@@ -56,11 +66,27 @@ pub fn config(a: &SolveArgs) -> Result<SolveConfig, CliError> {
     })
 }
 
-/// Runs `age2048 solve`.
+/// Runs `age2048 solve`: one writer per data directory (the lock is held until the solve is
+/// done), one symmetry group per board, then the solve.
 pub fn run(a: &SolveArgs) -> Result<(), CliError> {
     let cfg = config(a)?;
     let store = Store::new(&a.data);
     set_threads(a.threads)?;
+    let wait = if a.wait { Wait::Yes } else { Wait::No };
+    let dir = a.data.display().to_string();
+    let _lock = lock_writer(store.layout(), wait, &|pid| {
+        let who = pid.map_or_else(|| "another process".to_string(), |p| format!("process {p}"));
+        say(&format!("{dir} is being solved by {who}: waiting for it"));
+    })?;
+    if !cfg.force {
+        one_group_per_board(&store, &cfg)?;
+        let depth = if a.verify {
+            Depth::Digests
+        } else {
+            Depth::Changed
+        };
+        clear_damaged(&store, &cfg, depth)?;
+    }
     let t = Instant::now();
     let progress = Progress::new(a.quiet);
     let on_event = |e: Event| progress.event(cfg.shape, e);
@@ -70,6 +96,56 @@ pub fn run(a: &SolveArgs) -> Result<(), CliError> {
         say(&summary(m));
     }
     say(&format!("solved in {:.1} s", t.elapsed().as_secs_f64()));
+    Ok(())
+}
+
+/// Refuses to solve a board under another symmetry group than its finished variants in the
+/// directory (their ids could not be joined with the new ones).
+fn one_group_per_board(store: &Store, cfg: &SolveConfig) -> Result<(), CliError> {
+    let board = cfg.shape.to_string();
+    for (p, m) in store.manifests() {
+        if p.board != board {
+            continue;
+        }
+        // An unreadable manifest is the reuse check's business (it solves that variant again).
+        let Ok(m) = m else { continue };
+        if m.symmetry != cfg.group.name() {
+            return Err(StoreError::MixedSymmetry {
+                dir: store.root().to_path_buf(),
+                board,
+                variant: p.variant,
+                existing: m.symmetry,
+                wanted: cfg.group.name(),
+            }
+            .into());
+        }
+    }
+    Ok(())
+}
+
+/// Checks the finished solves this run would reuse (every byte with `--verify`, else the files
+/// changed since they were sealed), and clears the damaged ones so that they are solved again.
+fn clear_damaged(store: &Store, cfg: &SolveConfig, depth: Depth) -> Result<(), CliError> {
+    for v in &cfg.variants {
+        let name = v.name();
+        if !store.layout().manifest_file(cfg.shape, &name).exists() {
+            continue; // not solved, or unfinished: the solve resumes it
+        }
+        let problems = check_variant(store, cfg.shape, &name, depth);
+        if problems.is_empty() {
+            continue;
+        }
+        for p in &problems {
+            say(&format!("verify: {p}"));
+        }
+        say(&format!(
+            "{} {name}: {} problem{}, solving it again",
+            cfg.shape,
+            problems.len(),
+            if problems.len() == 1 { "" } else { "s" }
+        ));
+        store.clear_variant(cfg.shape, &name)?;
+    }
     Ok(())
 }
 
@@ -99,6 +175,13 @@ impl Progress {
 
     fn event(&self, shape: Shape, e: Event) {
         match (self, e) {
+            // Damage is told even with --quiet: it explains a solve that takes longer.
+            (Progress::Bar(bar), Event::Damaged { problem, redo }) => {
+                bar.println(format!("work file damaged: {problem}: {redo}"))
+            }
+            (_, Event::Damaged { problem, redo }) => {
+                say(&format!("work file damaged: {problem}: {redo}"))
+            }
             (Progress::Quiet, _) => {}
             (
                 Progress::Plain,

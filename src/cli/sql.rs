@@ -5,11 +5,13 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 
 use duckdb::Connection;
+use duckdb_arrow::record_batch::RecordBatch;
 
 use super::output::{say, Format};
 use super::CliError;
 use crate::query::catalog;
 use crate::query::sql::{query, split_statements, QueryResult, StatementSplitter};
+use crate::query::text::{all_text, printable, Target, LOSSLESS};
 use crate::query::QueryError;
 use crate::store::{Store, StoreError};
 
@@ -45,7 +47,8 @@ pub fn run(a: &SqlArgs) -> Result<(), CliError> {
     out.flush().map_err(CliError::stdout)
 }
 
-/// Writes one result in the chosen format.
+/// Writes one result in the chosen format. Every column is made printable first (see
+/// [`crate::query::text`]); should a writer still fail, the result is printed as text.
 fn write_result(result: &QueryResult, format: Format, out: &mut dyn Write) -> Result<(), CliError> {
     let io_err = CliError::stdout;
     let fmt_err = |e: duckdb_arrow::error::ArrowError| {
@@ -57,35 +60,45 @@ fn write_result(result: &QueryResult, format: Format, out: &mut dyn Write) -> Re
     if result.schema.fields().is_empty() {
         return Ok(());
     }
-    match format {
-        Format::Table => {
-            let batch = result.concat()?;
-            let text =
-                duckdb_arrow::util::pretty::pretty_format_batches(&[batch]).map_err(fmt_err)?;
-            writeln!(out, "{text}").map_err(io_err)?;
-            let n = result.num_rows();
-            writeln!(out, "({n} row{})", if n == 1 { "" } else { "s" }).map_err(io_err)?;
-        }
-        Format::Csv => {
-            let batch = result.concat()?;
-            let mut w = duckdb_arrow::csv::WriterBuilder::new()
-                .with_header(true)
-                .build(&mut *out);
-            w.write(&batch).map_err(fmt_err)?;
-        }
-        Format::Json => {
-            if result.num_rows() == 0 {
-                writeln!(out, "[]").map_err(io_err)?;
-            } else {
-                let mut w = duckdb_arrow::json::ArrayWriter::new(&mut *out);
-                for b in &result.batches {
-                    w.write(b).map_err(fmt_err)?;
+    let batch = result.concat()?;
+    let render = |b: &RecordBatch| -> Result<Vec<u8>, duckdb_arrow::error::ArrowError> {
+        let mut buf = Vec::new();
+        match format {
+            Format::Table => {
+                let text =
+                    duckdb_arrow::util::pretty::pretty_format_batches(std::slice::from_ref(b))?;
+                let n = b.num_rows();
+                let _ = writeln!(buf, "{text}");
+                let _ = writeln!(buf, "({n} row{})", if n == 1 { "" } else { "s" });
+            }
+            Format::Csv => {
+                let mut w = duckdb_arrow::csv::WriterBuilder::new()
+                    .with_header(true)
+                    .build(&mut buf);
+                w.write(b)?;
+            }
+            Format::Json => {
+                if b.num_rows() == 0 {
+                    buf.extend_from_slice(b"[]\n");
+                } else {
+                    let mut w = duckdb_arrow::json::ArrayWriter::new(&mut buf);
+                    w.write(b)?;
+                    w.finish()?;
+                    buf.push(b'\n');
                 }
-                w.finish().map_err(fmt_err)?;
-                writeln!(out).map_err(io_err)?;
             }
         }
-    }
+        Ok(buf)
+    };
+    let target = match format {
+        Format::Table => Target::Table,
+        Format::Csv => Target::Csv,
+        Format::Json => Target::Json,
+    };
+    let bytes = render(&printable(&batch, target))
+        .or_else(|_| render(&all_text(&batch)))
+        .map_err(fmt_err)?;
+    out.write_all(&bytes).map_err(io_err)?;
     out.flush().map_err(io_err)
 }
 
@@ -113,7 +126,20 @@ fn run_all(
 /// (the command still fails at the end).
 fn run_sql(a: &SqlArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let store = Store::open(&a.data)?;
-    let conn = catalog::open(&store)?;
+    let (conn, contents) = catalog::open_with_contents(&store)?;
+    conn.execute_batch(LOSSLESS)
+        .map_err(|e| QueryError::DuckDb {
+            context: "asking for lossless Arrow results".into(),
+            message: e.to_string(),
+        })?;
+    for p in &contents.unfinished {
+        say(&format!(
+            "note: not shown: board {}, variant {} is unfinished ({})",
+            p.board,
+            p.variant,
+            store.root().join(&p.path).display()
+        ));
+    }
     let format = a.format;
     match (&a.query, &a.file) {
         (Some(q), _) => run_all(&conn, &split_statements(q), format, out),

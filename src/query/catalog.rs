@@ -7,15 +7,41 @@
 //!
 //! `board`, `variant` (VARCHAR) and `age` (UINTEGER) come from the Hive partition path, so
 //! `WHERE board = '3x3' AND age < 100` prunes files; the store percent-encodes partition values
-//! and DuckDB decodes them, so one glob reads every variant. A table with no files gets an
-//! empty view of the same columns (types from the store's schema), so the other views still
-//! work. Macros: `max_tile(id)`, the largest tile of a board id.
+//! and DuckDB decodes them. Macros: `max_tile(id)`, the largest tile of a board id.
+//!
+//! The views show finished solves only, and only once the store has checked them: each view
+//! reads one glob per board and variant that has a manifest, after the store's cheap check
+//! (every listed file there at its size, none missing or stray) passed for every one of them;
+//! a damaged solve makes [`open`] fail naming the file, so no query answers from it. Partitions
+//! without a manifest (a killed or running solve) are left out, and [`Contents`] lists them
+//! for a note. A directory with no finished solve is an error rather than views of nothing:
+//! zero rows would read as an answer. For goal and guaranteed variants, whose values are
+//! probabilities, the value columns are shown clamped to [0, 1].
 
 use duckdb::Connection;
 
 use super::{QueryError, Result};
+use crate::rules::Variant;
 use crate::store::schema::{Table, TABLES};
+use crate::store::verify::{trusted_all, Problem, Solved};
 use crate::store::{Store, StoreError};
+
+/// What the views show: the finished solves (checked), and the unfinished ones left out.
+#[derive(Clone, Debug, Default)]
+pub struct Contents {
+    pub solved: Vec<Solved>,
+    pub unfinished: Vec<Problem>,
+}
+
+/// The finished solves of `store` checked for reading (see the module comment);
+/// [`StoreError::Damaged`] names the first problem found.
+pub fn contents(store: &Store) -> Result<Contents> {
+    let (solved, unfinished) = trusted_all(store)?;
+    Ok(Contents { solved, unfinished })
+}
+
+/// Columns holding state or afterstate values (probabilities for goal and guaranteed variants).
+const VALUE_COLUMNS: [&str; 3] = ["value", "best_afterstate_value", "mean_state_value"];
 
 /// Quotes a string as an SQL literal.
 pub fn sql_str(s: &str) -> String {
@@ -24,16 +50,14 @@ pub fn sql_str(s: &str) -> String {
 
 /// The SQL that defines the views over `store` (also shown by the report's provenance).
 pub fn catalog_sql(store: &Store) -> Result<String> {
-    let root = store.root();
-    let dir = root
-        .to_str()
-        .map(|s| s.trim_end_matches('/').to_string())
-        .ok_or_else(|| {
-            StoreError::corrupt(root, "the path is not valid UTF-8 (DuckDB globs are text)")
-        })?;
+    views_sql(store, &contents(store)?)
+}
+
+/// The SQL that defines the views over the finished solves of `contents`.
+pub fn views_sql(store: &Store, contents: &Contents) -> Result<String> {
     let mut sql = String::new();
     for t in TABLES {
-        sql.push_str(&view_sql(store, &dir, t));
+        sql.push_str(&view_sql(store, contents, t)?);
     }
     sql.push_str(
         "CREATE OR REPLACE MACRO max_tile(id) AS \
@@ -42,25 +66,35 @@ pub fn catalog_sql(store: &Store) -> Result<String> {
     Ok(sql)
 }
 
-fn view_sql(store: &Store, dir: &str, t: &Table) -> String {
-    let has_files = store
-        .layout()
-        .partitions(t.name)
-        .iter()
-        .any(|p| has_parquet(&p.dir));
-    if !has_files {
+fn view_sql(store: &Store, contents: &Contents, t: &Table) -> Result<String> {
+    if contents.solved.is_empty() {
         let cols = t
             .all_columns()
             .map(|c| format!("NULL::{} AS {}", c.ty.duckdb(), c.name))
             .collect::<Vec<_>>()
             .join(", ");
-        return format!(
+        return Ok(format!(
             "CREATE OR REPLACE VIEW {} AS SELECT {cols} WHERE false;\n",
             t.name
-        );
+        ));
     }
-    let levels: Vec<String> = t.keys.iter().map(|k| format!("{}=*", k.name)).collect();
-    let glob = format!("{dir}/{}/{}/*.parquet", t.name, levels.join("/"));
+    // One glob per finished board and variant: the partition folder, then the levels of the
+    // remaining keys (`age=*`), then the part.
+    let below: Vec<String> = t
+        .keys
+        .iter()
+        .skip(2)
+        .map(|k| format!("{}=*", k.name))
+        .chain(["*.parquet".to_string()])
+        .collect();
+    let mut globs = Vec::new();
+    for s in &contents.solved {
+        let dir = store.layout().partition(t.name, s.shape, &s.variant);
+        let dir = dir.to_str().ok_or_else(|| {
+            StoreError::corrupt(&dir, "the path is not valid UTF-8 (DuckDB globs are text)")
+        })?;
+        globs.push(sql_str(&format!("{dir}/{}", below.join("/"))));
+    }
     let types = t
         .keys
         .iter()
@@ -68,31 +102,67 @@ fn view_sql(store: &Store, dir: &str, t: &Table) -> String {
         .collect::<Vec<_>>()
         .join(", ");
     let keys = t.keys.iter().map(|k| k.name).collect::<Vec<_>>().join(", ");
-    format!(
-        "CREATE OR REPLACE VIEW {name} AS SELECT {keys}, * EXCLUDE ({keys}) FROM read_parquet({glob}, hive_partitioning = true, hive_types = {{{types}}}, union_by_name = true);\n",
-        name = t.name,
-        glob = sql_str(&glob),
-    )
-}
-
-/// True if a partition folder holds a Parquet file at any depth.
-fn has_parquet(dir: &std::path::Path) -> bool {
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return false;
+    // Probabilities shown in [0, 1] (a sum of products can round a hair past 1).
+    let probability_variants: Vec<String> = contents
+        .solved
+        .iter()
+        .filter(|s| Variant::parse(&s.variant, None).is_ok_and(|v| !v.scored()))
+        .map(|s| sql_str(&s.variant))
+        .collect();
+    let clamped: Vec<String> = t
+        .columns
+        .iter()
+        .filter(|c| VALUE_COLUMNS.contains(&c.name))
+        .map(|c| {
+            format!(
+                "CASE WHEN variant IN ({list}) AND {n} > 1 THEN 1.0::DOUBLE WHEN variant IN ({list}) AND {n} < 0 THEN 0.0::DOUBLE ELSE {n} END AS {n}",
+                list = probability_variants.join(", "),
+                n = c.name
+            )
+        })
+        .collect();
+    let replace = if probability_variants.is_empty() || clamped.is_empty() {
+        String::new()
+    } else {
+        format!(" REPLACE ({})", clamped.join(", "))
     };
-    rd.flatten().any(|e| {
-        let p = e.path();
-        if p.is_dir() {
-            has_parquet(&p)
-        } else {
-            p.extension().is_some_and(|x| x == "parquet")
-        }
-    })
+    Ok(format!(
+        "CREATE OR REPLACE VIEW {name} AS SELECT {keys}, * EXCLUDE ({keys}){replace} FROM read_parquet([{globs}], hive_partitioning = true, hive_types = {{{types}}}, union_by_name = true);\n",
+        name = t.name,
+        globs = globs.join(", "),
+    ))
 }
 
-/// Opens an in-memory DuckDB with the views over `store`.
+/// Opens an in-memory DuckDB with the views over the finished solves of `store`, after
+/// checking them; [`StoreError::NothingSolved`] if there is none.
 pub fn open(store: &Store) -> Result<Connection> {
-    let sql = catalog_sql(store)?;
+    Ok(open_with_contents(store)?.0)
+}
+
+/// [`open`], also returning what the views show and leave out.
+pub fn open_with_contents(store: &Store) -> Result<(Connection, Contents)> {
+    let contents = contents(store)?;
+    if contents.solved.is_empty() {
+        let note = if contents.unfinished.is_empty() {
+            String::new()
+        } else {
+            let list: Vec<String> = contents
+                .unfinished
+                .iter()
+                .map(|p| format!("{} {}", p.board, p.variant))
+                .collect();
+            format!(
+                " (unfinished solves, not shown: {}; finish them with age2048 solve)",
+                list.join(", ")
+            )
+        };
+        return Err(StoreError::NothingSolved {
+            dir: store.root().to_path_buf(),
+            note,
+        }
+        .into());
+    }
+    let sql = views_sql(store, &contents)?;
     let duck = |context: &str| {
         let context = context.to_string();
         move |e: duckdb::Error| QueryError::DuckDb {
@@ -103,5 +173,5 @@ pub fn open(store: &Store) -> Result<Connection> {
     let conn = Connection::open_in_memory().map_err(duck("opening DuckDB"))?;
     conn.execute_batch(&sql)
         .map_err(duck("defining the views"))?;
-    Ok(conn)
+    Ok((conn, contents))
 }

@@ -4,7 +4,7 @@
 //!   indexes, the only place that maps files);
 //! - [`best`]: the q-values, value and best move of one board;
 //! - [`catalog`] and [`sql`]: DuckDB views over the Parquet files, and running statements
-//!   (feature `report`).
+//!   (feature `report`); [`text`] makes any result printable.
 
 pub mod best;
 #[cfg(feature = "report")]
@@ -13,6 +13,8 @@ pub mod error;
 #[cfg(feature = "report")]
 pub mod sql;
 pub mod tablebase;
+#[cfg(feature = "report")]
+pub mod text;
 
 pub use best::Evaluation;
 pub use error::{QueryError, Result};

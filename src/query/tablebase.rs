@@ -1,7 +1,8 @@
 //! A solved board and variant opened for look-ups (the shape of a tablebase probe): a board
 //! is normalised to its id, the id's age picks the memory-mapped age index, the index gives
 //! ranks and afterstate values. Index files are opened on first use, validated (checksum,
-//! structure) and checked to be the board, age and variant asked for.
+//! structure) and checked to be the board, age and variant asked for; the manifest is checked
+//! against the files first (sizes, no file missing or stray).
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -29,9 +30,11 @@ pub struct Tablebase {
 }
 
 impl Tablebase {
-    /// Opens the solve of `shape` and `variant` in `store`.
+    /// Opens the solve of `shape` and `variant` in `store`, after the store's cheap check of
+    /// its files against the manifest (a missing, truncated or stray file is reported as
+    /// damage, not as a board the solve did not reach).
     pub fn open(store: &Store, shape: Shape, variant: Variant) -> Result<Tablebase> {
-        let manifest = store.read_manifest(shape, &variant.name())?;
+        let manifest = crate::store::verify::trusted(store, shape, &variant.name())?;
         let group = Group::parse(&manifest.symmetry)?;
         let index_files = manifest
             .ages

@@ -65,7 +65,19 @@ pub fn place(code: u64, i: usize, e: u8) -> u64 {
 
 /// Parses board text: rows separated by `/`, cells by white space, `0` or `.` for empty,
 /// tiles as numbers (`2`, `4`, …, `32768`).
+/// Text longer than [`MAX_TEXT_LEN`] bytes is refused before it is read (and shown shortened
+/// in the error).
 pub fn parse_board(text: &str, shape: Shape) -> Result<u64, BoardError> {
+    if text.len() > MAX_TEXT_LEN {
+        let head: String = text.chars().take(40).collect();
+        return Err(BoardError::Parse {
+            text: format!("{}…", head.escape_debug()),
+            reason: format!(
+                "{} bytes of board text, more than the {MAX_TEXT_LEN} a board can take",
+                text.len()
+            ),
+        });
+    }
     let bad = |reason: String| BoardError::Parse {
         text: text.to_string(),
         reason,
@@ -161,6 +173,10 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("'x' is not a tile"));
+        let long = "2 ".repeat(MAX_TEXT_LEN);
+        let e = parse_board(&long, s).unwrap_err().to_string();
+        assert!(e.contains("more than the 1024"), "{e}");
+        assert!(e.len() < 200, "the error repeats the whole text: {e}");
         assert!(Shape::parse("5x4").is_err());
         assert!(Shape::parse("3by3").is_err());
         assert_eq!(Shape::parse("2x3").unwrap().cells(), 6);

@@ -2,7 +2,7 @@
 //! each variant, with the age's figures (a row of the `ages` table). The files are written in
 //! a batch: the caller syncs before it records the age as done.
 
-use super::backward::{AgeOutput, NO_MOVE};
+use super::backward::{AgeOutput, StateRec, NO_MOVE};
 use super::{Result, SolveError};
 use crate::index::{encode_age_index_with_stats, AgeIndexMeta};
 use crate::rules::board;
@@ -24,13 +24,25 @@ pub fn write_age(
     let cells = game.cells();
     let name = v.name();
     let age = out.age;
-    let recs: Vec<_> = out.state_recs.iter().skip(vi).step_by(k).copied().collect();
+    // Probabilities are stored in [0, 1], whatever the rounding of the sums behind them
+    // (the pass itself keeps the unrounded sums).
+    let clamp = |x: f64| if v.scored() { x } else { x.clamp(0.0, 1.0) };
+    let recs: Vec<_> = out
+        .state_recs
+        .iter()
+        .skip(vi)
+        .step_by(k)
+        .map(|r| StateRec {
+            value: clamp(r.value),
+            ..*r
+        })
+        .collect();
     let after_values: Vec<f64> = out
         .after_values
         .iter()
         .skip(vi)
         .step_by(k)
-        .copied()
+        .map(|&x| clamp(x))
         .collect();
     let after_empty: Vec<u8> = out
         .afterstates

@@ -22,7 +22,7 @@ use crate::rules::board;
 use crate::rules::{ForwardClass, Game, Group, Kind, Shape, Variant};
 use crate::store::parquet::ages_parquet;
 use crate::store::work::{BackwardProgress, ForwardProgress, WorkDir, WorkMeta};
-use crate::store::{AgeStats, FileEntry, Manifest, Store, Timings, LAYOUT_VERSION};
+use crate::store::{AgeStats, FileEntry, Manifest, Store, StoreError, Timings, LAYOUT_VERSION};
 
 /// What to solve.
 #[derive(Clone, Debug)]
@@ -35,7 +35,7 @@ pub struct SolveConfig {
 }
 
 /// Progress events, for a progress bar.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub enum Event {
     /// The forward pass finished an age.
     Forward {
@@ -49,6 +49,8 @@ pub enum Event {
     Backward { age: u32 },
     /// Resumed after a finished age.
     Resumed { pass: &'static str, age: u32 },
+    /// A work file was missing or damaged: `redo` says what is done again.
+    Damaged { problem: String, redo: String },
 }
 
 /// How often finished ages are made durable and recorded as done: often enough that a kill
@@ -93,8 +95,11 @@ pub fn solve(
     Ok(manifests)
 }
 
-/// The manifests of a finished solve of these variants (same group and layout, every listed
-/// file present with its size), so that solving again is a no-op; `None` otherwise.
+/// The manifests of a finished solve of these variants (same group and layout, and the
+/// store's cheap check clean: the manifest matches the layout, every listed file is there with
+/// its size, no unlisted file lies in its partitions), so that solving again is a no-op;
+/// `None` otherwise, and the class is solved again. Digests are not computed here (that reads
+/// every byte): `solve --verify` checks them first and clears a damaged solve.
 fn already_solved(
     store: &Store,
     shape: Shape,
@@ -103,11 +108,19 @@ fn already_solved(
 ) -> Option<Vec<Manifest>> {
     let mut out = Vec::new();
     for v in variants {
-        let m = store.read_manifest(shape, &v.name()).ok()?;
+        let name = v.name();
+        let m = store.read_manifest(shape, &name).ok()?;
         if m.symmetry != group.name() || m.layout_version != LAYOUT_VERSION {
             return None;
         }
-        if !store.files_present(&m) {
+        let problems = crate::store::verify::check_manifest(
+            store,
+            shape,
+            &name,
+            &m,
+            crate::store::verify::Depth::Sizes,
+        );
+        if !problems.is_empty() {
             return None;
         }
         out.push(m);
@@ -132,14 +145,63 @@ fn solve_class(
         symmetry: group.name().to_string(),
         class: class.key(),
     };
-    if work.read_json::<WorkMeta>("meta.json")?.as_ref() != Some(&meta) {
-        // Work files of another group or tool version: not ours to resume from.
-        work.remove()?;
-        work.write_json("meta.json", &meta)?;
+    let damaged = |e: &StoreError, redo: &str| {
+        on_event(Event::Damaged {
+            problem: e.to_string(),
+            redo: redo.to_string(),
+        })
+    };
+    match work.read_json::<WorkMeta>("meta.json") {
+        Ok(Some(m)) if m == meta => {}
+        other => {
+            if let Err(e) = &other {
+                damaged(e, "starting the solve over");
+            }
+            // Work files of another group or tool version (or none): not ours to resume from.
+            work.remove()?;
+            work.write_json("meta.json", &meta)?;
+        }
     }
 
-    // ---- forward: one layer file per finished age; `forward.json` says which are durable
-    let mut fwd: ForwardProgress = work.read_json("forward.json")?.unwrap_or_default();
+    // ---- forward: one layer file per finished age; `forward.json` says which are durable.
+    // Every layer it lists is checked; the pass resumes after the last age whose layers (and
+    // all before it) are intact, and then the backward pass starts over.
+    let mut fwd: ForwardProgress = match work.read_json("forward.json") {
+        Ok(f) => f.unwrap_or_default(),
+        Err(e) => {
+            damaged(&e, "starting the forward pass over");
+            ForwardProgress::default()
+        }
+    };
+    let mut redo_backward = false;
+    if fwd.done_age.is_some() {
+        let bad = fwd.ages.iter().find_map(|&a| work.check_layers(a).err());
+        if let Some(e) = bad.or_else(|| {
+            fwd.ages
+                .is_empty()
+                .then(|| StoreError::corrupt(work.path().join("forward.json"), "lists no layer"))
+        }) {
+            let intact: Vec<u32> = fwd
+                .ages
+                .iter()
+                .copied()
+                .take_while(|&a| work.check_layers(a).is_ok())
+                .collect();
+            let redo = match intact.last() {
+                Some(a) => format!("redoing the forward pass after age {a}"),
+                None => "starting the forward pass over".to_string(),
+            };
+            damaged(&e, &redo);
+            fwd = ForwardProgress {
+                done_age: intact.last().copied(),
+                min_age: intact.first().copied(),
+                ages: intact,
+                complete: false,
+                seconds: fwd.seconds,
+            };
+            redo_backward = true;
+        }
+    }
     if !fwd.complete {
         let t = Instant::now();
         let base_seconds = fwd.seconds;
@@ -166,6 +228,7 @@ fn solve_class(
                 let mut checkpoint = Instant::now();
                 for layer in rx {
                     work.save_layers(layer.age, &layer.states, &layer.afterstates)?;
+                    progress.ages.push(layer.age);
                     progress.min_age =
                         Some(progress.min_age.map_or(layer.age, |m| m.min(layer.age)));
                     progress.done_age = Some(layer.age);
@@ -212,8 +275,23 @@ fn solve_class(
 
     // ---- backward
     let names: Vec<String> = variants.iter().map(Variant::name).collect();
-    let mut bwd: BackwardProgress = work.read_json("backward.json")?.unwrap_or_default();
-    if bwd.variants != names || bwd.top != max_age {
+    let mut bwd: BackwardProgress = match work.read_json("backward.json") {
+        Ok(b) => b.unwrap_or_default(),
+        Err(e) => {
+            damaged(&e, "starting the backward pass over");
+            BackwardProgress::default()
+        }
+    };
+    let k = variants.len();
+    if !redo_backward && bwd.variants == names && bwd.top == max_age {
+        if let Some(done) = bwd.done_age {
+            if let Err(e) = check_backward(&work, &fwd.ages, done, max_age, k) {
+                damaged(&e, "starting the backward pass over");
+                redo_backward = true;
+            }
+        }
+    }
+    if redo_backward || bwd.variants != names || bwd.top != max_age {
         bwd = BackwardProgress {
             variants: names.clone(),
             top: max_age,
@@ -226,7 +304,6 @@ fn solve_class(
             store.clear_variant(shape, n)?;
         }
     }
-    let k = variants.len();
     let backward = Backward::new(game, variants)?;
     if bwd.done_age != Some(min_age) {
         let t = Instant::now();
@@ -341,8 +418,11 @@ fn solve_class(
     // ---- finish: ages table, manifests, then drop the work files
     let starts = initial_values(game, &work, variants)?;
     let mut records: Vec<AgeRecord> = Vec::new();
-    for age in work.record_ages().into_iter().filter(|&a| a >= min_age) {
-        let rec: AgeRecord = work.load_record(age)?.unwrap_or_default();
+    // One record per age of the pass, every one of them there (a missing one is damage).
+    for age in (min_age..=max_age).step_by(2) {
+        let rec: AgeRecord = work.load_record(age)?.ok_or_else(|| {
+            crate::store::StoreError::corrupt(work.record_path_of(age), "missing")
+        })?;
         if rec.stats.len() != k || rec.files.len() != k {
             return Err(crate::store::StoreError::corrupt(
                 work.record_path_of(age),
@@ -398,12 +478,54 @@ fn solve_class(
             peak_rss_bytes: peak_rss_bytes(),
             ages,
             files,
+            manifest_sha256: String::new(),
         };
         store.write_manifest(shape, &manifest)?;
         manifests.push(manifest);
     }
     work.remove()?;
     Ok(manifests)
+}
+
+/// Checks the work files a backward pass resumed after age `done` needs: the record of every
+/// age it finished (`done..=top`), and the state values it resumes from (ages `done` and
+/// `done + 2`) or that the values at the initial states need (ages 4, 6, 8).
+fn check_backward(
+    work: &WorkDir,
+    layer_ages: &[u32],
+    done: u32,
+    top: u32,
+    k: usize,
+) -> std::result::Result<(), StoreError> {
+    for age in (done..=top).step_by(2) {
+        let rec: AgeRecord = work
+            .load_record(age)?
+            .ok_or_else(|| StoreError::corrupt(work.record_path_of(age), "missing"))?;
+        if rec.stats.len() != k || rec.files.len() != k {
+            return Err(StoreError::corrupt(
+                work.record_path_of(age),
+                format!("{} variants recorded, {k} expected", rec.stats.len()),
+            ));
+        }
+    }
+    for age in [done, done + 2, 4, 6, 8] {
+        if age < done || age > top {
+            continue;
+        }
+        let n = if layer_ages.contains(&age) {
+            work.load_layers(age)?.0.len()
+        } else {
+            0
+        };
+        let values = work.load_values(age)?.unwrap_or_default();
+        if values.len() != n * k {
+            return Err(StoreError::corrupt(
+                work.values_path_of(age),
+                format!("{} values for {n} states × {k} variants", values.len()),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Per variant: (value from two 2-tiles, value over the real initial distribution).
@@ -444,10 +566,12 @@ fn initial_values(
                     .map(|&(b, p)| value(b, vi).map(|x| (x, p)))
                     .collect();
                 let vals = vals?;
-                Some(match v.kind {
+                let x = match v.kind {
                     Kind::Guaranteed(_) => vals.iter().map(|x| x.0).fold(f64::INFINITY, f64::min),
                     _ => vals.iter().map(|(x, p)| x * p).sum(),
-                })
+                };
+                // Probabilities are recorded in [0, 1], as they are stored.
+                Some(if v.scored() { x } else { x.clamp(0.0, 1.0) })
             };
             let two = if v.p4 < 1.0 {
                 fold(game.starts(0.0))

@@ -35,6 +35,33 @@ pub enum StoreError {
     /// The data directory does not exist.
     #[error("data directory {} does not exist (solve a board first: age2048 solve --board 3x3 --data DIR)", path.display())]
     MissingDir { path: PathBuf },
+    /// Another process is writing the data directory.
+    #[error("{} is being solved by {} (wait for it, or pass --wait)", dir.display(), pid.map_or_else(|| "another process".to_string(), |p| format!("process {p}")))]
+    Busy { dir: PathBuf, pid: Option<u32> },
+    /// A finished solve whose files do not match its manifest.
+    #[error("{}: board {board}, variant {variant} is damaged: {problem} (`age2048 verify --data {}` lists every problem; `age2048 solve` solves it again)", dir.display(), dir.display())]
+    Damaged {
+        dir: PathBuf,
+        board: String,
+        variant: String,
+        problem: String,
+    },
+    /// The data directory holds no finished solve at all.
+    #[error("nothing is solved in {}{note} (solve a board first: age2048 solve --board 3x3 --data {})", dir.display(), dir.display())]
+    NothingSolved {
+        dir: PathBuf,
+        /// Empty, or what was looked for, or a note on the unfinished solves found.
+        note: String,
+    },
+    /// A board solved under one symmetry group, asked to be solved under another.
+    #[error("board {board} in {} is solved under symmetry {existing} ({variant}); one directory holds one group per board: solve with --symmetry {existing}, or pass --force to solve it again under {wanted} (and solve its other variants again too)", dir.display())]
+    MixedSymmetry {
+        dir: PathBuf,
+        board: String,
+        variant: String,
+        existing: String,
+        wanted: &'static str,
+    },
     /// The data directory holds no finished solve of this board and variant.
     #[error("no solved data for board {board}, variant {variant} in {} (run `age2048 solve --board {board} --variant {variant}` first)", dir.display())]
     NotSolved {
@@ -52,6 +79,16 @@ impl StoreError {
         }
     }
 
+    /// A reader's refusal of a damaged solve, naming the first problem found.
+    pub fn damaged(dir: impl Into<PathBuf>, problem: &super::verify::Problem) -> StoreError {
+        StoreError::Damaged {
+            dir: dir.into(),
+            board: problem.board.clone(),
+            variant: problem.variant.clone(),
+            problem: problem.to_string(),
+        }
+    }
+
     pub fn corrupt(path: impl Into<PathBuf>, what: impl Into<String>) -> StoreError {
         StoreError::Corrupt {
             path: path.into(),
@@ -64,10 +101,15 @@ impl ErrorKind for StoreError {
     fn kind(&self) -> Kind {
         match self {
             StoreError::Arrow { .. } => Kind::Internal,
+            // The user asked for another group than the directory holds.
+            StoreError::MixedSymmetry { .. } => Kind::Input,
             StoreError::Io { .. }
             | StoreError::Corrupt { .. }
             | StoreError::Parquet { .. }
             | StoreError::MissingDir { .. }
+            | StoreError::Busy { .. }
+            | StoreError::Damaged { .. }
+            | StoreError::NothingSolved { .. }
             | StoreError::NotSolved { .. } => Kind::Data,
         }
     }

@@ -9,6 +9,7 @@
 //! manifest/board=B/variant=V.json
 //! .work/board=B/<forward class>/          work files of an unfinished solve
 //! .lock                                    held by the process writing the directory
+//! .seals/board=B/variant=V.json            when each file's SHA-256 was last checked
 //! ```
 //!
 //! Partition values are written the way Hive (and DuckDB, and Polars) read them: characters
@@ -20,6 +21,10 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::rules::Shape;
+
+/// The folders holding `board=B/variant=V` partitions: every file of a solved board and
+/// variant but its manifest lies in one of them.
+pub const VARIANT_FOLDERS: [&str; 4] = ["states", "afterstates", "ages", "index"];
 
 /// The name of every Parquet part (one per partition).
 pub const PART: &str = "part-0.parquet";
@@ -94,6 +99,15 @@ impl Layout {
             .join(kv("variant", variant))
     }
 
+    /// The existing partition folders of a board and variant (see [`VARIANT_FOLDERS`]).
+    pub fn variant_dirs(&self, board: Shape, variant: &str) -> Vec<PathBuf> {
+        VARIANT_FOLDERS
+            .iter()
+            .map(|t| self.partition(t, board, variant))
+            .filter(|d| d.is_dir())
+            .collect()
+    }
+
     pub fn states_file(&self, board: Shape, variant: &str, age: u32) -> PathBuf {
         self.partition("states", board, variant)
             .join(format!("age={age}"))
@@ -141,6 +155,15 @@ impl Layout {
 
     pub fn lock_file(&self) -> PathBuf {
         self.root.join(".lock")
+    }
+
+    /// The seal of a solved board and variant: the file status (size, inode, times) of each
+    /// of its files when its SHA-256 was last found right (see `store::verify`).
+    pub fn seal_file(&self, board: Shape, variant: &str) -> PathBuf {
+        self.root
+            .join(".seals")
+            .join(kv("board", &board.to_string()))
+            .join(format!("{}.json", kv("variant", variant)))
     }
 
     /// Path relative to the data directory, with `/` separators (as in manifests).

@@ -5,6 +5,10 @@
 //! One type for writers and readers; reading is tolerant (a missing field takes its default),
 //! so a report over an older manifest still renders what it can. `layout_version` says which
 //! layout the files follow; a solve of another layout is not reused.
+//!
+//! A manifest vouches for itself too: its last field, `manifest_sha256`, is the SHA-256 of the
+//! file as written with that field's value all zeros, so any byte changed in it is caught
+//! when it is read.
 
 use std::fs;
 
@@ -15,8 +19,11 @@ use super::layout::Layout;
 use crate::rules::Shape;
 
 /// Version of the on-disk layout, recorded in every manifest. 2: partition values are
-/// percent-encoded, each file is listed once.
-pub const LAYOUT_VERSION: u32 = 2;
+/// percent-encoded, each file is listed once. 3: the manifest carries its own digest.
+pub const LAYOUT_VERSION: u32 = 3;
+
+/// The field holding the manifest's own digest, as it is spelled in the file.
+const SELF_DIGEST: &[u8] = b"\"manifest_sha256\": \"";
 
 /// A file written for a variant, as listed in its manifest.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
@@ -94,6 +101,9 @@ pub struct Manifest {
     pub ages: Vec<AgeStats>,
     /// Every file of this board and variant, each listed once.
     pub files: Vec<FileEntry>,
+    /// SHA-256 of this file with this value all zeros (see the module comment); empty in
+    /// manifests before layout 3.
+    pub manifest_sha256: String,
 }
 
 impl Manifest {
@@ -106,8 +116,31 @@ impl Manifest {
 /// Reads the manifest at `path`.
 pub fn read_path(path: &std::path::Path) -> Result<Manifest> {
     let bytes = fs::read(path).map_err(|e| StoreError::io(path, e))?;
-    serde_json::from_slice(&bytes)
-        .map_err(|e| StoreError::corrupt(path, format!("not a manifest: {e}")))
+    let m: Manifest = serde_json::from_slice(&bytes)
+        .map_err(|e| StoreError::corrupt(path, format!("not a manifest: {e}")))?;
+    if m.layout_version >= 3 && self_digest(&bytes).as_deref() != Some(m.manifest_sha256.as_str()) {
+        return Err(StoreError::corrupt(
+            path,
+            "its own SHA-256 (manifest_sha256) does not match its bytes",
+        ));
+    }
+    Ok(m)
+}
+
+/// The SHA-256 of manifest bytes with the value of their last `manifest_sha256` field as
+/// zeros; `None` without such a field.
+fn self_digest(bytes: &[u8]) -> Option<String> {
+    let at = bytes
+        .windows(SELF_DIGEST.len())
+        .rposition(|w| w == SELF_DIGEST)?
+        + SELF_DIGEST.len();
+    let value = bytes.get(at..at + 64)?;
+    if bytes.get(at + 64) != Some(&b'"') || !value.iter().all(u8::is_ascii_hexdigit) {
+        return None;
+    }
+    let mut zeroed = bytes.to_vec();
+    zeroed[at..at + 64].fill(b'0');
+    Some(super::atomic::sha256_hex(&zeroed))
 }
 
 /// Reads the manifest of `board` and `variant`; [`StoreError::NotSolved`] if there is none.
@@ -126,7 +159,19 @@ pub fn read(layout: &Layout, board: Shape, variant: &str) -> Result<Manifest> {
 /// Writes the manifest of its board and variant (durably, last of all its files).
 pub fn write(layout: &Layout, board: Shape, m: &Manifest) -> Result<String> {
     let path = layout.manifest_file(board, &m.variant);
-    let bytes = serde_json::to_vec_pretty(m)
+    let zeros = Manifest {
+        manifest_sha256: "0".repeat(64),
+        ..m.clone()
+    };
+    let mut bytes = serde_json::to_vec_pretty(&zeros)
         .map_err(|e| StoreError::corrupt(&path, format!("cannot encode the manifest: {e}")))?;
+    let digest = self_digest(&bytes)
+        .ok_or_else(|| StoreError::corrupt(&path, "cannot place the manifest's own digest"))?;
+    let at = bytes
+        .windows(SELF_DIGEST.len())
+        .rposition(|w| w == SELF_DIGEST)
+        .map(|i| i + SELF_DIGEST.len())
+        .ok_or_else(|| StoreError::corrupt(&path, "cannot place the manifest's own digest"))?;
+    bytes[at..at + 64].copy_from_slice(digest.as_bytes());
     super::atomic::write(&path, &bytes)
 }

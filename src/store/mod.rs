@@ -6,7 +6,9 @@
 //! - [`parquet`]: the Parquet writers, and a reader of named columns;
 //! - [`manifest`]: the manifest of a solved board and variant;
 //! - [`work`]: the work files of an unfinished solve;
-//! - [`atomic`]: the one durable, atomic way a file reaches the disk.
+//! - [`atomic`]: the one durable, atomic way a file reaches the disk;
+//! - [`lock`]: one writer per data directory (an advisory lock on `DIR/.lock`);
+//! - [`verify`]: the files of every solve against its manifest (sizes, digests, layout).
 //!
 //! The solver and the readers reach the disk only through here (the query room memory-maps
 //! the index files the layout names).
@@ -14,9 +16,11 @@
 pub mod atomic;
 mod error;
 pub mod layout;
+pub mod lock;
 pub mod manifest;
 pub mod parquet;
 pub mod schema;
+pub mod verify;
 pub mod work;
 
 use std::fs;
@@ -69,8 +73,12 @@ impl Store {
         manifest::read(&self.layout, board, variant)
     }
 
+    /// Writes the manifest of a finished solve (last, atomically), then seals its files: a
+    /// reader hashes again only the files changed since (see [`verify`]).
     pub fn write_manifest(&self, board: Shape, m: &Manifest) -> Result<String> {
-        manifest::write(&self.layout, board, m)
+        let digest = manifest::write(&self.layout, board, m)?;
+        verify::seal(self, board, m);
+        Ok(digest)
     }
 
     /// Every manifest of the directory, with the board and variant of its path; a manifest
@@ -89,13 +97,17 @@ impl Store {
     /// Removes the partitions and manifest of one board and variant (before a fresh solve
     /// writes them). The manifest goes first: without it nothing else is trusted.
     pub fn clear_variant(&self, board: Shape, variant: &str) -> Result<()> {
-        let m = self.layout.manifest_file(board, variant);
-        match fs::remove_file(&m) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(StoreError::io(&m, e)),
+        for m in [
+            self.layout.manifest_file(board, variant),
+            self.layout.seal_file(board, variant),
+        ] {
+            match fs::remove_file(&m) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(StoreError::io(&m, e)),
+            }
         }
-        for table in ["states", "afterstates", "ages", "index"] {
+        for table in layout::VARIANT_FOLDERS {
             let dir = self.layout.partition(table, board, variant);
             match fs::remove_dir_all(&dir) {
                 Ok(()) => {}
@@ -104,14 +116,6 @@ impl Store {
             }
         }
         Ok(())
-    }
-
-    /// True if every file the manifest lists is present with its listed size (a cheap check:
-    /// no digest is computed).
-    pub fn files_present(&self, m: &Manifest) -> bool {
-        m.files
-            .iter()
-            .all(|f| fs::metadata(self.root().join(&f.path)).is_ok_and(|md| md.len() == f.bytes))
     }
 
     /// Writes a file durably and atomically; returns its manifest entry.

@@ -4,10 +4,14 @@
 //! fsync each); the progress files are written durably after a `syncfs`, and they alone say
 //! which ages are done. Every file carries a checksum or is parsed strictly, and is reported
 //! as damaged rather than trusted; the whole folder is removed when the solve finishes.
+//! Every file carries a CRC32 of its body (the JSON files too, in a small binary envelope),
+//! so a damaged one is told from a good one; the solver checks them all on resume and redoes
+//! the work from the last age whose files are intact.
 //!
 //! ```text
 //! meta.json               who the files belong to (tool version, board, symmetry, class)
-//! forward.json            forward progress: the last age whose layers are durable
+//! forward.json            forward progress: the last age whose layers are durable, and
+//!                         every age with a layer file
 //! backward.json           the variants being valued, the top age, the last age done
 //! layers/age=N.ids        [n_states, states…, afterstates…]   (checksummed u64 words)
 //! values/age=N.f64        state values of age N, k per state  (checksummed u64 words)
@@ -25,6 +29,8 @@ use super::layout::{ages_in, Layout};
 use crate::rules::Shape;
 
 const WORK_MAGIC: &[u8; 8] = b"A2048WRK";
+/// The envelope of a JSON work file: magic, length, CRC32, then the JSON text.
+const JSON_MAGIC: &[u8; 8] = b"A2048WKJ";
 
 /// Who a work folder belongs to: files of another tool version, group or class are not
 /// resumed from.
@@ -40,6 +46,9 @@ pub struct WorkMeta {
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct ForwardProgress {
     pub done_age: Option<u32>,
+    /// Every age whose layer file was written, ascending (ages without states have none).
+    #[serde(default)]
+    pub ages: Vec<u32>,
     pub min_age: Option<u32>,
     pub complete: bool,
     pub seconds: f64,
@@ -120,6 +129,19 @@ impl WorkDir {
         write_words(&self.layer_path(age), &words)
     }
 
+    /// Checks the layer file of an age (its checksum and counts) without keeping it.
+    pub fn check_layers(&self, age: u32) -> Result<()> {
+        let path = self.layer_path(age);
+        match read_words(&path)? {
+            Some(w) if w.first().is_some_and(|&n| n < w.len() as u64) => Ok(()),
+            Some(_) => Err(StoreError::corrupt(
+                path,
+                "layer counts do not fit the file",
+            )),
+            None => Err(StoreError::corrupt(path, "missing")),
+        }
+    }
+
     /// The states and afterstates of an age (empty if the forward pass found none).
     pub fn load_layers(&self, age: u32) -> Result<(Vec<u64>, Vec<u64>)> {
         let path = self.layer_path(age);
@@ -175,9 +197,7 @@ impl WorkDir {
     /// Saves the record of a finished age (durable after the next sync).
     pub fn save_record<T: Serialize>(&self, age: u32, record: &T) -> Result<()> {
         let path = self.record_path(age);
-        let bytes = serde_json::to_vec(record)
-            .map_err(|e| StoreError::corrupt(&path, format!("cannot encode: {e}")))?;
-        super::atomic::write_batched(&path, &bytes).map(|_| ())
+        super::atomic::write_batched(&path, &encode_json(&path, record)?).map(|_| ())
     }
 
     pub fn load_record<T: DeserializeOwned>(&self, age: u32) -> Result<Option<T>> {
@@ -207,17 +227,43 @@ fn remove_dir(dir: &Path) -> Result<()> {
 
 /// Writes u64 words (ids or f64 bits) as a checksummed work file (durable after a sync).
 pub fn write_words(path: &Path, words: &[u64]) -> Result<()> {
-    let mut bytes = Vec::with_capacity(24 + words.len() * 8);
-    bytes.extend_from_slice(WORK_MAGIC);
-    bytes.extend_from_slice(&(words.len() as u64).to_le_bytes());
-    let body_start = bytes.len() + 8;
-    bytes.extend_from_slice(&[0u8; 8]);
+    let mut body = Vec::with_capacity(words.len() * 8);
     for w in words {
-        bytes.extend_from_slice(&w.to_le_bytes());
+        body.extend_from_slice(&w.to_le_bytes());
     }
-    let crc = crc32fast::hash(&bytes[body_start..]);
-    bytes[16..24].copy_from_slice(&u64::from(crc).to_le_bytes());
-    super::atomic::write_batched(path, &bytes).map(|_| ())
+    super::atomic::write_batched(path, &envelope(WORK_MAGIC, words.len() as u64, &body)).map(|_| ())
+}
+
+/// `magic`, `count`, the CRC32 of `body`, then `body`.
+fn envelope(magic: &[u8; 8], count: u64, body: &[u8]) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(24 + body.len());
+    bytes.extend_from_slice(magic);
+    bytes.extend_from_slice(&count.to_le_bytes());
+    bytes.extend_from_slice(&u64::from(crc32fast::hash(body)).to_le_bytes());
+    bytes.extend_from_slice(body);
+    bytes
+}
+
+/// The body of an envelope of `count` units of `unit` bytes, checked (magic, length, CRC).
+fn open_envelope<'a>(path: &Path, magic: &[u8; 8], bytes: &'a [u8], unit: u64) -> Result<&'a [u8]> {
+    let corrupt = |what: &str| StoreError::corrupt(path, what);
+    let word = |i: usize| -> u64 {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&bytes[i..i + 8]);
+        u64::from_le_bytes(w)
+    };
+    if bytes.len() < 24 || &bytes[..8] != magic {
+        return Err(corrupt("not a work file (bad magic or too short)"));
+    }
+    let (n, crc) = (word(8), word(16));
+    let body = &bytes[24..];
+    if (body.len() as u64) != n.saturating_mul(unit) {
+        return Err(corrupt("truncated"));
+    }
+    if u64::from(crc32fast::hash(body)) != crc {
+        return Err(corrupt("checksum mismatch"));
+    }
+    Ok(body)
 }
 
 /// Reads a work file written by [`write_words`]; `None` if it does not exist.
@@ -227,37 +273,36 @@ pub fn read_words(path: &Path) -> Result<Option<Vec<u64>>> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(StoreError::io(path, e)),
     };
-    let corrupt = |what: &str| StoreError::corrupt(path, what);
-    if bytes.len() < 24 || &bytes[..8] != WORK_MAGIC {
-        return Err(corrupt("not a work file (bad magic or too short)"));
-    }
-    let n = u64::from_le_bytes(bytes[8..16].try_into().expect("8 bytes"));
-    let crc = u64::from_le_bytes(bytes[16..24].try_into().expect("8 bytes"));
-    let body = &bytes[24..];
-    if (body.len() as u64) != n.saturating_mul(8) {
-        return Err(corrupt("truncated"));
-    }
-    if u64::from(crc32fast::hash(body)) != crc {
-        return Err(corrupt("checksum mismatch"));
-    }
+    let body = open_envelope(path, WORK_MAGIC, &bytes, 8)?;
     Ok(Some(
         body.chunks_exact(8)
-            .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
+            .map(|c| {
+                let mut w = [0u8; 8];
+                w.copy_from_slice(c);
+                u64::from_le_bytes(w)
+            })
             .collect(),
     ))
 }
 
-fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
-    let bytes = serde_json::to_vec_pretty(value)
+fn encode_json<T: Serialize>(path: &Path, value: &T) -> Result<Vec<u8>> {
+    let text = serde_json::to_vec_pretty(value)
         .map_err(|e| StoreError::corrupt(path, format!("cannot encode: {e}")))?;
-    super::atomic::write(path, &bytes).map(|_| ())
+    Ok(envelope(JSON_MAGIC, text.len() as u64, &text))
+}
+
+fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
+    super::atomic::write(path, &encode_json(path, value)?).map(|_| ())
 }
 
 fn read_json<T: DeserializeOwned>(path: &Path) -> Result<Option<T>> {
     match fs::read(path) {
-        Ok(b) => serde_json::from_slice(&b)
-            .map(Some)
-            .map_err(|e| StoreError::corrupt(path, e.to_string())),
+        Ok(b) => {
+            let body = open_envelope(path, JSON_MAGIC, &b, 1)?;
+            serde_json::from_slice(body)
+                .map(Some)
+                .map_err(|e| StoreError::corrupt(path, e.to_string()))
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(StoreError::io(path, e)),
     }
@@ -280,5 +325,24 @@ mod tests {
         fs::write(&p, &b[..20]).unwrap();
         assert!(matches!(read_words(&p), Err(StoreError::Corrupt { .. })));
         assert_eq!(read_words(&dir.path().join("none")).unwrap(), None);
+
+        // JSON work files too: a changed digit is caught, not read as another number.
+        let j = dir.path().join("x.json");
+        let fwd = ForwardProgress {
+            done_age: Some(40),
+            ages: vec![4, 6],
+            ..Default::default()
+        };
+        write_json(&j, &fwd).unwrap();
+        let back: ForwardProgress = read_json(&j).unwrap().unwrap();
+        assert_eq!((back.done_age, back.ages), (Some(40), vec![4, 6]));
+        let mut b = fs::read(&j).unwrap();
+        let at = b.windows(2).position(|w| w == b"40").unwrap();
+        b[at] = b'9';
+        fs::write(&j, &b).unwrap();
+        assert!(matches!(
+            read_json::<ForwardProgress>(&j),
+            Err(StoreError::Corrupt { .. })
+        ));
     }
 }

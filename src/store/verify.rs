@@ -1,0 +1,769 @@
+//! Checking a data directory against its manifests: the store's word on whether the files of
+//! a solve are the ones it wrote.
+//!
+//! Three depths. [`Depth::Sizes`] reads no file's bytes: every manifest is checked against the
+//! layout (its board, variant and layout version; it lists exactly the files the layout gives
+//! for its ages, each once; its totals add up), every listed file is there with its size, and
+//! no file of that board and variant is on disk that the manifest does not list.
+//! [`Depth::Changed`] adds the SHA-256 of every file changed since its digest was last found
+//! right: the *seal* of a board and variant (`.seals/board=B/variant=V.json`, written with the
+//! manifest and after every clean check) holds each file's size, inode, modification and
+//! change times as they were then, and a file whose status differs is hashed again. It costs
+//! a `stat` per file when nothing changed, so every reader runs it before trusting a solve and
+//! `solve` runs it before reusing one: a byte written into a file changes its times, so it is
+//! caught (damage that leaves the times alone, such as a failing disk, takes a full check).
+//! [`Depth::Digests`] hashes every file (in parallel), and checks the contents the manifest
+//! vouches for: the `ages` table holds the manifest's per-age counts, and each age's Parquet
+//! parts hold as many rows as the `ages` table says.
+//!
+//! Over a whole directory ([`check_store`]) it also finds partitions without a manifest (an
+//! unfinished solve: a killed one, or one running now) and boards solved under more than one
+//! symmetry group.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::fs::{self, File};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::error::{Result, StoreError};
+use super::layout::{Partition, VARIANT_FOLDERS};
+use super::manifest::{self, Manifest, LAYOUT_VERSION};
+use super::{atomic, Store};
+use crate::rules::Shape;
+
+/// How deep to look.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Depth {
+    /// Manifests against the layout, files against their listed sizes: no file is read.
+    Sizes,
+    /// Also the SHA-256 of every file changed since its digest was last found right.
+    Changed,
+    /// Also every file's SHA-256, and the `ages` table against the per-age files.
+    Digests,
+}
+
+/// One thing wrong in a data directory.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Problem {
+    pub board: String,
+    pub variant: String,
+    /// The file or folder it is about, relative to the data directory (`/`-separated).
+    pub path: String,
+    pub what: What,
+}
+
+/// What is wrong with a file.
+#[derive(Clone, Debug, PartialEq)]
+pub enum What {
+    /// Listed by the manifest, not on disk.
+    Missing,
+    /// On disk at another size than listed.
+    Size { listed: u64, found: u64 },
+    /// On disk at its size, with other bytes.
+    Digest,
+    /// On disk in a partition of the board and variant, not listed by the manifest.
+    Unlisted,
+    /// Could not be read (the operating system's or the decoder's words).
+    Unreadable(String),
+    /// Partitions without a manifest: a solve that did not finish (or is running).
+    Unfinished,
+    /// No manifest and no files: the board and variant are not solved here.
+    NotSolved,
+    /// The manifest does not match the layout or itself.
+    Manifest(String),
+    /// The `ages` table or a part's row count disagrees with the manifest.
+    Ages(String),
+    /// The variants of one board were solved under different symmetry groups.
+    MixedSymmetry(String),
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.path, Message(self))
+    }
+}
+
+impl Problem {
+    /// What is wrong, without the path.
+    pub fn message(&self) -> String {
+        Message(self).to_string()
+    }
+}
+
+struct Message<'a>(&'a Problem);
+
+impl fmt::Display for Message<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (b, v) = (&self.0.board, &self.0.variant);
+        match &self.0.what {
+            What::Missing => write!(f, "missing (its manifest lists it)"),
+            What::Size { listed, found } => {
+                write!(f, "{found} bytes, its manifest lists {listed}")
+            }
+            What::Digest => write!(f, "damaged: its SHA-256 differs from its manifest's"),
+            What::Unlisted => write!(
+                f,
+                "not listed by the manifest of board {b}, variant {v} (a stray or foreign file)"
+            ),
+            What::Unreadable(e) => write!(f, "cannot be read: {e}"),
+            What::Unfinished => write!(
+                f,
+                "board {b}, variant {v} has files but no manifest: an unfinished solve (finish it with `age2048 solve --board {b} --variant {v}`)"
+            ),
+            What::NotSolved => write!(f, "board {b}, variant {v} is not solved here"),
+            What::Manifest(s) | What::Ages(s) | What::MixedSymmetry(s) => write!(f, "{s}"),
+        }
+    }
+}
+
+impl Problem {
+    fn new(board: &str, variant: &str, path: impl Into<String>, what: What) -> Problem {
+        Problem {
+            board: board.to_string(),
+            variant: variant.to_string(),
+            path: path.into(),
+            what,
+        }
+    }
+}
+
+/// Which boards and variants to check (all when `None`).
+#[derive(Clone, Debug, Default)]
+pub struct Filter {
+    pub board: Option<Shape>,
+    pub variant: Option<String>,
+}
+
+impl Filter {
+    fn admits(&self, board: &str, variant: &str) -> bool {
+        self.board.is_none_or(|b| b.to_string() == board)
+            && self.variant.as_deref().is_none_or(|v| v == variant)
+    }
+}
+
+/// What [`check_store`] looked at and found.
+#[derive(Clone, Debug, Default)]
+pub struct Summary {
+    /// Finished solves (manifests) checked.
+    pub solves: usize,
+    /// Files listed by those manifests.
+    pub files: usize,
+    /// Their bytes (as listed).
+    pub bytes: u64,
+    pub problems: Vec<Problem>,
+}
+
+/// Bytes of the files [`check_store`] will hash at [`Depth::Digests`] (for a progress bar).
+pub fn bytes_to_hash(store: &Store, filter: &Filter) -> u64 {
+    store
+        .manifests()
+        .into_iter()
+        .filter(|(p, _)| filter.admits(&p.board, &p.variant))
+        .filter_map(|(_, m)| m.ok())
+        .map(|m| m.total_bytes())
+        .sum()
+}
+
+/// Checks one board and variant: its manifest (read from the store) and its files.
+pub fn check_variant(store: &Store, shape: Shape, variant: &str, depth: Depth) -> Vec<Problem> {
+    check_variant_with(store, shape, variant, depth, &|_| {})
+}
+
+fn check_variant_with(
+    store: &Store,
+    shape: Shape,
+    variant: &str,
+    depth: Depth,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Vec<Problem> {
+    let layout = store.layout();
+    let board = shape.to_string();
+    let path = layout.manifest_file(shape, variant);
+    let rel = layout.relative(&path);
+    if !path.exists() {
+        let dirs = layout.variant_dirs(shape, variant);
+        let what = if dirs.is_empty() {
+            What::NotSolved
+        } else {
+            What::Unfinished
+        };
+        let at = dirs.first().map_or(rel, |d| layout.relative(d));
+        return vec![Problem::new(&board, variant, at, what)];
+    }
+    match manifest::read_path(&path) {
+        Ok(m) => check_manifest_with(store, shape, variant, &m, depth, progress),
+        Err(e) => vec![Problem::new(
+            &board,
+            variant,
+            rel,
+            What::Manifest(format!("not a readable manifest: {}", error_text(&e))),
+        )],
+    }
+}
+
+/// Checks the files of a manifest already read (e.g. by a reader about to use it).
+pub fn check_manifest(
+    store: &Store,
+    shape: Shape,
+    variant: &str,
+    m: &Manifest,
+    depth: Depth,
+) -> Vec<Problem> {
+    check_manifest_with(store, shape, variant, m, depth, &|_| {})
+}
+
+fn check_manifest_with(
+    store: &Store,
+    shape: Shape,
+    variant: &str,
+    m: &Manifest,
+    depth: Depth,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Vec<Problem> {
+    let layout = store.layout();
+    let board = shape.to_string();
+    let mrel = layout.relative(&layout.manifest_file(shape, variant));
+    let bad = |s: String| Problem::new(&board, variant, mrel.clone(), What::Manifest(s));
+    if m.board != board || m.variant != variant {
+        return vec![bad(format!(
+            "names board {}, variant {}, but lies where board {board}, variant {variant} belongs",
+            m.board, m.variant
+        ))];
+    }
+    if m.layout_version != LAYOUT_VERSION {
+        return vec![bad(format!(
+            "layout version {} (this tool writes and reads {LAYOUT_VERSION}): `age2048 solve` solves it again",
+            m.layout_version
+        ))];
+    }
+    let mut problems = Vec::new();
+
+    // The files the layout gives for the manifest's ages, against the files it lists.
+    let mut expected: BTreeSet<String> = BTreeSet::new();
+    for a in &m.ages {
+        for p in [
+            layout.states_file(shape, variant, a.age),
+            layout.afterstates_file(shape, variant, a.age),
+            layout.index_file(shape, variant, a.age),
+        ] {
+            expected.insert(layout.relative(&p));
+        }
+        let index = layout.relative(&layout.index_file(shape, variant, a.age));
+        if a.index.file != index {
+            problems.push(bad(format!(
+                "age {} names index file '{}', the layout's is {index}",
+                a.age, a.index.file
+            )));
+        }
+    }
+    expected.insert(layout.relative(&layout.ages_file(shape, variant)));
+    let mut listed: BTreeSet<&str> = BTreeSet::new();
+    let mut usable = Vec::new();
+    for f in &m.files {
+        if !listed.insert(f.path.as_str()) {
+            problems.push(bad(format!("lists {} twice", f.path)));
+        } else if !expected.contains(&f.path) {
+            // Never opened: a manifest names only the files of its own partitions.
+            problems.push(bad(format!(
+                "lists '{}', which is not a file of board {board}, variant {variant} at its ages",
+                f.path
+            )));
+        } else {
+            usable.push(f);
+        }
+    }
+    for e in &expected {
+        if !listed.contains(e.as_str()) {
+            problems.push(bad(format!("does not list {e}, a file of its ages")));
+        }
+    }
+    let sum = |g: fn(&super::AgeStats) -> u64| m.ages.iter().map(g).sum::<u64>();
+    for (name, total, parts) in [
+        ("n_states", m.n_states, sum(|a| a.n_states)),
+        ("n_afterstates", m.n_afterstates, sum(|a| a.n_afterstates)),
+        (
+            "n_terminal_states",
+            m.n_terminal_states,
+            sum(|a| a.n_terminal_states),
+        ),
+    ] {
+        if total != parts {
+            problems.push(bad(format!(
+                "{name} is {total}, its ages add up to {parts}"
+            )));
+        }
+    }
+
+    // Every listed file at its size (and with its digest).
+    let sealed = if depth == Depth::Changed {
+        read_seal(store, shape, variant)
+    } else {
+        Seal::default()
+    };
+    let checked: Vec<(Option<Problem>, Option<Stamp>, bool)> = usable
+        .par_iter()
+        .map(|f| {
+            let p = store.root().join(&f.path);
+            let pb = |what| {
+                (
+                    Some(Problem::new(&board, variant, f.path.clone(), what)),
+                    None,
+                    false,
+                )
+            };
+            let md = match fs::metadata(&p) {
+                Ok(md) if md.is_file() => md,
+                Ok(_) => return pb(What::Missing),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return pb(What::Missing),
+                Err(e) => return pb(What::Unreadable(e.to_string())),
+            };
+            let found = md.len();
+            if found != f.bytes {
+                return pb(What::Size {
+                    listed: f.bytes,
+                    found,
+                });
+            }
+            let stamp = Stamp::of(&md, &f.sha256);
+            let hash = match depth {
+                Depth::Sizes => false,
+                Depth::Changed => sealed.files.get(&f.path) != Some(&stamp),
+                Depth::Digests => true,
+            };
+            if hash {
+                match sha256_file(&p, progress) {
+                    Ok(d) if d == f.sha256 => {}
+                    Ok(_) => return pb(What::Digest),
+                    Err(e) => return pb(What::Unreadable(e.to_string())),
+                }
+            }
+            (None, Some(stamp), hash)
+        })
+        .collect();
+    let damaged: BTreeSet<String> = checked
+        .iter()
+        .filter_map(|c| c.0.as_ref())
+        .map(|p| p.path.clone())
+        .collect();
+    let rehashed = checked.iter().any(|c| c.2);
+    let stamps: BTreeMap<String, Stamp> = usable
+        .iter()
+        .zip(&checked)
+        .filter_map(|(f, c)| Some((f.path.clone(), c.1.clone()?)))
+        .collect();
+    problems.extend(checked.into_iter().filter_map(|c| c.0));
+
+    // Files of this board and variant that the manifest does not list.
+    for dir in layout.variant_dirs(shape, variant) {
+        for file in files_under(&dir) {
+            let rel = layout.relative(&file);
+            if !listed.contains(rel.as_str()) {
+                problems.push(Problem::new(&board, variant, rel, What::Unlisted));
+            }
+        }
+    }
+
+    if depth == Depth::Digests {
+        problems.extend(check_ages(store, shape, variant, m, &damaged));
+    }
+    if problems.is_empty() && rehashed {
+        // Every file hashed right: seal them, so the next check hashes none of them again.
+        write_seal(store, shape, variant, &Seal { files: stamps });
+    }
+    problems
+}
+
+/// What a file's status was when its SHA-256 was last found right.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct Stamp {
+    sha256: String,
+    bytes: u64,
+    dev: u64,
+    ino: u64,
+    mtime_ns: i128,
+    ctime_ns: i128,
+}
+
+impl Stamp {
+    #[cfg(unix)]
+    fn of(md: &fs::Metadata, sha256: &str) -> Stamp {
+        use std::os::unix::fs::MetadataExt;
+        let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
+        Stamp {
+            sha256: sha256.to_string(),
+            bytes: md.len(),
+            dev: md.dev(),
+            ino: md.ino(),
+            mtime_ns: ns(md.mtime(), md.mtime_nsec()),
+            ctime_ns: ns(md.ctime(), md.ctime_nsec()),
+        }
+    }
+
+    #[cfg(not(unix))]
+    fn of(md: &fs::Metadata, sha256: &str) -> Stamp {
+        let ns = |t: std::io::Result<std::time::SystemTime>| {
+            t.ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(-1, |d| d.as_nanos() as i128)
+        };
+        Stamp {
+            sha256: sha256.to_string(),
+            bytes: md.len(),
+            dev: 0,
+            ino: 0,
+            mtime_ns: ns(md.modified()),
+            ctime_ns: ns(md.created()),
+        }
+    }
+}
+
+/// The seal of a board and variant: a [`Stamp`] per file.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+struct Seal {
+    files: BTreeMap<String, Stamp>,
+}
+
+/// The seal on disk; an empty one if there is none or it cannot be read (every file is then
+/// hashed: a seal only ever spares work).
+fn read_seal(store: &Store, shape: Shape, variant: &str) -> Seal {
+    fs::read(store.layout().seal_file(shape, variant))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default()
+}
+
+/// Writes a seal, if it can: a directory a reader may not write keeps its old seal (and its
+/// files are hashed again next time).
+fn write_seal(store: &Store, shape: Shape, variant: &str, seal: &Seal) {
+    if let Ok(bytes) = serde_json::to_vec(seal) {
+        let _ = atomic::write_batched(&store.layout().seal_file(shape, variant), &bytes);
+    }
+}
+
+/// Seals the files of a manifest just written (their digests were computed from the bytes
+/// written): called by [`Store::write_manifest`].
+pub(super) fn seal(store: &Store, shape: Shape, m: &Manifest) {
+    let files = m
+        .files
+        .iter()
+        .filter_map(|f| {
+            let md = fs::metadata(store.root().join(&f.path)).ok()?;
+            (md.len() == f.bytes).then(|| (f.path.clone(), Stamp::of(&md, &f.sha256)))
+        })
+        .collect();
+    write_seal(store, shape, &m.variant, &Seal { files });
+}
+
+/// One age's (age, states, afterstates, terminal states), as the `ages` table or the
+/// manifest gives them.
+type AgeCounts = (Option<u64>, Option<u64>, Option<u64>, Option<u64>);
+
+/// The `ages` table against the manifest's per-age figures, and each age's parts against the
+/// table's counts (files already found damaged are not read again).
+fn check_ages(
+    store: &Store,
+    shape: Shape,
+    variant: &str,
+    m: &Manifest,
+    damaged: &BTreeSet<String>,
+) -> Vec<Problem> {
+    let layout = store.layout();
+    let board = shape.to_string();
+    let mut problems = Vec::new();
+    let ages_path = layout.ages_file(shape, variant);
+    let ages_rel = layout.relative(&ages_path);
+    if damaged.contains(&ages_rel) || !ages_path.exists() {
+        return problems;
+    }
+    let pb = |path: &str, s: String| Problem::new(&board, variant, path, What::Ages(s));
+    let cols = match super::parquet::read_columns(
+        &ages_path,
+        &["age", "n_states", "n_afterstates", "n_terminal_states"],
+    ) {
+        Ok(c) => c,
+        Err(e) => {
+            problems.push(Problem::new(
+                &board,
+                variant,
+                ages_rel,
+                What::Unreadable(error_text(&e)),
+            ));
+            return problems;
+        }
+    };
+    let as_u64 = |c: &super::ColumnData| match c {
+        super::ColumnData::U64(v) => v.clone(),
+        _ => Vec::new(),
+    };
+    let [age, ns, na, nt] = [&cols[0], &cols[1], &cols[2], &cols[3]].map(as_u64);
+    let table: Vec<AgeCounts> = (0..age.len())
+        .map(|i| {
+            (
+                age[i],
+                ns.get(i).copied().flatten(),
+                na.get(i).copied().flatten(),
+                nt.get(i).copied().flatten(),
+            )
+        })
+        .collect();
+    let listed: Vec<AgeCounts> = m
+        .ages
+        .iter()
+        .map(|a| {
+            (
+                Some(u64::from(a.age)),
+                Some(a.n_states),
+                Some(a.n_afterstates),
+                Some(a.n_terminal_states),
+            )
+        })
+        .collect();
+    if table != listed {
+        let first = table
+            .iter()
+            .zip(&listed)
+            .position(|(a, b)| a != b)
+            .unwrap_or(table.len().min(listed.len()));
+        problems.push(pb(
+            &ages_rel,
+            format!(
+                "{} rows, the manifest lists {} ages; they differ from row {} on (age, states, afterstates, terminal)",
+                table.len(),
+                listed.len(),
+                first + 1
+            ),
+        ));
+        return problems;
+    }
+    for a in &m.ages {
+        for (path, want) in [
+            (layout.states_file(shape, variant, a.age), a.n_states),
+            (
+                layout.afterstates_file(shape, variant, a.age),
+                a.n_afterstates,
+            ),
+        ] {
+            let rel = layout.relative(&path);
+            if damaged.contains(&rel) || !path.exists() {
+                continue;
+            }
+            match parquet_rows(&path) {
+                Ok(n) if n == want => {}
+                Ok(n) => problems.push(pb(
+                    &rel,
+                    format!("{n} rows, the ages table says {want} at age {}", a.age),
+                )),
+                Err(e) => problems.push(Problem::new(&board, variant, rel, What::Unreadable(e))),
+            }
+        }
+    }
+    problems
+}
+
+/// Checks every finished solve of the directory that `filter` admits, and finds unfinished
+/// ones and boards of mixed symmetry groups. `progress` is told the bytes of each file hashed.
+pub fn check_store(
+    store: &Store,
+    filter: &Filter,
+    depth: Depth,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Summary {
+    let layout = store.layout();
+    let mut summary = Summary::default();
+    let manifests: Vec<Partition> = layout
+        .manifests()
+        .into_iter()
+        .filter(|p| filter.admits(&p.board, &p.variant))
+        .collect();
+    let finished: BTreeSet<(String, String)> = manifests
+        .iter()
+        .map(|p| (p.board.clone(), p.variant.clone()))
+        .collect();
+    // board -> (symmetry -> first variant solved under it)
+    let mut groups: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    for p in &manifests {
+        let rel = layout.relative(&p.dir);
+        let Ok(shape) = Shape::parse(&p.board) else {
+            summary.problems.push(Problem::new(
+                &p.board,
+                &p.variant,
+                rel,
+                What::Manifest(format!("'{}' is not a board size", p.board)),
+            ));
+            continue;
+        };
+        summary.solves += 1;
+        match manifest::read_path(&p.dir) {
+            Ok(m) => {
+                summary.files += m.files.len();
+                summary.bytes += m.total_bytes();
+                groups
+                    .entry(p.board.clone())
+                    .or_default()
+                    .entry(m.symmetry.clone())
+                    .or_insert_with(|| p.variant.clone());
+                summary.problems.extend(check_manifest_with(
+                    store, shape, &p.variant, &m, depth, progress,
+                ));
+            }
+            Err(e) => summary.problems.push(Problem::new(
+                &p.board,
+                &p.variant,
+                rel,
+                What::Manifest(format!("not a readable manifest: {}", error_text(&e))),
+            )),
+        }
+    }
+    for (board, by_group) in &groups {
+        if by_group.len() > 1 {
+            let list: Vec<String> = by_group
+                .iter()
+                .map(|(g, v)| format!("{v} under {g}"))
+                .collect();
+            summary.problems.push(Problem::new(
+                board,
+                "",
+                layout.relative(&layout.manifest_dir().join(format!("board={board}"))),
+                What::MixedSymmetry(format!(
+                    "board {board} is solved under more than one symmetry group ({}): its variants cannot be compared; solve them again under one group with --force",
+                    list.join(", ")
+                )),
+            ));
+        }
+    }
+    // Partitions of boards and variants without a manifest.
+    let mut unfinished: BTreeMap<(String, String), PathBuf> = BTreeMap::new();
+    for t in VARIANT_FOLDERS {
+        for p in layout.partitions(t) {
+            let key = (p.board.clone(), p.variant.clone());
+            if filter.admits(&p.board, &p.variant) && !finished.contains(&key) {
+                unfinished.entry(key).or_insert(p.dir);
+            }
+        }
+    }
+    for ((board, variant), dir) in unfinished {
+        summary.problems.push(Problem::new(
+            &board,
+            &variant,
+            layout.relative(&dir),
+            What::Unfinished,
+        ));
+    }
+    summary.problems.sort_by(|a, b| a.path.cmp(&b.path));
+    summary
+}
+
+/// Every file under `dir` except the temporary files of unfinished writes.
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = fs::read_dir(&d) else { continue };
+        for e in rd.flatten() {
+            let p = e.path();
+            match e.file_type() {
+                Ok(t) if t.is_dir() => stack.push(p),
+                Ok(_) => {
+                    if !atomic::is_temp(&e.file_name().to_string_lossy()) {
+                        out.push(p);
+                    }
+                }
+                Err(_) => out.push(p),
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Lower-case hexadecimal SHA-256 of a file, read in chunks.
+pub fn sha256_file(path: &Path, progress: &(dyn Fn(u64) + Sync)) -> std::io::Result<String> {
+    let mut f = File::open(path)?;
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = match f.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        h.update(&buf[..n]);
+        progress(n as u64);
+    }
+    Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Rows of a Parquet part, from its footer.
+fn parquet_rows(path: &Path) -> Result<u64, String> {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    let f = File::open(path).map_err(|e| e.to_string())?;
+    let r = SerializedFileReader::new(f).map_err(|e| e.to_string())?;
+    u64::try_from(r.metadata().file_metadata().num_rows())
+        .map_err(|_| "a negative row count".to_string())
+}
+
+/// An error and its sources on one line.
+fn error_text(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(x) = src {
+        let m = x.to_string();
+        if !s.ends_with(&m) {
+            s.push_str(": ");
+            s.push_str(&m);
+        }
+        src = x.source();
+    }
+    s
+}
+
+/// The manifest of one board and variant, for a reader: [`StoreError::NotSolved`] if there is
+/// none, [`StoreError::Damaged`] naming the first problem a [`Depth::Changed`] check finds.
+pub fn trusted(store: &Store, shape: Shape, variant: &str) -> Result<Manifest> {
+    let m = store.read_manifest(shape, variant)?;
+    match check_manifest(store, shape, variant, &m, Depth::Changed).first() {
+        None => Ok(m),
+        Some(p) => Err(StoreError::damaged(store.root(), p)),
+    }
+}
+
+/// A finished solve, checked for readers.
+#[derive(Clone, Debug)]
+pub struct Solved {
+    pub shape: Shape,
+    pub board: String,
+    pub variant: String,
+    pub manifest: Manifest,
+}
+
+/// Every finished solve of the directory for a reader, with the unfinished ones (partitions
+/// without a manifest, which readers leave out). A [`Depth::Changed`] problem of any finished
+/// solve, or boards of mixed groups, give [`StoreError::Damaged`] naming the first problem.
+pub fn trusted_all(store: &Store) -> Result<(Vec<Solved>, Vec<Problem>)> {
+    let summary = check_store(store, &Filter::default(), Depth::Changed, &|_| {});
+    let (unfinished, damage): (Vec<Problem>, Vec<Problem>) = summary
+        .problems
+        .into_iter()
+        .partition(|p| p.what == What::Unfinished);
+    if let Some(p) = damage.first() {
+        return Err(StoreError::damaged(store.root(), p));
+    }
+    let mut solved = Vec::new();
+    for (p, m) in store.manifests() {
+        let shape =
+            Shape::parse(&p.board).map_err(|e| StoreError::corrupt(&p.dir, e.to_string()))?;
+        solved.push(Solved {
+            shape,
+            board: p.board,
+            variant: p.variant,
+            manifest: m?,
+        });
+    }
+    Ok((solved, unfinished))
+}
