@@ -444,3 +444,46 @@ pub fn main_variants(rows: &[AgeRow]) -> BTreeMap<String, String> {
     }
     m
 }
+
+/// The figure of `age2048 evaluate`: the mean regret of the agent's moves per age (with the
+/// largest, dashed), and the share of its moves that are optimal.
+pub fn regret_per_age(ev: &crate::query::evaluate::LogEvaluation) -> Figure {
+    let x = |a: &crate::query::evaluate::AgeRegret| f64::from(a.age);
+    let unit = if ev.scored { "points" } else { "probability" };
+    let mut regret = Panel::new("age (sum of the tiles)", &format!("regret ({unit})"));
+    regret.caption = Some("regret of the moves played".into());
+    regret.lines.push(Line {
+        label: "mean regret".into(),
+        color: PALETTE[0],
+        dashed: false,
+        points: ev.ages.iter().map(|a| (x(a), a.mean_regret())).collect(),
+    });
+    regret.lines.push(Line {
+        label: "largest regret".into(),
+        color: PALETTE[3],
+        dashed: true,
+        points: ev.ages.iter().map(|a| (x(a), a.max_regret)).collect(),
+    });
+    let mut share = Panel::new("age (sum of the tiles)", "optimal moves / moves");
+    share.caption = Some("share of optimal moves".into());
+    share.legend = SeriesLabelPosition::LowerLeft;
+    share.lines.push(Line {
+        label: "optimal share".into(),
+        color: PALETTE[2],
+        dashed: false,
+        points: ev.ages.iter().map(|a| (x(a), a.optimal_share())).collect(),
+    });
+    Figure {
+        name: crate::store::evaluation::FIGURE.into(),
+        title: format!(
+            "Regret per age — board {}, variant {}, {} moves in {} games",
+            ev.board,
+            ev.variant,
+            ev.moves.len(),
+            ev.games.len()
+        ),
+        panels: vec![regret, share],
+        width: 1400,
+        height: 700,
+    }
+}

@@ -6,13 +6,16 @@
 //! - [`parquet`]: the Parquet writers, and a reader of named columns;
 //! - [`manifest`]: the manifest of a solved board and variant;
 //! - [`work`]: the work files of an unfinished solve;
-//! - [`atomic`]: the one durable, atomic way a file reaches the disk.
+//! - [`atomic`]: the one durable, atomic way a file reaches the disk;
+//! - [`evaluation`]: the tables `evaluate` writes about an agent's moves (outside a data
+//!   directory, in the folder given by `--out`).
 //!
 //! The solver and the readers reach the disk only through here (the query room memory-maps
 //! the index files the layout names).
 
 pub mod atomic;
 mod error;
+pub mod evaluation;
 pub mod layout;
 pub mod manifest;
 pub mod parquet;
