@@ -9,7 +9,8 @@
 //! `WHERE board = '3x3' AND age < 100` prunes files; the store percent-encodes partition values
 //! and DuckDB decodes them, so one glob reads every variant. A table with no files gets an
 //! empty view of the same columns (types from the store's schema), so the other views still
-//! work. Macros: `max_tile(id)`, the largest tile of a board id.
+//! work. Macros: `max_tile(id)`, the largest tile of a board id; `tile(id, r, c, board)` and
+//! `board_text(id, board)` (see [`BOARD_MACROS`]).
 
 use duckdb::Connection;
 
@@ -39,8 +40,28 @@ pub fn catalog_sql(store: &Store) -> Result<String> {
         "CREATE OR REPLACE MACRO max_tile(id) AS \
          1::UBIGINT << list_max(list_transform(range(16), lambda i: (id::UBIGINT >> (4 * i)::UBIGINT) & 15::UBIGINT));\n",
     );
+    sql.push_str(BOARD_MACROS);
     Ok(sql)
 }
+
+/// Macros that read boards out of ids (cell `(r, c)` of an `RxC` board, 0-based, sits at bits
+/// `4(r·C + c)`, exponent 0 = empty):
+///
+/// * `tile(id, r, c, board)`: the tile at row `r`, column `c` (0 if empty, NULL off the board);
+/// * `board_text(id, board)`: the board as text, the way `rules::format_board` writes it
+///   (rows separated by `/`, cells by spaces, `.` for empty): `2 . 4/. 8 ./. . 2`.
+///
+/// `board` is the board size `RxC`, e.g. the `board` column of the views.
+pub const BOARD_MACROS: &str = "\
+CREATE OR REPLACE MACRO tile(id, r, c, board) AS \
+  CASE WHEN r < 0 OR c < 0 OR r >= split_part(board, 'x', 1)::INTEGER OR c >= split_part(board, 'x', 2)::INTEGER THEN NULL \
+       WHEN ((id::UBIGINT >> (4 * (r * split_part(board, 'x', 2)::INTEGER + c))::UBIGINT) & 15::UBIGINT) = 0 THEN 0::UBIGINT \
+       ELSE 1::UBIGINT << ((id::UBIGINT >> (4 * (r * split_part(board, 'x', 2)::INTEGER + c))::UBIGINT) & 15::UBIGINT) END;
+CREATE OR REPLACE MACRO board_text(id, board) AS \
+  array_to_string(list_transform(range(split_part(board, 'x', 1)::INTEGER), lambda r: \
+    array_to_string(list_transform(range(split_part(board, 'x', 2)::INTEGER), lambda c: \
+      CASE WHEN tile(id, r, c, board) = 0 THEN '.' ELSE tile(id, r, c, board)::VARCHAR END), ' ')), '/');
+";
 
 fn view_sql(store: &Store, dir: &str, t: &Table) -> String {
     let has_files = store

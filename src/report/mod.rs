@@ -261,7 +261,9 @@ pub fn run_report(
 
     let tables = vec![
         tables::boards_table(&board_rows, &main, &manifests, &largest),
+        tables::goals_table(&manifests),
         tables::variants_table(&board_rows, &manifests),
+        tables::index_summary_table(&manifests, &main),
         tables::index_table(&manifests, &main),
         tables::provenance_table(&manifests),
     ];

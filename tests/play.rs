@@ -1,0 +1,499 @@
+//! `age2048 play` and `age2048 evaluate` on real solves (2x3 and 2x4, in a temporary
+//! directory): optimal play agrees with the exact values, runs are deterministic whatever the
+//! number of threads, a scripted interactive game shows the regrets `best` gives, and
+//! `evaluate` writes the regrets of a hand-made log (and nothing for a bad one).
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+
+const BIN: &str = env!("CARGO_BIN_EXE_age2048");
+
+fn run(args: &[&str]) -> Output {
+    Command::new(BIN).args(args).output().expect("binary runs")
+}
+
+fn run_stdin(args: &[&str], input: &str) -> Output {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("binary runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// A fresh folder `CARGO_TARGET_TMPDIR/<prefix>_<pid>`; folders left by earlier runs of this
+/// test binary (`<prefix>_*`) are removed first, so the solves do not pile up.
+fn fresh_dir(prefix: &str) -> PathBuf {
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    if let Ok(rd) = std::fs::read_dir(tmp) {
+        for e in rd.flatten() {
+            if e.file_name().to_string_lossy().starts_with(&format!("{prefix}_")) {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    }
+    tmp.join(format!("{prefix}_{}", std::process::id()))
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The solves every test reads, made once per test process.
+fn data() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = fresh_dir("play_data");
+        for (board, variants) in [
+            ("2x3", "expectation,pessimistic,goal-128"),
+            ("2x4", "expectation"),
+        ] {
+            let o = run(&[
+                "solve",
+                "--board",
+                board,
+                "--variant",
+                variants,
+                "--quiet",
+                "--data",
+                dir.to_str().unwrap(),
+            ]);
+            assert!(o.status.success(), "solve {board}: {}", stderr(&o));
+        }
+        dir
+    })
+}
+
+fn d() -> &'static str {
+    data().to_str().unwrap()
+}
+
+fn value_initial(board: &str, variant: &str) -> f64 {
+    let p = age2048::store::Layout::new(data())
+        .manifest_file(age2048::rules::Shape::parse(board).unwrap(), variant);
+    let m: serde_json::Value = serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap();
+    m["value_initial"].as_f64().unwrap()
+}
+
+/// `play --format csv`: quantity → (mean, std_error, exact).
+fn play_csv(args: &[&str]) -> BTreeMap<String, (f64, f64, Option<f64>)> {
+    let mut all = vec!["play", "--data", d(), "--format", "csv"];
+    all.extend_from_slice(args);
+    let o = run(&all);
+    assert!(o.status.success(), "play {args:?}: {}", stderr(&o));
+    let text = stdout(&o);
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("quantity,mean,std_error,exact"));
+    lines
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (
+                f[0].to_string(),
+                (
+                    f[1].parse().unwrap(),
+                    f[2].parse().unwrap(),
+                    f[3].parse().ok(),
+                ),
+            )
+        })
+        .collect()
+}
+
+/// |estimate − exact| ≤ 3 standard errors, for the quantity the variant is about.
+fn assert_agrees(board: &str, variant: &str, quantity: &str, games: &str) {
+    let rows = play_csv(&[
+        "--board", board, "--variant", variant, "--games", games, "--seed", "7",
+    ]);
+    let (mean, se, exact) = rows[quantity];
+    let want = value_initial(board, variant);
+    assert_eq!(exact, Some(want), "{board} {variant}: exact value from the manifest");
+    assert!(se > 0.0);
+    assert!(
+        (mean - want).abs() <= 3.0 * se,
+        "{board} {variant}: {quantity} {mean} ± {se} is more than 3 standard errors from {want}"
+    );
+}
+
+#[test]
+fn optimal_play_agrees_with_the_exact_value() {
+    assert_agrees("2x3", "expectation", "score", "20000");
+    assert_agrees("2x4", "expectation", "score", "8000");
+    // The spawn rule of the variant: the spawner picks the worst cell.
+    assert_agrees("2x3", "pessimistic", "score", "20000");
+    // A goal variant: the success rate estimates the probability of making 128.
+    assert_agrees("2x3", "goal-128", "success", "40000");
+}
+
+#[test]
+fn play_is_deterministic_whatever_the_thread_count() {
+    let args = |threads: &'static str, seed: &'static str| {
+        vec![
+            "play", "--board", "2x3", "--data", d(), "--games", "3000", "--seed", seed,
+            "--threads", threads, "--format", "json",
+        ]
+    };
+    let one = run(&args("1", "11"));
+    let two = run(&args("2", "11"));
+    assert!(one.status.success() && two.status.success());
+    assert_eq!(stdout(&one), stdout(&two));
+    let other = run(&args("2", "12"));
+    assert_ne!(stdout(&one), stdout(&other), "another seed, other games");
+    let v: serde_json::Value = serde_json::from_str(&stdout(&one)).unwrap();
+    assert_eq!(v["games"], 3000);
+    assert_eq!(v["policy"], "optimal");
+    // The shares of games reaching each tile decrease with the tile.
+    let shares: Vec<f64> = v["reach"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["share"].as_f64().unwrap())
+        .collect();
+    assert!(shares.windows(2).all(|w| w[0] >= w[1]), "{shares:?}");
+    assert_eq!(shares[0], 1.0);
+}
+
+#[test]
+fn baselines_score_below_the_optimum() {
+    let exact = value_initial("2x3", "expectation");
+    for policy in ["random", "greedy"] {
+        let rows = play_csv(&[
+            "--board", "2x3", "--games", "3000", "--policy", policy, "--seed", "1",
+        ]);
+        let (mean, se, _) = rows["score"];
+        assert!(mean + 10.0 * se < exact, "{policy}: {mean} ± {se}");
+    }
+}
+
+#[test]
+fn watch_shows_every_move_with_its_q_values() {
+    let o = run(&[
+        "play", "--board", "2x3", "--data", d(), "--watch", "--seed", "5",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(text.contains("move 1, score 0, age "), "{text}");
+    assert!(text.contains("q  L "), "{text}");
+    let last = text.lines().last().unwrap();
+    assert!(last.starts_with("game over: score "), "{last}");
+    // The optimal policy never regrets a move.
+    for l in text.lines().filter(|l| l.starts_with("plays ")) {
+        assert!(l.ends_with("regret 0.0000"), "{l}");
+    }
+}
+
+/// The frames of an interactive game: (board, message) — the grid lines after the blank
+/// line that follows the score line, and the line after the grid.
+fn frames(text: &str) -> Vec<(String, String)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        if l.starts_with("score ") {
+            let grid: Vec<&str> = lines[i + 2..]
+                .iter()
+                .take_while(|r| !r.trim().is_empty())
+                .copied()
+                .collect();
+            let board: Vec<String> = grid
+                .iter()
+                .map(|r| r.split_whitespace().collect::<Vec<_>>().join(" "))
+                .collect();
+            let message = lines[i + 3 + grid.len()].to_string();
+            out.push((board.join("/"), message));
+        }
+    }
+    out
+}
+
+/// `best --format csv` of one board: (q of L, R, U, D, value, best).
+fn best(board: &str, text: &str) -> (Vec<Option<f64>>, f64, String) {
+    let o = run(&["best", "--board", board, "--data", d(), "--format", "csv", text]);
+    assert!(o.status.success(), "best {text}: {}", stderr(&o));
+    let out = stdout(&o);
+    let row = out.lines().nth(1).unwrap();
+    // The board text has no comma: split from the right.
+    let f: Vec<&str> = row.rsplitn(7, ',').collect();
+    let q = [f[5], f[4], f[3], f[2]]
+        .iter()
+        .map(|x| x.parse().ok())
+        .collect();
+    (q, f[1].parse().unwrap(), f[0].to_string())
+}
+
+#[test]
+fn a_scripted_interactive_game_shows_the_regrets_best_gives() {
+    let args = [
+        "play", "--board", "2x3", "--data", d(), "--interactive", "--seed", "5",
+    ];
+    // Left, a hint, right, down, an unknown key, up, then quit.
+    let script = "h\n?\nl\nj\nx\nk\nq\n";
+    let o = run_stdin(&args, script);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(!text.contains('\x1b'), "no terminal codes without a terminal");
+    let frames = frames(&text);
+    assert_eq!(frames.len(), 7, "{text}");
+    let (mut moves, mut regrets) = (0, 0);
+    for w in frames.windows(2) {
+        let ((before, _), (_, message)) = (&w[0], &w[1]);
+        let (q, value, best_move) = best("2x3", before);
+        if let Some(hint) = message.strip_prefix("hint: ") {
+            // The hint shows the four q-values of the board.
+            for (letter, q) in ["L", "R", "U", "D"].iter().zip(&q) {
+                let shown = q.map_or("—".to_string(), |q| format!("{q:.4}"));
+                assert!(hint.contains(&format!("{letter} {shown}")), "{hint}");
+            }
+            continue;
+        }
+        let Some(dir) = ["L", "R", "U", "D"]
+            .iter()
+            .position(|m| message.starts_with(&format!("{m}: +")))
+        else {
+            continue;
+        };
+        moves += 1;
+        // The regret of the move played is the best value minus its q.
+        let regret = value - q[dir].unwrap();
+        if regret > 1e-9 * value {
+            regrets += 1;
+            assert!(
+                message.contains(&format!("regret {regret:.4};"))
+                    && message.contains(&format!("the optimal move was {best_move}")),
+                "{message} (best: regret {regret}, best move {best_move})"
+            );
+        } else {
+            assert!(message.contains("regret 0 (optimal"), "{message}");
+        }
+    }
+    assert_eq!(moves, 4, "{text}");
+    assert!(regrets >= 1, "the script makes a costly move: {text}");
+    assert!(text.contains("key 'x' does nothing"));
+    let last = text.lines().last().unwrap();
+    assert!(last.starts_with("quit: score "), "{last}");
+    assert!(last.contains("optimal moves "), "{last}");
+    // The same seed and keys replay the same game.
+    assert_eq!(stdout(&run_stdin(&args, script)), text);
+    // The end of the script ends the game like q.
+    let o = run_stdin(&args, "l");
+    assert!(stdout(&o).lines().last().unwrap().starts_with("quit: "));
+}
+
+/// The hand-made log: two games on 2x3 (game "b" interleaved with "a").
+const LOG_CSV: &str = "\
+game,board,move
+a,2 0 0/0 2 0,L
+a,2 2 0/2 0 0,R
+b,0 0 2/0 2 0,down
+a,4 2 2/0 0 0,D
+a,2 4 0/0 0 2,U
+b,16 4 2/2 4 .,R
+";
+
+fn evaluate(log: &str, out: &Path, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "evaluate",
+        "--board",
+        "2x3",
+        "--data",
+        d(),
+        "--log",
+        log,
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    run(&args)
+}
+
+fn csv_table(path: &Path) -> Vec<BTreeMap<String, String>> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<String> = lines
+        .next()
+        .unwrap()
+        .split(',')
+        .map(str::to_string)
+        .collect();
+    lines
+        .map(|l| {
+            header
+                .iter()
+                .cloned()
+                .zip(l.split(',').map(str::to_string))
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn evaluate_gives_the_regrets_best_gives() {
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("agent.csv");
+    std::fs::write(&log, LOG_CSV).unwrap();
+    let out = tmp.path().join("eval");
+    let o = evaluate(log.to_str().unwrap(), &out, &["--format", "json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let moves = csv_table(&out.join("moves.csv"));
+    assert_eq!(moves.len(), 6);
+    let mut total: BTreeMap<String, f64> = BTreeMap::new();
+    let mut optimal = 0;
+    for (row, line) in moves.iter().zip(LOG_CSV.lines().skip(1)) {
+        let f: Vec<&str> = line.split(',').collect();
+        let (q, value, best_move) = best("2x3", f[1]);
+        let dir = ["L", "R", "U", "D"]
+            .iter()
+            .position(|m| *m == row["move"])
+            .unwrap();
+        let want_q = q[dir].unwrap();
+        let got = |k: &str| row[k].parse::<f64>().unwrap();
+        assert_eq!(got("q"), want_q, "{line}");
+        assert_eq!(got("best_q"), value, "{line}");
+        assert_eq!(got("regret"), value - want_q, "{line}");
+        assert_eq!(row["best"], best_move, "{line}");
+        // Optimal: no regret beyond rounding (1e-9 of the value).
+        let is_optimal = value - want_q <= 1e-9 * value.abs().max(1.0);
+        assert_eq!(row["optimal"] == "true", is_optimal, "{line}");
+        optimal += usize::from(is_optimal);
+        *total.entry(f[0].to_string()).or_default() += value - want_q;
+        assert_eq!(row["game"], f[0]);
+    }
+    assert_eq!(moves[2]["move"], "D", "'down' is D");
+    assert_eq!(moves[2]["step"], "0");
+    assert_eq!(moves[3]["step"], "2", "steps count within a game");
+    assert_eq!(moves[0]["line"], "2");
+    // Per game: the total regret and the expected score lost (the same, in points).
+    let games = csv_table(&out.join("games.csv"));
+    assert_eq!(games.len(), 2);
+    for g in &games {
+        let t: f64 = g["total_regret"].parse().unwrap();
+        assert!((t - total[&g["game"]]).abs() < 1e-9, "{g:?}");
+        assert_eq!(g["expected_score_lost"], g["total_regret"]);
+    }
+    assert_eq!(games[0]["moves"], "4");
+    // Overall, on standard output.
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["moves"], 6);
+    assert_eq!(v["games"], 2);
+    assert!((v["optimal_share"].as_f64().unwrap() - optimal as f64 / 6.0).abs() < 1e-12);
+    for f in [
+        "moves.parquet",
+        "games.parquet",
+        "regret_by_age.parquet",
+        "regret_by_age.csv",
+    ] {
+        assert!(std::fs::metadata(out.join(f)).unwrap().len() > 0, "{f}");
+    }
+    #[cfg(feature = "report")]
+    {
+        let png = std::fs::read(out.join("regret_per_age.png")).unwrap();
+        assert_eq!(&png[..4], b"\x89PNG");
+        // `sql` reads the Parquet tables.
+        let q = format!(
+            "SELECT count(*) AS n, sum(regret) AS r FROM '{}'",
+            out.join("moves.parquet").display()
+        );
+        let o = run(&["sql", "--data", d(), "--format", "csv", &q]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let row = stdout(&o).lines().nth(1).unwrap().to_string();
+        let (n, r) = row.split_once(',').unwrap();
+        assert_eq!(n, "6");
+        let r: f64 = r.parse().unwrap();
+        assert!((r - total.values().sum::<f64>()).abs() < 1e-9);
+    }
+
+    // The same log as JSON lines, from standard input, gives the same moves table.
+    let json: String = LOG_CSV
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            format!(
+                "{}\n",
+                serde_json::json!({"game": f[0], "board": f[1], "move": f[2]})
+            )
+        })
+        .collect();
+    let out2 = tmp.path().join("eval2");
+    let mut args = vec![
+        "evaluate", "--board", "2x3", "--data", d(), "--log", "-", "--out",
+    ];
+    let out2s = out2.to_str().unwrap().to_string();
+    args.push(&out2s);
+    let o = run_stdin(&args, &json);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let a = std::fs::read_to_string(out.join("moves.csv")).unwrap();
+    let b = std::fs::read_to_string(out2.join("moves.csv")).unwrap();
+    // Line numbers differ by the CSV header; everything else agrees.
+    let strip = |s: &str| -> Vec<String> {
+        s.lines()
+            .map(|l| l.split_once(',').unwrap().1.to_string())
+            .collect()
+    };
+    assert_eq!(strip(&a), strip(&b));
+}
+
+#[test]
+fn bad_logs_name_the_line_and_write_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cases = [
+        // A board no game of 2x3 reaches.
+        (
+            "game,board,move\n0,2 0 0/0 2 0,L\n0,4096 . ./. . .,L\n",
+            "line 3: board '4096 . ./. . .' is not a reachable 2x3 board",
+        ),
+        // A move that changes nothing.
+        (
+            "game,board,move\n0,2 . ./2 . .,L\n",
+            "line 2: move L does not change the board",
+        ),
+        // Malformed board text and move.
+        (
+            "game,board,move\n0,2 0 0/0 3 0,L\n",
+            "line 2: bad board '2 0 0/0 3 0'",
+        ),
+        ("game,board,move\n\n0,2 0 0/0 2 0,X\n", "line 3: 'X' is not a move"),
+        (
+            "{\"game\": 1, \"board\": \"2 0 0/0 2 0\", \"move\": \"L\"}\n{\"game\": 2}\n",
+            "line 2: no \"board\" field",
+        ),
+    ];
+    for (i, (log, want)) in cases.iter().enumerate() {
+        let path = tmp.path().join(format!("bad{i}.csv"));
+        std::fs::write(&path, log).unwrap();
+        let out = tmp.path().join(format!("out{i}"));
+        let o = evaluate(path.to_str().unwrap(), &out, &[]);
+        assert_eq!(o.status.code(), Some(2), "{log}: {}", stderr(&o));
+        let e = stderr(&o);
+        assert!(e.contains(want), "{log}: {e}");
+        assert_eq!(e.lines().count(), 1, "one line: {e}");
+        assert!(!out.exists(), "{log}: nothing written");
+    }
+}
+
+#[test]
+fn play_refuses_what_it_cannot_do() {
+    let o = run(&["play", "--board", "2x3", "--data", d(), "--games", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--games must be at least 1"));
+    let o = run(&["play", "--board", "3x3", "--data", d()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("no solved data for board 3x3"), "{}", stderr(&o));
+    let o = run(&[
+        "play", "--board", "2x3", "--data", d(), "--watch", "--interactive",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+}
