@@ -20,7 +20,10 @@ fn fresh_dir(prefix: &str) -> PathBuf {
     let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
     if let Ok(rd) = std::fs::read_dir(tmp) {
         for e in rd.flatten() {
-            if e.file_name().to_string_lossy().starts_with(&format!("{prefix}_")) {
+            if e.file_name()
+                .to_string_lossy()
+                .starts_with(&format!("{prefix}_"))
+            {
                 let _ = std::fs::remove_dir_all(e.path());
             }
         }
@@ -110,7 +113,10 @@ fn the_goal_table_equals_the_published_values_to_the_printed_digits() {
             .unwrap_or_else(|| panic!("no row for 3x3 {variant}: {rows:?}"));
         let ours: f64 = r[4].parse().unwrap();
         assert_eq!(format!("{ours:.5}"), published, "{variant}");
-        assert_eq!(r[5].parse::<f64>().unwrap(), published.parse::<f64>().unwrap());
+        assert_eq!(
+            r[5].parse::<f64>().unwrap(),
+            published.parse::<f64>().unwrap()
+        );
         assert_eq!(r[7], "yes");
     }
     let md = std::fs::read_to_string(out.join("tables/goals.md")).unwrap();
@@ -121,9 +127,14 @@ fn the_goal_table_equals_the_published_values_to_the_printed_digits() {
         "{md}"
     );
     // No published figure for 2x3: a dash.
-    assert!(md.contains("| 2x3 | expectation | expected score | "), "{md}");
+    assert!(
+        md.contains("| 2x3 | expectation | expected score | "),
+        "{md}"
+    );
     let html = std::fs::read_to_string(out.join("index.html")).unwrap();
-    assert!(html.contains("tables/goals.csv") && html.contains("figures/goal_probability_per_age.svg"));
+    assert!(
+        html.contains("tables/goals.csv") && html.contains("figures/goal_probability_per_age.svg")
+    );
 }
 
 #[test]
@@ -135,10 +146,20 @@ fn the_report_draws_p_goal_per_age_and_summarises_the_index() {
     }
     // The series are the best afterstate values of the goal variants, exactly.
     let rows = csv_rows(&out.join("figures/goal_probability_per_age.csv"));
-    assert_eq!(rows[0], ["board", "variant", "age", "best_afterstate_value"]);
+    assert_eq!(
+        rows[0],
+        ["board", "variant", "age", "best_afterstate_value"]
+    );
     let q = "SELECT board, variant, age, best_afterstate_value FROM ages \
              WHERE variant LIKE 'goal-%' AND best_afterstate_value IS NOT NULL ORDER BY board, variant, age";
-    let o = run(&["sql", "--data", data().to_str().unwrap(), "--format", "csv", q]);
+    let o = run(&[
+        "sql",
+        "--data",
+        data().to_str().unwrap(),
+        "--format",
+        "csv",
+        q,
+    ]);
     let want: Vec<Vec<String>> = stdout(&o)
         .lines()
         .map(|l| l.split(',').map(str::to_string).collect())
@@ -150,7 +171,8 @@ fn the_report_draws_p_goal_per_age_and_summarises_the_index() {
         assert!((x - y).abs() <= 1e-12, "{a:?} {b:?}");
     }
     // Fig. 7: one panel per board, the variants overlaid.
-    let svg = std::fs::read_to_string(out.join("figures/best_afterstate_value_per_age.svg")).unwrap();
+    let svg =
+        std::fs::read_to_string(out.join("figures/best_afterstate_value_per_age.svg")).unwrap();
     assert!(svg.contains("board 2x3") && svg.contains("pessimistic"));
     // Index storage: a few ages per board and a total in Markdown, every age in CSV.
     let md = std::fs::read_to_string(out.join("tables/index_storage.md")).unwrap();
@@ -181,7 +203,14 @@ fn sql_macros_show_boards_as_the_rules_format_them() {
     let q = "SELECT id, board_text(id, board) AS text, tile(id, 0, 0, board) AS t00, \
              tile(id, 1, 2, board) AS t12, tile(id, 2, 0, board) AS off, max_tile(id) AS top \
              FROM states WHERE board = '2x3' AND variant = 'expectation' ORDER BY id";
-    let o = run(&["sql", "--data", data().to_str().unwrap(), "--format", "csv", q]);
+    let o = run(&[
+        "sql",
+        "--data",
+        data().to_str().unwrap(),
+        "--format",
+        "csv",
+        q,
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = stdout(&o);
     let mut n = 0;

@@ -38,7 +38,10 @@ fn fresh_dir(prefix: &str) -> PathBuf {
     let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
     if let Ok(rd) = std::fs::read_dir(tmp) {
         for e in rd.flatten() {
-            if e.file_name().to_string_lossy().starts_with(&format!("{prefix}_")) {
+            if e.file_name()
+                .to_string_lossy()
+                .starts_with(&format!("{prefix}_"))
+            {
                 let _ = std::fs::remove_dir_all(e.path());
             }
         }
@@ -117,11 +120,22 @@ fn play_csv(args: &[&str]) -> BTreeMap<String, (f64, f64, Option<f64>)> {
 /// |estimate − exact| ≤ 3 standard errors, for the quantity the variant is about.
 fn assert_agrees(board: &str, variant: &str, quantity: &str, games: &str) {
     let rows = play_csv(&[
-        "--board", board, "--variant", variant, "--games", games, "--seed", "7",
+        "--board",
+        board,
+        "--variant",
+        variant,
+        "--games",
+        games,
+        "--seed",
+        "7",
     ]);
     let (mean, se, exact) = rows[quantity];
     let want = value_initial(board, variant);
-    assert_eq!(exact, Some(want), "{board} {variant}: exact value from the manifest");
+    assert_eq!(
+        exact,
+        Some(want),
+        "{board} {variant}: exact value from the manifest"
+    );
     assert!(se > 0.0);
     assert!(
         (mean - want).abs() <= 3.0 * se,
@@ -143,8 +157,19 @@ fn optimal_play_agrees_with_the_exact_value() {
 fn play_is_deterministic_whatever_the_thread_count() {
     let args = |threads: &'static str, seed: &'static str| {
         vec![
-            "play", "--board", "2x3", "--data", d(), "--games", "3000", "--seed", seed,
-            "--threads", threads, "--format", "json",
+            "play",
+            "--board",
+            "2x3",
+            "--data",
+            d(),
+            "--games",
+            "3000",
+            "--seed",
+            seed,
+            "--threads",
+            threads,
+            "--format",
+            "json",
         ]
     };
     let one = run(&args("1", "11"));
@@ -182,7 +207,14 @@ fn baselines_score_below_the_optimum() {
 #[test]
 fn watch_shows_every_move_with_its_q_values() {
     let o = run(&[
-        "play", "--board", "2x3", "--data", d(), "--watch", "--seed", "5",
+        "play",
+        "--board",
+        "2x3",
+        "--data",
+        d(),
+        "--watch",
+        "--seed",
+        "5",
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = stdout(&o);
@@ -221,7 +253,16 @@ fn frames(text: &str) -> Vec<(String, String)> {
 
 /// `best --format csv` of one board: (q of L, R, U, D, value, best).
 fn best(board: &str, text: &str) -> (Vec<Option<f64>>, f64, String) {
-    let o = run(&["best", "--board", board, "--data", d(), "--format", "csv", text]);
+    let o = run(&[
+        "best",
+        "--board",
+        board,
+        "--data",
+        d(),
+        "--format",
+        "csv",
+        text,
+    ]);
     assert!(o.status.success(), "best {text}: {}", stderr(&o));
     let out = stdout(&o);
     let row = out.lines().nth(1).unwrap();
@@ -237,14 +278,24 @@ fn best(board: &str, text: &str) -> (Vec<Option<f64>>, f64, String) {
 #[test]
 fn a_scripted_interactive_game_shows_the_regrets_best_gives() {
     let args = [
-        "play", "--board", "2x3", "--data", d(), "--interactive", "--seed", "5",
+        "play",
+        "--board",
+        "2x3",
+        "--data",
+        d(),
+        "--interactive",
+        "--seed",
+        "5",
     ];
     // Left, a hint, right, down, an unknown key, up, then quit.
     let script = "h\n?\nl\nj\nx\nk\nq\n";
     let o = run_stdin(&args, script);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = stdout(&o);
-    assert!(!text.contains('\x1b'), "no terminal codes without a terminal");
+    assert!(
+        !text.contains('\x1b'),
+        "no terminal codes without a terminal"
+    );
     let frames = frames(&text);
     assert_eq!(frames.len(), 7, "{text}");
     let (mut moves, mut regrets) = (0, 0);
@@ -429,7 +480,14 @@ fn evaluate_gives_the_regrets_best_gives() {
         .collect();
     let out2 = tmp.path().join("eval2");
     let mut args = vec![
-        "evaluate", "--board", "2x3", "--data", d(), "--log", "-", "--out",
+        "evaluate",
+        "--board",
+        "2x3",
+        "--data",
+        d(),
+        "--log",
+        "-",
+        "--out",
     ];
     let out2s = out2.to_str().unwrap().to_string();
     args.push(&out2s);
@@ -465,7 +523,10 @@ fn bad_logs_name_the_line_and_write_nothing() {
             "game,board,move\n0,2 0 0/0 3 0,L\n",
             "line 2: bad board '2 0 0/0 3 0'",
         ),
-        ("game,board,move\n\n0,2 0 0/0 2 0,X\n", "line 3: 'X' is not a move"),
+        (
+            "game,board,move\n\n0,2 0 0/0 2 0,X\n",
+            "line 3: 'X' is not a move",
+        ),
         (
             "{\"game\": 1, \"board\": \"2 0 0/0 2 0\", \"move\": \"L\"}\n{\"game\": 2}\n",
             "line 2: no \"board\" field",
@@ -491,9 +552,19 @@ fn play_refuses_what_it_cannot_do() {
     assert!(stderr(&o).contains("--games must be at least 1"));
     let o = run(&["play", "--board", "3x3", "--data", d()]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("no solved data for board 3x3"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no solved data for board 3x3"),
+        "{}",
+        stderr(&o)
+    );
     let o = run(&[
-        "play", "--board", "2x3", "--data", d(), "--watch", "--interactive",
+        "play",
+        "--board",
+        "2x3",
+        "--data",
+        d(),
+        "--watch",
+        "--interactive",
     ]);
     assert_eq!(o.status.code(), Some(2));
 }

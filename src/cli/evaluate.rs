@@ -146,10 +146,7 @@ fn write_summary(ev: &LogEvaluation, format: Format, out: &mut dyn Write) -> io:
                 ev.moves.len(),
                 ev.games.len(),
                 if ev.skipped > 0 {
-                    format!(
-                        " ({} moves after the goal tile not evaluated)",
-                        ev.skipped
-                    )
+                    format!(" ({} moves after the goal tile not evaluated)", ev.skipped)
                 } else {
                     String::new()
                 }

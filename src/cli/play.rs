@@ -13,7 +13,8 @@ use super::output::{say, Format};
 use super::terminal::{Key, Keys, RawMode};
 use super::{set_threads, CliError};
 use crate::query::play::{
-    is_optimal, play_many, Estimate, Outcome, PlaySummary, Player, Policy, Rng, Session};
+    is_optimal, play_many, Estimate, Outcome, PlaySummary, Player, Policy, Rng, Session,
+};
 use crate::query::{Evaluation, Tablebase};
 use crate::rules::board;
 use crate::rules::variant::parse_p4_arg;
@@ -99,8 +100,15 @@ pub fn run(a: &PlayArgs) -> Result<(), CliError> {
         return interactive(&tb, a.seed.unwrap_or_else(clock_seed));
     }
     if a.watch {
-        let delay = a.delay.unwrap_or(if io::stdout().is_terminal() { 300 } else { 0 });
-        return watch(&tb, a.policy.into(), a.seed.unwrap_or_else(clock_seed), delay);
+        let delay = a
+            .delay
+            .unwrap_or(if io::stdout().is_terminal() { 300 } else { 0 });
+        return watch(
+            &tb,
+            a.policy.into(),
+            a.seed.unwrap_or_else(clock_seed),
+            delay,
+        );
     }
     set_threads(a.threads)?;
     let seed = a.seed.unwrap_or(0);
@@ -256,11 +264,7 @@ fn write_summary(s: &PlaySummary, format: Format, out: &mut dyn Write) -> io::Re
                     "exact value       {x:.6} ({what} over the initial distribution, optimal play)"
                 )?;
                 if let Some(z) = s.z() {
-                    writeln!(
-                        out,
-                        "difference        {:+.2} standard errors",
-                        z
-                    )?;
+                    writeln!(out, "difference        {:+.2} standard errors", z)?;
                 }
             }
             writeln!(
@@ -451,7 +455,11 @@ fn interactive(tb: &Tablebase, seed: u64) -> Result<(), CliError> {
     loop {
         put(&format!("{clear}{}", frame(&session, seed, &message)))?;
         if session.over() {
-            let how = if session.won() { "goal made" } else { "game over" };
+            let how = if session.won() {
+                "goal made"
+            } else {
+                "game over"
+            };
             return put(&closing(&session, how));
         }
         let key = keys.next_key().map_err(|source| CliError::Output {

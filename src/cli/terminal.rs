@@ -10,7 +10,7 @@
 //!
 //! Keys: the arrows, `h j k l` (vi), `w a s d`; `?` a hint; `q`, Ctrl-C or Ctrl-D quits.
 
-use std::io::{self, Read};
+use std::io::{self, BufRead};
 
 use crate::rules::Dir;
 
@@ -25,17 +25,28 @@ pub enum Key {
 }
 
 /// Keys read from a byte stream.
-pub struct Keys<R: Read> {
-    bytes: io::Bytes<R>,
+pub struct Keys<R: BufRead> {
+    input: R,
 }
 
-impl<R: Read> Keys<R> {
-    pub fn new(r: R) -> Keys<R> {
-        Keys { bytes: r.bytes() }
+impl<R: BufRead> Keys<R> {
+    pub fn new(input: R) -> Keys<R> {
+        Keys { input }
     }
 
     fn byte(&mut self) -> io::Result<Option<u8>> {
-        self.bytes.next().transpose()
+        loop {
+            match self.input.fill_buf() {
+                Ok([]) => return Ok(None),
+                Ok(buf) => {
+                    let b = buf[0];
+                    self.input.consume(1);
+                    return Ok(Some(b));
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+        }
     }
 
     /// The next key, `None` at the end of the input.

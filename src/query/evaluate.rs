@@ -36,9 +36,7 @@ use super::play::is_optimal;
 use super::{QueryError, Result, Tablebase};
 use crate::rules::board;
 use crate::rules::{parse_board, Dir};
-use crate::store::evaluation::{
-    EvaluationTables, GamesColumns, MovesColumns, RegretByAgeColumns,
-};
+use crate::store::evaluation::{EvaluationTables, GamesColumns, MovesColumns, RegretByAgeColumns};
 
 /// One logged move.
 #[derive(Clone, Debug, PartialEq)]
@@ -334,8 +332,8 @@ pub fn evaluate_log(tb: &Tablebase, log: &[LogMove], name: &str) -> Result<LogEv
     let mut ages: BTreeMap<u32, AgeRegret> = BTreeMap::new();
     let mut skipped = 0;
     for m in log {
-        let code = parse_board(&m.board, shape)
-            .map_err(|e| at_line(m.line, QueryError::Board(e)))?;
+        let code =
+            parse_board(&m.board, shape).map_err(|e| at_line(m.line, QueryError::Board(e)))?;
         if variant.goal().is_some_and(|g| board::max_exp(code) >= g) {
             skipped += 1;
             continue;
@@ -442,10 +440,14 @@ mod tests {
             "a.csv line 2: 'X' is not a move (expected L, R, U or D)"
         );
         let e = parse_log("game,board\n", "a.csv").unwrap_err();
-        assert!(e.to_string().contains("line 1: the CSV header has no column 'move'"));
+        assert!(e
+            .to_string()
+            .contains("line 1: the CSV header has no column 'move'"));
         let e = parse_log("{\"game\": 1, \"move\": \"L\"}", "-").unwrap_err();
         assert_eq!(e.to_string(), "- line 1: no \"board\" field");
         let e = parse_log("game,board,move\n0,\"2 0/0 2,L\n", "a.csv").unwrap_err();
-        assert!(e.to_string().contains("line 2: a quoted field is not closed"));
+        assert!(e
+            .to_string()
+            .contains("line 2: a quoted field is not closed"));
     }
 }

@@ -286,7 +286,11 @@ impl<'a> Player<'a> {
     }
 
     /// Plays one game with `rng`; `watch` sees every move (with the board's q-values).
-    pub fn play(&self, rng: &mut Rng, mut watch: Option<&mut dyn FnMut(&Turn)>) -> Result<GameRecord> {
+    pub fn play(
+        &self,
+        rng: &mut Rng,
+        mut watch: Option<&mut dyn FnMut(&Turn)>,
+    ) -> Result<GameRecord> {
         let mut b = self.start(rng)?;
         let mut rec = GameRecord {
             score: 0,

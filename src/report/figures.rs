@@ -243,7 +243,10 @@ fn best_value_figure(
     variants.dedup();
     let mut panels = Vec::new();
     let mut csv_rows = Vec::new();
-    let mut shown: Vec<&String> = boards.iter().filter(|b| series.iter().any(|s| s.board == **b)).collect();
+    let mut shown: Vec<&String> = boards
+        .iter()
+        .filter(|b| series.iter().any(|s| s.board == **b))
+        .collect();
     shown.dedup();
     for b in &shown {
         let mut p = Panel::new("age (sum of the tiles)", "value of the best afterstate");
@@ -365,7 +368,12 @@ fn goal_figure(rows: &[AgeRow], boards: &[String]) -> Result<Option<FigureSpec>,
 
 /// The goal tile of a variant name `goal-T…`, for ordering.
 fn goal_tile(variant: &str) -> Option<u64> {
-    variant.strip_prefix("goal-")?.split('-').next()?.parse().ok()
+    variant
+        .strip_prefix("goal-")?
+        .split('-')
+        .next()?
+        .parse()
+        .ok()
 }
 
 /// Quantile band of the state values per age for one board.

@@ -350,10 +350,15 @@ fn representative_ages(ages: &[&crate::store::AgeStats]) -> Vec<u32> {
         .iter()
         .max_by_key(|a| (a.n_afterstates, std::cmp::Reverse(a.age)))
         .map(|a| a.age);
-    let mut v: Vec<u32> = [nearest(last / 4), nearest(last / 2), nearest(3 * last / 4), peak]
-        .into_iter()
-        .flatten()
-        .collect();
+    let mut v: Vec<u32> = [
+        nearest(last / 4),
+        nearest(last / 2),
+        nearest(3 * last / 4),
+        peak,
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     v.sort_unstable();
     v.dedup();
     v
@@ -470,7 +475,11 @@ pub fn goals_table(manifests: &[ManifestEntry]) -> Table {
                 None => "expected score".into(),
             };
             let decimals = published.map_or(
-                if goal_tile(&e.variant).is_some() { 5 } else { 2 },
+                if goal_tile(&e.variant).is_some() {
+                    5
+                } else {
+                    2
+                },
                 |p| p.3,
             );
             let agrees = match (published, m.value_initial) {

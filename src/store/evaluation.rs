@@ -48,16 +48,41 @@ pub const MOVES: Table = Table {
     columns: &[
         col("line", U64, false, "line of the log (1-based)"),
         col("game", Utf8, false, "game id as logged"),
-        col("step", U32, false, "index of the move within its game (0-based, log order)"),
-        col("board", Utf8, false, "board before the move ('.' for empty)"),
-        col("id", U64, false, "canonical id of the board (joins states.id)"),
+        col(
+            "step",
+            U32,
+            false,
+            "index of the move within its game (0-based, log order)",
+        ),
+        col(
+            "board",
+            Utf8,
+            false,
+            "board before the move ('.' for empty)",
+        ),
+        col(
+            "id",
+            U64,
+            false,
+            "canonical id of the board (joins states.id)",
+        ),
         col("age", U32, false, "sum of the tiles of the board"),
         col("move", Utf8, false, "the move played: L, R, U or D"),
         col("q", F64, false, "q-value of the move played"),
-        col("best_q", F64, false, "q-value of the best move (the state value)"),
+        col(
+            "best_q",
+            F64,
+            false,
+            "q-value of the best move (the state value)",
+        ),
         col("regret", F64, false, "best_q − q (≥ 0)"),
         col("optimal", Bool, false, "regret ≤ 1e-9 · max(1, |best_q|)"),
-        col("best", Utf8, false, "best move (the first of equal ones in L, R, U, D)"),
+        col(
+            "best",
+            Utf8,
+            false,
+            "best move (the first of equal ones in L, R, U, D)",
+        ),
     ],
 };
 
@@ -96,7 +121,12 @@ pub const REGRET_BY_AGE: Table = Table {
         col("age", U32, false, "sum of the tiles of the boards moved on"),
         col("moves", U64, false, "moves at this age"),
         col("optimal_share", F64, false, "share of them with no regret"),
-        col("mean_regret", F64, false, "mean regret of the moves at this age"),
+        col(
+            "mean_regret",
+            F64,
+            false,
+            "mean regret of the moves at this age",
+        ),
         col("max_regret", F64, false, "largest regret at this age"),
     ],
 };
