@@ -568,3 +568,285 @@ fn play_refuses_what_it_cannot_do() {
     ]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// The moves of a `--watch` game as an agent's log: (board text, move letter) per move.
+fn watched_moves(text: &str) -> Vec<(String, String)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        if !l.starts_with("move ") {
+            continue;
+        }
+        let grid: Vec<String> = lines[i + 1..]
+            .iter()
+            .take_while(|r| !r.starts_with("q "))
+            .map(|r| r.split_whitespace().collect::<Vec<_>>().join(" "))
+            .collect();
+        let plays = lines[i + 2 + grid.len()];
+        let letter = plays
+            .strip_prefix("plays ")
+            .and_then(|p| p.split(' ').next())
+            .unwrap_or_else(|| panic!("no move after the board: {plays}"));
+        out.push((grid.join("/"), letter.to_string()));
+    }
+    out
+}
+
+#[test]
+fn a_logged_game_of_optimal_moves_has_no_regret() {
+    // The optimal policy's own game, moved by `play --watch`, logged as an agent would.
+    let o = run(&[
+        "play",
+        "--board",
+        "2x4",
+        "--data",
+        d(),
+        "--watch",
+        "--seed",
+        "3",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let moves = watched_moves(&stdout(&o));
+    assert!(moves.len() > 50, "a whole 2x4 game: {} moves", moves.len());
+    let mut log = String::from("game,board,move\n");
+    for (board, m) in &moves {
+        log.push_str(&format!("g,{board},{m}\n"));
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("optimal.csv");
+    std::fs::write(&path, &log).unwrap();
+    let out = tmp.path().join("eval");
+    let o = run(&[
+        "evaluate",
+        "--board",
+        "2x4",
+        "--data",
+        d(),
+        "--log",
+        path.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["moves"], moves.len());
+    assert_eq!(v["optimal_share"], 1.0);
+    assert_eq!(v["mean_regret"], 0.0);
+    let rows = csv_table(&out.join("moves.csv"));
+    assert_eq!(rows.len(), moves.len());
+    for r in &rows {
+        assert_eq!(r["regret"], "0", "{r:?}");
+        assert_eq!(r["optimal"], "true", "{r:?}");
+        assert_eq!(r["move"], r["best"], "{r:?}");
+    }
+    let games = csv_table(&out.join("games.csv"));
+    assert_eq!(games.len(), 1);
+    assert_eq!(games[0]["total_regret"], "0");
+    assert_eq!(games[0]["expected_score_lost"], "0");
+    // The first board's value is the optimal value of the game's start.
+    let (_, value, _) = best("2x4", &moves[0].0);
+    assert_eq!(games[0]["start_value"].parse::<f64>().unwrap(), value);
+}
+
+/// The value of a 2x3 board in table `table` (`states` or `afterstates`) of the expectation
+/// variant, read from the Parquet files through `sql`: the row whose id is one of the board's
+/// four images under the flips (ids are the smallest image, so exactly one matches).
+#[cfg(feature = "report")]
+fn table_value(table: &str, images: [&str; 4]) -> f64 {
+    let list = images.map(|t| format!("'{t}'")).join(", ");
+    let q = format!(
+        "SELECT value FROM {table} WHERE board = '2x3' AND variant = 'expectation' \
+         AND board_text(id, board) IN ({list})"
+    );
+    let o = run(&["sql", "--data", d(), "--format", "csv", &q]);
+    assert!(o.status.success(), "{q}: {}", stderr(&o));
+    let text = stdout(&o);
+    let rows: Vec<&str> = text.lines().skip(1).collect();
+    assert_eq!(rows.len(), 1, "{q}: {text}");
+    rows[0].parse().unwrap()
+}
+
+#[cfg(feature = "report")]
+#[test]
+fn a_bad_move_costs_exactly_what_the_tables_say() {
+    // Worked by hand on 4 4 2/2 . . (age 12), with each board's images under the flips:
+    //   L merges the 4s leftwards: 8 2 ./2 . . and 8 points;
+    //   R merges them rightwards:  . 8 2/. . 2 and 8 points;
+    //   D moves the right two columns down: 4 . ./2 4 2 and no points.
+    // q(move) = points + value of the afterstate, regret = V(board) − q. The values come from
+    // the Parquet tables through `sql`, not from the index `evaluate` probes.
+    let v_board = table_value(
+        "states",
+        ["4 4 2/2 . .", "2 4 4/. . 2", "2 . ./4 4 2", ". . 2/2 4 4"],
+    );
+    let q_left = 8.0
+        + table_value(
+            "afterstates",
+            ["8 2 ./2 . .", ". 2 8/. . 2", "2 . ./8 2 .", ". . 2/. 2 8"],
+        );
+    let q_right = 8.0
+        + table_value(
+            "afterstates",
+            [". 8 2/. . 2", "2 8 ./2 . .", ". . 2/. 8 2", "2 . ./2 8 ."],
+        );
+    let q_down = table_value(
+        "afterstates",
+        ["4 . ./2 4 2", ". . 4/2 4 2", "2 4 2/4 . .", "2 4 2/. . 4"],
+    );
+    assert_eq!(
+        v_board,
+        q_left.max(q_right).max(q_down),
+        "U changes nothing"
+    );
+    assert_eq!(v_board, q_left, "L is the best move");
+    let (regret_right, regret_down) = (v_board - q_right, v_board - q_down);
+    assert!(
+        regret_right > 0.1 && regret_down > 0.1,
+        "{regret_right} {regret_down}"
+    );
+
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("bad.jsonl");
+    std::fs::write(
+        &path,
+        "{\"game\": 7, \"board\": \"4 4 2/2 0 0\", \"move\": \"right\"}\n\
+         {\"game\": 8, \"board\": \"4 4 2/2 0 0\", \"move\": \"D\"}\n\
+         {\"game\": 9, \"board\": \"4 4 2/2 0 0\", \"move\": \"L\"}\n",
+    )
+    .unwrap();
+    let out = tmp.path().join("eval");
+    let o = evaluate(path.to_str().unwrap(), &out, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows = csv_table(&out.join("moves.csv"));
+    let f = |r: &BTreeMap<String, String>, k: &str| r[k].parse::<f64>().unwrap();
+    for (r, (mv, q, regret)) in rows.iter().zip([
+        ("R", q_right, regret_right),
+        ("D", q_down, regret_down),
+        ("L", q_left, 0.0),
+    ]) {
+        assert_eq!(r["move"], mv);
+        assert_eq!(f(r, "q"), q, "{r:?}");
+        assert_eq!(f(r, "best_q"), v_board, "{r:?}");
+        assert_eq!(f(r, "regret"), regret, "{r:?}");
+        assert_eq!(r["optimal"], (regret == 0.0).to_string(), "{r:?}");
+        assert_eq!(r["best"], "L");
+    }
+    let games = csv_table(&out.join("games.csv"));
+    let lost: Vec<f64> = games
+        .iter()
+        .map(|g| g["expected_score_lost"].parse().unwrap())
+        .collect();
+    assert_eq!(lost, [regret_right, regret_down, 0.0]);
+    let by_age = csv_table(&out.join("regret_by_age.csv"));
+    assert_eq!(by_age.len(), 1);
+    assert_eq!(by_age[0]["age"], "12");
+    assert_eq!(by_age[0]["moves"], "3");
+    assert!((f(&by_age[0], "optimal_share") - 1.0 / 3.0).abs() < 1e-15);
+    let mean = f(&by_age[0], "mean_regret");
+    assert!(
+        (mean - (regret_right + regret_down) / 3.0).abs() < 1e-12,
+        "{mean}"
+    );
+    assert_eq!(f(&by_age[0], "max_regret"), regret_right.max(regret_down));
+}
+
+/// A pseudo-terminal: (master, slave), both read-write.
+#[cfg(unix)]
+fn openpty() -> (std::fs::File, std::fs::File) {
+    use std::os::fd::FromRawFd;
+    let (mut master, mut slave) = (-1, -1);
+    // SAFETY: openpty writes two descriptors into the given ints; name, termios and window
+    // size may be null.
+    let rc = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+    // SAFETY: both descriptors were just opened and are owned by nothing else.
+    unsafe {
+        (
+            std::fs::File::from_raw_fd(master),
+            std::fs::File::from_raw_fd(slave),
+        )
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn interactive_through_a_pseudo_terminal_replays_the_scripted_game() {
+    use std::io::Read;
+    use std::os::fd::AsRawFd;
+    use std::sync::mpsc;
+    use std::time::{Duration, Instant};
+
+    let args = [
+        "play",
+        "--board",
+        "2x3",
+        "--data",
+        d(),
+        "--interactive",
+        "--seed",
+        "5",
+    ];
+    let (mut master, slave) = openpty();
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::from(slave.try_clone().unwrap()))
+        .stdout(Stdio::from(slave.try_clone().unwrap()))
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("binary runs");
+    // Everything the terminal shows, read as it comes.
+    let (tx, rx) = mpsc::channel::<Vec<u8>>();
+    let mut reader = master.try_clone().unwrap();
+    let reading = std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        // EIO once no process holds the slave side any more.
+        while let Ok(n @ 1..) = reader.read(&mut buf) {
+            if tx.send(buf[..n].to_vec()).is_err() {
+                break;
+            }
+        }
+    });
+    let mut shown = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !String::from_utf8_lossy(&shown).contains("keys: ") {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(chunk) => shown.extend(chunk),
+            Err(_) => panic!("no first frame: {}", String::from_utf8_lossy(&shown)),
+        }
+    }
+    // Raw mode: single keys, no Enter; the arrow keys as the terminal sends them.
+    // Left (h), a hint, right (l), down (arrow), an unknown key, up (arrow), quit.
+    master.write_all(b"h?l\x1b[Bx\x1b[Aq").unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success());
+    // The terminal is left as it was found: line editing and echo back on.
+    // SAFETY: termios is plain data; tcgetattr fills it for an open descriptor.
+    let mut t: libc::termios = unsafe { std::mem::zeroed() };
+    assert_eq!(unsafe { libc::tcgetattr(slave.as_raw_fd(), &mut t) }, 0);
+    assert_ne!(t.c_lflag & libc::ICANON, 0, "canonical mode restored");
+    assert_ne!(t.c_lflag & libc::ECHO, 0, "echo restored");
+    drop(slave);
+    reading.join().unwrap();
+    shown.extend(rx.try_iter().flatten());
+    let text = String::from_utf8_lossy(&shown).replace("\r\n", "\n");
+    assert!(
+        text.contains("\x1b[2J\x1b[H"),
+        "the screen is cleared per frame"
+    );
+    // The same game as the scripted run with the same seed and keys, frame for frame.
+    let screen = text.replace("\x1b[2J\x1b[H", "");
+    let scripted = stdout(&run_stdin(&args, "h?ljxkq"));
+    assert_eq!(screen, scripted);
+    assert!(screen.lines().last().unwrap().starts_with("quit: score "));
+}
