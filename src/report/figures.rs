@@ -273,12 +273,9 @@ fn best_value_figure(
     Ok(FigureSpec {
         figure: Figure {
             name: "best_afterstate_value_per_age".into(),
-            title: format!(
-                "Value of the best afterstate per age — variant{} {} overlaid, boards {}",
-                if variants.len() == 1 { "" } else { "s" },
-                variants.join(", "),
-                shown.iter().map(|b| b.as_str()).collect::<Vec<_>>().join(", "),
-            ),
+            // Boards and variants are in the captions and legends: the title stays short
+            // enough for one panel.
+            title: "Value of the best afterstate per age, spawn rules overlaid".into(),
             panels,
             width: if k == 1 { 1200 } else { 640 * k },
             height: 760,
