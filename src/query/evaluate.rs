@@ -14,7 +14,8 @@
 //! `board` is the board before the move in board text (rows separated by `/`, cells by
 //! spaces, `0` or `.` for empty), exactly as the agent saw it; `move` is `L`, `R`, `U`, `D`
 //! (or `left`, `right`, `up`, `down`, any case). Empty lines and lines starting with `#` are
-//! skipped. A game's moves are numbered in log order; games may interleave.
+//! skipped, and so is a byte-order mark at the start. A game's moves are numbered in log
+//! order; games may interleave.
 //!
 //! # What is computed
 //!
@@ -104,7 +105,10 @@ pub fn parse_log(text: &str, name: &str) -> Result<Vec<LogMove>> {
         line,
         what,
     };
+    // A byte-order mark (as some spreadsheets write CSV) is not part of the header.
     let mut records = text
+        .strip_prefix('\u{feff}')
+        .unwrap_or(text)
         .lines()
         .enumerate()
         .map(|(i, l)| (i + 1, l.trim_end_matches('\r')))
@@ -430,6 +434,9 @@ mod tests {
         let v = parse_log(json, "log").unwrap();
         assert_eq!((v[0].game.as_str(), v[0].dir), ("3", Dir::D));
         assert_eq!((v[1].line, v[1].dir), (3, Dir::R));
+        // A spreadsheet's byte-order mark before the header.
+        let v = parse_log("\u{feff}game,board,move\n0,2 0/0 2,L\n", "log").unwrap();
+        assert_eq!((v[0].line, v[0].game.as_str()), (2, "0"));
     }
 
     #[test]
