@@ -4,63 +4,23 @@
 #![cfg(feature = "report")]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 use std::sync::OnceLock;
 
 use age2048::rules::{board, format_board, Shape};
 
-const BIN: &str = env!("CARGO_BIN_EXE_age2048");
-
-fn run(args: &[&str]) -> Output {
-    Command::new(BIN).args(args).output().expect("binary runs")
-}
-
-/// A fresh folder `CARGO_TARGET_TMPDIR/<prefix>_<pid>`; folders left by earlier runs of this
-/// test binary (`<prefix>_*`) are removed first, so the solves do not pile up.
-fn fresh_dir(prefix: &str) -> PathBuf {
-    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
-    if let Ok(rd) = std::fs::read_dir(tmp) {
-        for e in rd.flatten() {
-            if e.file_name()
-                .to_string_lossy()
-                .starts_with(&format!("{prefix}_"))
-            {
-                let _ = std::fs::remove_dir_all(e.path());
-            }
-        }
-    }
-    tmp.join(format!("{prefix}_{}", std::process::id()))
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+mod common;
+use common::{fresh_dir, run, solve_all, stderr, stdout};
 
 fn data() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let dir = fresh_dir("goals_data");
-        for (b, v) in [
-            ("3x3", "goal-256,goal-512,goal-1024"),
-            ("2x3", "expectation,optimistic,pessimistic"),
-        ] {
-            let o = run(&[
-                "solve",
-                "--board",
-                b,
-                "--variant",
-                v,
-                "--quiet",
-                "--data",
-                dir.to_str().unwrap(),
-            ]);
-            assert!(o.status.success(), "solve {b} {v}: {}", stderr(&o));
-        }
-        dir
+        solve_all(
+            "goals_data",
+            &[
+                ("3x3", "goal-256,goal-512,goal-1024"),
+                ("2x3", "expectation,optimistic,pessimistic"),
+            ],
+        )
     })
 }
 

@@ -9,76 +9,20 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 
-const BIN: &str = env!("CARGO_BIN_EXE_age2048");
-
-fn run(args: &[&str]) -> Output {
-    Command::new(BIN).args(args).output().expect("binary runs")
-}
-
-fn run_stdin(args: &[&str], input: &str) -> Output {
-    let mut child = Command::new(BIN)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("binary runs");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
-}
-
-/// A fresh folder `CARGO_TARGET_TMPDIR/<prefix>_<pid>`; folders left by earlier runs of this
-/// test binary (`<prefix>_*`) are removed first, so the solves do not pile up.
-fn fresh_dir(prefix: &str) -> PathBuf {
-    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
-    if let Ok(rd) = std::fs::read_dir(tmp) {
-        for e in rd.flatten() {
-            if e.file_name()
-                .to_string_lossy()
-                .starts_with(&format!("{prefix}_"))
-            {
-                let _ = std::fs::remove_dir_all(e.path());
-            }
-        }
-    }
-    tmp.join(format!("{prefix}_{}", std::process::id()))
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+mod common;
+use common::{run, run_stdin, solve_all, stderr, stdout, BIN};
 
 /// The solves every test reads, made once per test process.
 fn data() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let dir = fresh_dir("play_data");
-        for (board, variants) in [
-            ("2x3", "expectation,pessimistic,goal-128"),
-            ("2x4", "expectation"),
-        ] {
-            let o = run(&[
-                "solve",
-                "--board",
-                board,
-                "--variant",
-                variants,
-                "--quiet",
-                "--data",
-                dir.to_str().unwrap(),
-            ]);
-            assert!(o.status.success(), "solve {board}: {}", stderr(&o));
-        }
-        dir
+        solve_all(
+            "play_data",
+            &[
+                ("2x3", "expectation,pessimistic,goal-128"),
+                ("2x4", "expectation"),
+            ],
+        )
     })
 }
 

@@ -21,13 +21,11 @@ use std::sync::Arc;
 use arrow::array::{
     Array, ArrayRef, AsArray, BooleanArray, Float64Array, StringArray, UInt32Array, UInt64Array,
 };
-use arrow::datatypes::{DataType, Field, Float64Type, Schema, UInt32Type, UInt64Type};
+use arrow::datatypes::{DataType, Float64Type, UInt32Type, UInt64Type};
 use arrow::record_batch::RecordBatch;
-use parquet::arrow::ArrowWriter;
-use parquet::basic::{Compression, ZstdLevel};
-use parquet::file::properties::WriterProperties;
 
 use super::error::{Result, StoreError};
+use super::parquet;
 use super::schema::{Column, ColumnType, Table};
 
 const fn col(name: &'static str, ty: ColumnType, nullable: bool, doc: &'static str) -> Column {
@@ -241,35 +239,6 @@ impl RegretByAgeColumns {
     }
 }
 
-/// A batch of `table`'s columns (checked against the schema by Arrow).
-fn batch(path: &Path, table: &Table, cols: Vec<ArrayRef>) -> Result<RecordBatch> {
-    let fields: Vec<Field> = table
-        .columns
-        .iter()
-        .map(|c| Field::new(c.name, c.ty.arrow(), c.nullable))
-        .collect();
-    RecordBatch::try_new(Arc::new(Schema::new(fields)), cols).map_err(|source| StoreError::Arrow {
-        path: path.to_path_buf(),
-        source,
-    })
-}
-
-fn parquet_bytes(path: &Path, batch: &RecordBatch) -> Result<Vec<u8>> {
-    let err = |source| StoreError::Parquet {
-        path: path.to_path_buf(),
-        source,
-    };
-    let zstd = ZstdLevel::try_new(1).map_err(err)?;
-    let props = WriterProperties::builder()
-        .set_compression(Compression::ZSTD(zstd))
-        .build();
-    let mut buf = Vec::new();
-    let mut w = ArrowWriter::try_new(&mut buf, batch.schema(), Some(props)).map_err(err)?;
-    w.write(batch).map_err(err)?;
-    w.close().map_err(err)?;
-    Ok(buf)
-}
-
 /// Quotes a CSV field when it needs it.
 fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n', '\r']) {
@@ -334,8 +303,9 @@ pub fn write(dir: &Path, tables: EvaluationTables) -> Result<Vec<PathBuf>> {
     for (table, cols) in parts {
         let pq = dir.join(format!("{}.parquet", table.name));
         let csv = dir.join(format!("{}.csv", table.name));
-        let b = batch(&pq, table, cols)?;
-        files.push((pq.clone(), parquet_bytes(&pq, &b)?));
+        let b = parquet::batch(&pq, table, cols)?;
+        let bytes = parquet::parquet_bytes(&pq, &b, parquet::writer_props(&[], &[]))?;
+        files.push((pq.clone(), bytes));
         files.push((csv.clone(), csv_bytes(&csv, &b)?));
     }
     let mut written = Vec::new();
