@@ -4,12 +4,12 @@
 #![cfg(feature = "report")]
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 use std::sync::OnceLock;
 
-const BIN: &str = env!("CARGO_BIN_EXE_age2048");
+mod common;
+use common::{run, run_stdin, solve_all, stderr, stdout};
 
 /// Variants solved per board in the shared dataset.
 const SOLVED: [(&str, &str); 3] = [
@@ -21,58 +21,7 @@ const SOLVED: [(&str, &str); 3] = [
 /// The shared dataset: real solves, made once per test process.
 fn fixture() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .join(format!("report_cli_data_{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        for (board, variants) in SOLVED {
-            let o = run(&[
-                "solve",
-                "--board",
-                board,
-                "--variant",
-                variants,
-                "--quiet",
-                "--data",
-                dir.to_str().unwrap(),
-            ]);
-            assert!(
-                o.status.success(),
-                "solve {board} {variants}: {}",
-                stderr(&o)
-            );
-        }
-        dir
-    })
-}
-
-fn run(args: &[&str]) -> Output {
-    Command::new(BIN).args(args).output().expect("binary runs")
-}
-
-fn run_stdin(args: &[&str], input: &str) -> Output {
-    let mut child = Command::new(BIN)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("binary runs");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).to_string()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).to_string()
+    DIR.get_or_init(|| solve_all("report_cli_data", &SOLVED))
 }
 
 /// Runs a query with `--format csv` and returns the rows (header first) split on commas.

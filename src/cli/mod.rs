@@ -9,13 +9,16 @@
 //! | 2 | bad input (board, variant, flag, query, file) or bad data (missing, unsolved, damaged, busy) |
 
 pub mod best;
+pub mod evaluate;
 pub mod guaranteed;
 pub mod output;
+pub mod play;
 #[cfg(feature = "report")]
 pub mod report;
 pub mod solve;
 #[cfg(feature = "report")]
 pub mod sql;
+pub mod terminal;
 pub mod verify;
 
 use std::io;
@@ -45,6 +48,10 @@ pub enum Command {
     Solve(solve::SolveArgs),
     /// Print the q-value of each move and the state value of boards, from the solved index.
     Best(best::BestArgs),
+    /// Play games against the solution: many (Monte Carlo), one move by move, or yourself.
+    Play(play::PlayArgs),
+    /// The regret of every move of an agent's logged games, as tables and a figure.
+    Evaluate(evaluate::EvaluateArgs),
     /// The largest tile the player can force whatever the spawns (the spawner picks cell and value).
     Guaranteed(guaranteed::GuaranteedArgs),
     /// Check every file of the solved data against its manifest (size, SHA-256) and the layout.
@@ -65,6 +72,8 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
     match cli.command {
         Command::Solve(a) => solve::run(&a),
         Command::Best(a) => best::run(&a),
+        Command::Play(a) => play::run(&a),
+        Command::Evaluate(a) => evaluate::run(&a),
         Command::Guaranteed(a) => guaranteed::run(&a),
         Command::Verify(a) => verify::run(&a),
         #[cfg(feature = "report")]

@@ -7,7 +7,8 @@
 //!
 //! `board`, `variant` (VARCHAR) and `age` (UINTEGER) come from the Hive partition path, so
 //! `WHERE board = '3x3' AND age < 100` prunes files; the store percent-encodes partition values
-//! and DuckDB decodes them. Macros: `max_tile(id)`, the largest tile of a board id.
+//! and DuckDB decodes them. Macros: `max_tile(id)`, the largest tile of a board id; `tile(id, r, c, board)` and
+//! `board_text(id, board)` (see [`BOARD_MACROS`]).
 //!
 //! The views show finished solves only, and only once the store has checked them: each view
 //! reads one glob per board and variant that has a manifest, after the store's cheap check
@@ -63,8 +64,28 @@ pub fn views_sql(store: &Store, contents: &Contents) -> Result<String> {
         "CREATE OR REPLACE MACRO max_tile(id) AS \
          1::UBIGINT << list_max(list_transform(range(16), lambda i: (id::UBIGINT >> (4 * i)::UBIGINT) & 15::UBIGINT));\n",
     );
+    sql.push_str(BOARD_MACROS);
     Ok(sql)
 }
+
+/// Macros that read boards out of ids (cell `(r, c)` of an `RxC` board, 0-based, sits at bits
+/// `4(r·C + c)`, exponent 0 = empty):
+///
+/// * `tile(id, r, c, board)`: the tile at row `r`, column `c` (0 if empty, NULL off the board);
+/// * `board_text(id, board)`: the board as text, the way `rules::format_board` writes it
+///   (rows separated by `/`, cells by spaces, `.` for empty): `2 . 4/. 8 ./. . 2`.
+///
+/// `board` is the board size `RxC`, e.g. the `board` column of the views.
+pub const BOARD_MACROS: &str = "\
+CREATE OR REPLACE MACRO tile(id, r, c, board) AS \
+  CASE WHEN r < 0 OR c < 0 OR r >= split_part(board, 'x', 1)::INTEGER OR c >= split_part(board, 'x', 2)::INTEGER THEN NULL \
+       WHEN ((id::UBIGINT >> (4 * (r * split_part(board, 'x', 2)::INTEGER + c))::UBIGINT) & 15::UBIGINT) = 0 THEN 0::UBIGINT \
+       ELSE 1::UBIGINT << ((id::UBIGINT >> (4 * (r * split_part(board, 'x', 2)::INTEGER + c))::UBIGINT) & 15::UBIGINT) END;
+CREATE OR REPLACE MACRO board_text(id, board) AS \
+  array_to_string(list_transform(range(split_part(board, 'x', 1)::INTEGER), lambda r: \
+    array_to_string(list_transform(range(split_part(board, 'x', 2)::INTEGER), lambda c: \
+      CASE WHEN tile(id, r, c, board) = 0 THEN '.' ELSE tile(id, r, c, board)::VARCHAR END), ' ')), '/');
+";
 
 fn view_sql(store: &Store, contents: &Contents, t: &Table) -> Result<String> {
     if contents.solved.is_empty() {

@@ -31,6 +31,22 @@ pub enum QueryError {
         variant: String,
         age: u32,
     },
+    /// A line of an agent's log (`evaluate`) that is not in the documented format, or whose
+    /// move cannot be played on its board.
+    #[error("{name} line {line}: {what}")]
+    Log {
+        name: String,
+        line: usize,
+        what: String,
+    },
+    /// A line of an agent's log whose board cannot be evaluated (malformed, unreachable).
+    #[error("{name} line {line}")]
+    LogLine {
+        name: String,
+        line: usize,
+        #[source]
+        source: Box<QueryError>,
+    },
     /// A statement the user gave failed in DuckDB (DuckDB's message, on one line).
     #[error("{message}")]
     Sql { message: String },
@@ -46,7 +62,10 @@ impl ErrorKind for QueryError {
             QueryError::Board(e) => e.kind(),
             QueryError::Variant(e) => e.kind(),
             QueryError::Index { source, .. } => source.kind(),
-            QueryError::Unreachable { .. } | QueryError::Sql { .. } => Kind::Input,
+            QueryError::LogLine { source, .. } => source.kind(),
+            QueryError::Unreachable { .. } | QueryError::Sql { .. } | QueryError::Log { .. } => {
+                Kind::Input
+            }
             QueryError::DuckDb { .. } => Kind::Internal,
         }
     }

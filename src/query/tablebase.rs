@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::OnceLock;
 
 use memmap2::Mmap;
 
@@ -24,9 +24,15 @@ pub struct Tablebase {
     game: Game,
     variant: Variant,
     manifest: Manifest,
-    /// Ages that have states, with their index file (relative path).
-    index_files: HashMap<u32, String>,
-    open: Mutex<HashMap<u32, Arc<AgeIndex<Mmap>>>>,
+    /// Ages that have states: their index file, opened on first use. A probe reads an opened
+    /// index without a lock (games on every core probe all the time).
+    ages: HashMap<u32, AgeSlot>,
+}
+
+/// The index file of one age (relative path) and, once opened, its index.
+struct AgeSlot {
+    file: String,
+    open: OnceLock<AgeIndex<Mmap>>,
 }
 
 impl Tablebase {
@@ -36,19 +42,24 @@ impl Tablebase {
     pub fn open(store: &Store, shape: Shape, variant: Variant) -> Result<Tablebase> {
         let manifest = crate::store::verify::trusted(store, shape, &variant.name())?;
         let group = Group::parse(&manifest.symmetry)?;
-        let index_files = manifest
+        let ages = manifest
             .ages
             .iter()
             .filter(|a| a.n_states > 0 || a.n_afterstates > 0)
-            .map(|a| (a.age, a.index.file.clone()))
+            .map(|a| {
+                let slot = AgeSlot {
+                    file: a.index.file.clone(),
+                    open: OnceLock::new(),
+                };
+                (a.age, slot)
+            })
             .collect();
         Ok(Tablebase {
             store: store.clone(),
             game: Game::new(shape, group),
             variant,
             manifest,
-            index_files,
-            open: Mutex::new(HashMap::new()),
+            ages,
         })
     }
 
@@ -65,15 +76,15 @@ impl Tablebase {
     }
 
     /// The index of `age`, or `None` if the solve has no board of that age.
-    pub fn index(&self, age: u32) -> Result<Option<Arc<AgeIndex<Mmap>>>> {
-        let Some(rel) = self.index_files.get(&age) else {
+    pub fn index(&self, age: u32) -> Result<Option<&AgeIndex<Mmap>>> {
+        let Some(slot) = self.ages.get(&age) else {
             return Ok(None);
         };
-        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(ix) = open.get(&age) {
-            return Ok(Some(ix.clone()));
+        if let Some(ix) = slot.open.get() {
+            return Ok(Some(ix));
         }
-        let path: PathBuf = self.store.root().join(rel);
+        // Two threads may open the same file at once: both check it, one map is kept.
+        let path: PathBuf = self.store.root().join(&slot.file);
         let file = File::open(&path).map_err(|e| StoreError::io(&path, e))?;
         // SAFETY: the map is read-only, and the store never rewrites a file in place (it writes
         // a temporary file and renames it over the old name), so the mapped bytes do not change
@@ -92,9 +103,8 @@ impl Tablebase {
             &self.variant.name(),
         )
         .map_err(index_err)?;
-        let ix = Arc::new(ix);
-        open.insert(age, ix.clone());
-        Ok(Some(ix))
+        let _ = slot.open.set(ix);
+        Ok(slot.open.get())
     }
 
     /// The q-values, value and best move of a board (exactly as given: its orientation names
@@ -102,6 +112,6 @@ impl Tablebase {
     pub fn evaluate(&self, code: u64, text: &str) -> Result<Evaluation> {
         let age = board::age(code);
         let index = self.index(age)?;
-        evaluate(&self.game, &self.variant, index.as_deref(), code, text)
+        evaluate(&self.game, &self.variant, index, code, text)
     }
 }

@@ -232,8 +232,8 @@ fn counts_figure(rows: &[AgeRow], boards: &[BoardInfo]) -> Result<FigureSpec, Re
     })
 }
 
-/// Value of the best afterstate per age, one panel per variant (expectation, optimistic,
-/// pessimistic), one line per board — as in Fig. 7 of the paper.
+/// Value of the best afterstate per age, one panel per board with the variants overlaid
+/// (expectation solid, optimistic and pessimistic dashed) — Fig. 7 of the 4x3 paper.
 fn best_value_figure(
     series: &[VariantSeries],
     boards: &[String],
@@ -243,15 +243,22 @@ fn best_value_figure(
     variants.dedup();
     let mut panels = Vec::new();
     let mut csv_rows = Vec::new();
-    for v in &variants {
+    let mut shown: Vec<&String> = boards
+        .iter()
+        .filter(|b| series.iter().any(|s| s.board == **b))
+        .collect();
+    shown.dedup();
+    for b in &shown {
         let mut p = Panel::new("age (sum of the tiles)", "value of the best afterstate");
-        p.caption = Some(format!("variant {v}"));
-        for s in series.iter().filter(|s| s.variant == *v) {
-            let i = boards.iter().position(|b| *b == s.board).unwrap_or(0);
+        p.caption = Some(format!("board {b}"));
+        for (k, v) in variants.iter().enumerate() {
+            let Some(s) = series.iter().find(|s| s.board == **b && s.variant == *v) else {
+                continue;
+            };
             p.lines.push(Line {
-                label: s.board.clone(),
-                color: color(i),
-                dashed: false,
+                label: s.variant.clone(),
+                color: color(k),
+                dashed: *v != "expectation",
                 points: s.points.iter().map(|&(a, y)| (a as f64, y)).collect(),
             });
             csv_rows.extend(
@@ -266,22 +273,104 @@ fn best_value_figure(
     Ok(FigureSpec {
         figure: Figure {
             name: "best_afterstate_value_per_age".into(),
-            title: format!(
-                "Value of the best afterstate per age — boards {}, variant{} {}",
-                boards.join(", "),
-                if variants.len() == 1 { "" } else { "s" },
-                variants.join(" | ")
-            ),
+            // Boards and variants are in the captions and legends: the title stays short
+            // enough for one panel.
+            title: "Value of the best afterstate per age, spawn rules overlaid".into(),
             panels,
             width: if k == 1 { 1200 } else { 640 * k },
             height: 760,
         },
-        description: "Largest afterstate value at each age (the value of playing on from the best \
-                      position of that age), for each solved variant side by side, one line per board."
+        description: "Largest afterstate value at each age (the expected future score from the best \
+                      position of that age), one panel per board with the solved spawn rules overlaid: \
+                      expectation (solid), optimistic and pessimistic spawns (dashed), as in Fig. 7 of \
+                      the 4x3 paper."
             .into(),
         csv: long_csv(&csv_rows, &["best_afterstate_value"], &[false])?,
         source: "Polars scan of ages/*/*/part-0.parquet, column best_afterstate_value".into(),
     })
+}
+
+/// P(goal) per age: for every goal variant `goal-T`, one panel per board, the value of the
+/// best afterstate of each age.
+fn goal_figure(rows: &[AgeRow], boards: &[String]) -> Result<Option<FigureSpec>, ReportError> {
+    let is_goal = |v: &str| v.starts_with("goal-");
+    let mut panels = Vec::new();
+    let mut csv_rows = Vec::new();
+    let mut shown = Vec::new();
+    for b in boards {
+        let mut variants: Vec<&str> = rows
+            .iter()
+            .filter(|r| r.board == *b && is_goal(&r.variant))
+            .map(|r| r.variant.as_str())
+            .collect();
+        variants.sort_by_key(|v| (goal_tile(v), v.to_string()));
+        variants.dedup();
+        if variants.is_empty() {
+            continue;
+        }
+        let mut p = Panel::new("age (sum of the tiles)", "probability of making the goal");
+        p.caption = Some(format!("board {b}"));
+        p.legend = SeriesLabelPosition::UpperRight;
+        for (k, v) in variants.iter().enumerate() {
+            let sel: Vec<&AgeRow> = rows
+                .iter()
+                .filter(|r| r.board == *b && r.variant == *v && r.best_afterstate_value.is_some())
+                .collect();
+            csv_rows.extend(sel.iter().map(|r| {
+                (
+                    r.board.clone(),
+                    r.variant.clone(),
+                    r.age,
+                    vec![r.best_afterstate_value],
+                )
+            }));
+            let series = |get: fn(&AgeRow) -> Option<f64>| -> Vec<(f64, f64)> {
+                sel.iter()
+                    .filter_map(|r| get(r).map(|y| (r.age as f64, y)))
+                    .collect()
+            };
+            p.lines.push(Line {
+                label: v.to_string(),
+                color: color(k),
+                dashed: false,
+                points: series(|r| r.best_afterstate_value),
+            });
+        }
+        shown.push(b.as_str());
+        panels.push(p);
+    }
+    if panels.is_empty() {
+        return Ok(None);
+    }
+    let k = panels.len() as u32;
+    Ok(Some(FigureSpec {
+        figure: Figure {
+            name: "goal_probability_per_age".into(),
+            title: format!("P(goal) per age — goal variants, boards {}", shown.join(", ")),
+            panels,
+            width: if k == 1 { 1200 } else { 640 * k },
+            height: 760,
+        },
+        description: "For each solved goal variant goal-T, P(goal) at each age: the value of the best \
+                      afterstate of that age, i.e. the probability of ever making T, under optimal play \
+                      for T, from the most promising position of that age (after the move, before its \
+                      spawn). It reaches 1 from the ages where some position forces T (or holds it: a \
+                      board holding T is won, worth 1) and falls to 0 at the last ages, where every \
+                      afterstate is lost."
+            .into(),
+        csv: long_csv(&csv_rows, &["best_afterstate_value"], &[false])?,
+        source: "sql/per_age.sql, column best_afterstate_value (variants goal-*)".into(),
+    }))
+}
+
+/// The goal tile of a variant name `goal-T…`, for ordering.
+fn goal_tile(variant: &str) -> Option<u64> {
+    variant
+        .strip_prefix("goal-")?
+        .split('-')
+        .next()?
+        .parse()
+        .ok()
 }
 
 /// Quantile band of the state values per age for one board.
@@ -368,6 +457,10 @@ pub fn build_figures(
     if !best_by_variant.is_empty() {
         out.push(best_value_figure(best_by_variant, &names)?);
     }
+    let mut all_boards: Vec<String> = rows.iter().map(|r| r.board.clone()).collect();
+    all_boards.sort_by_key(|b| board_key(b));
+    all_boards.dedup();
+    out.extend(goal_figure(rows, &all_boards)?);
     out.push(per_board_figure(
         "terminal_share_per_age",
         "Share of terminal states per age",
@@ -443,4 +536,47 @@ pub fn main_variants(rows: &[AgeRow]) -> BTreeMap<String, String> {
         }
     }
     m
+}
+
+/// The figure of `age2048 evaluate`: the mean regret of the agent's moves per age (with the
+/// largest, dashed), and the share of its moves that are optimal.
+pub fn regret_per_age(ev: &crate::query::evaluate::LogEvaluation) -> Figure {
+    let x = |a: &crate::query::evaluate::AgeRegret| f64::from(a.age);
+    let unit = if ev.scored { "points" } else { "probability" };
+    let mut regret = Panel::new("age (sum of the tiles)", &format!("regret ({unit})"));
+    regret.caption = Some("regret of the moves played".into());
+    regret.lines.push(Line {
+        label: "mean regret".into(),
+        color: PALETTE[0],
+        dashed: false,
+        points: ev.ages.iter().map(|a| (x(a), a.mean_regret())).collect(),
+    });
+    regret.lines.push(Line {
+        label: "largest regret".into(),
+        color: PALETTE[3],
+        dashed: true,
+        points: ev.ages.iter().map(|a| (x(a), a.max_regret)).collect(),
+    });
+    let mut share = Panel::new("age (sum of the tiles)", "optimal moves / moves");
+    share.caption = Some("share of optimal moves".into());
+    share.legend = SeriesLabelPosition::LowerLeft;
+    share.lines.push(Line {
+        label: "optimal share".into(),
+        color: PALETTE[2],
+        dashed: false,
+        points: ev.ages.iter().map(|a| (x(a), a.optimal_share())).collect(),
+    });
+    Figure {
+        name: crate::store::evaluation::FIGURE.into(),
+        title: format!(
+            "Regret per age — board {}, variant {}, {} moves in {} games",
+            ev.board,
+            ev.variant,
+            ev.moves.len(),
+            ev.games.len()
+        ),
+        panels: vec![regret, share],
+        width: 1400,
+        height: 700,
+    }
 }

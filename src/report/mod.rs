@@ -102,6 +102,17 @@ pub(crate) fn write_png(
     Ok(())
 }
 
+/// Writes `DIR/NAME.svg` and `DIR/NAME.png` of a figure (the SVG is drawn before either
+/// file is written); returns the two paths.
+pub fn write_figure_images(dir: &Path, fig: &render::Figure) -> Result<[PathBuf; 2], ReportError> {
+    let svg = render::to_svg(fig)?;
+    let svg_path = dir.join(format!("{}.svg", fig.name));
+    let png_path = dir.join(format!("{}.png", fig.name));
+    write_atomic(&svg_path, svg.as_bytes())?;
+    write_png(&png_path, |tmp| render::to_png(fig, tmp))?;
+    Ok([svg_path, png_path])
+}
+
 struct Progress<'a> {
     total: usize,
     done: usize,
@@ -237,11 +248,7 @@ pub fn run_report(
     };
     for spec in &specs {
         let n = &spec.figure.name;
-        let svg = render::to_svg(&spec.figure)?;
-        write_atomic(&fig_dir.join(format!("{n}.svg")), svg.as_bytes())?;
-        write_png(&fig_dir.join(format!("{n}.png")), |tmp| {
-            render::to_png(&spec.figure, tmp)
-        })?;
+        write_figure_images(&fig_dir, &spec.figure)?;
         write_atomic(&fig_dir.join(format!("{n}.csv")), &spec.csv)?;
         for ext in ["svg", "png", "csv"] {
             summary
@@ -254,7 +261,9 @@ pub fn run_report(
 
     let tables = vec![
         tables::boards_table(&board_rows, &main, &manifests, &largest),
+        tables::goals_table(&manifests),
         tables::variants_table(&board_rows, &manifests),
+        tables::index_summary_table(&manifests, &main),
         tables::index_table(&manifests, &main),
         tables::provenance_table(&manifests),
     ];

@@ -1,6 +1,7 @@
 //! The report's tables, written as Markdown and CSV (and shown in `index.html`): one row per
-//! board, one row per board and variant, and the index storage per age (from the manifests,
-//! like Table 1 of the 4x3 paper).
+//! board, the goal probabilities beside the published ones, one row per board and variant,
+//! and the index storage (a summary like Table 1 of the 4x3 paper, every age in CSV), all
+//! from the manifests.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -267,99 +268,271 @@ pub fn variants_table(rows: &[BoardRow], manifests: &[ManifestEntry]) -> Table {
     }
 }
 
-/// Index storage per age (board's main variant), from the manifests; all ages in the CSV, a
-/// sample of at most 40 ages per board in Markdown/HTML, plus a total row per board.
+/// One age of an index as the storage tables show it.
+fn index_row(board: &str, a: &crate::store::AgeStats) -> Vec<Cell> {
+    let ix = &a.index;
+    let ids = a.n_states + a.n_afterstates;
+    let bytes = ix.afterstate_id_bytes + ix.state_id_bytes;
+    vec![
+        Cell::Text(board.to_string()),
+        Cell::Text(a.age.to_string()),
+        Cell::Int(Some(a.n_states)),
+        Cell::Int(Some(a.n_afterstates)),
+        Cell::Int(Some(ids)),
+        Cell::Int(Some(u64::from(ix.base))),
+        Cell::Int(Some(ix.afterstate_id_bytes)),
+        Cell::Int(Some(ix.state_id_bytes)),
+        Cell::Int(Some(ix.file_bytes)),
+        Cell::Float(Some(ix.bits_per_afterstate_id), 2),
+        Cell::Float((ids > 0).then(|| 8.0 * bytes as f64 / ids as f64), 2),
+        Cell::Float((ids > 0).then(|| bytes as f64 / (8.0 * ids as f64)), 4),
+    ]
+}
+
+const INDEX_HEADERS: [&str; 12] = [
+    "board",
+    "age",
+    "states",
+    "afterstates",
+    "ids",
+    "base",
+    "afterstate_id_bytes",
+    "state_id_bytes",
+    "file_bytes",
+    "bits_per_afterstate_id",
+    "bits_per_id",
+    "ratio_to_8_bytes",
+];
+
+/// The ages of a board with an index file.
+fn indexed_ages(e: &ManifestEntry) -> Vec<&crate::store::AgeStats> {
+    e.manifest
+        .ages
+        .iter()
+        .filter(|a| !a.index.file.is_empty())
+        .collect()
+}
+
+/// Index storage of every age (board's main variant), from the manifests: CSV only.
 pub fn index_table(manifests: &[ManifestEntry], main: &BTreeMap<String, String>) -> Table {
+    let rows = manifests
+        .iter()
+        .filter(|e| main.get(&e.board) == Some(&e.variant))
+        .flat_map(|e| indexed_ages(e).into_iter().map(|a| index_row(&e.board, a)))
+        .collect();
+    Table {
+        name: "index_storage_per_age".into(),
+        title: "Index storage per age".into(),
+        description: "Storage of the state and afterstate id index at every age: ids stored, the \
+                      compaction base, bytes for each kind, bits per id, and the ratio to storing \
+                      every id as a plain 8-byte integer."
+            .into(),
+        headers: INDEX_HEADERS.map(String::from).to_vec(),
+        rows,
+        shown: Some(Vec::new()),
+        note: None,
+    }
+}
+
+/// Representative ages of a board: about a quarter, half and three quarters of its last age,
+/// and the age with the most afterstates (where the index is largest).
+fn representative_ages(ages: &[&crate::store::AgeStats]) -> Vec<u32> {
+    let Some(last) = ages.iter().map(|a| a.age).max() else {
+        return Vec::new();
+    };
+    let nearest = |target: u32| {
+        ages.iter()
+            .filter(|a| a.n_afterstates > 0)
+            .min_by_key(|a| (a.age.abs_diff(target), a.age))
+            .map(|a| a.age)
+    };
+    let peak = ages
+        .iter()
+        .max_by_key(|a| (a.n_afterstates, std::cmp::Reverse(a.age)))
+        .map(|a| a.age);
+    let mut v: Vec<u32> = [
+        nearest(last / 4),
+        nearest(last / 2),
+        nearest(3 * last / 4),
+        peak,
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// The afterstate index summarised like Table 1 of the 4x3 paper: a few representative ages
+/// per board and the board's total; every age is in [`index_table`]'s CSV.
+pub fn index_summary_table(manifests: &[ManifestEntry], main: &BTreeMap<String, String>) -> Table {
     let mut rows = Vec::new();
-    let mut shown = Vec::new();
+    let row = |board: &str, age: String, m: u64, base: Option<u64>, bytes: u64| {
+        vec![
+            Cell::Text(board.to_string()),
+            Cell::Text(age),
+            Cell::Int(Some(m)),
+            Cell::Int(base),
+            Cell::Int(Some(bytes)),
+            Cell::Float((m > 0).then(|| 8.0 * bytes as f64 / m as f64), 2),
+            Cell::Int(Some(8 * m)),
+            Cell::Float((m > 0).then(|| 100.0 * bytes as f64 / (8.0 * m as f64)), 1),
+        ]
+    };
     for e in manifests
         .iter()
         .filter(|e| main.get(&e.board) == Some(&e.variant))
     {
-        let ages: Vec<_> = e
-            .manifest
-            .ages
-            .iter()
-            .filter(|a| !a.index.file.is_empty())
-            .collect();
+        let ages = indexed_ages(e);
         if ages.is_empty() {
             continue;
         }
-        let step = ages.len().div_ceil(40).max(1);
-        let (mut t_ids, mut t_s, mut t_a, mut t_bytes, mut t_file) = (0u64, 0u64, 0u64, 0u64, 0u64);
-        for (k, a) in ages.iter().enumerate() {
-            let ix = &a.index;
-            let ids = a.n_states + a.n_afterstates;
-            let bytes = ix.afterstate_id_bytes + ix.state_id_bytes;
-            t_ids += ids;
-            t_s += a.n_states;
-            t_a += a.n_afterstates;
-            t_bytes += bytes;
-            t_file += ix.file_bytes;
-            if k % step == 0 || k + 1 == ages.len() {
-                shown.push(rows.len());
+        for age in representative_ages(&ages) {
+            if let Some(a) = ages.iter().find(|a| a.age == age) {
+                rows.push(row(
+                    &e.board,
+                    a.age.to_string(),
+                    a.n_afterstates,
+                    Some(u64::from(a.index.base)),
+                    a.index.afterstate_id_bytes,
+                ));
             }
-            rows.push(vec![
-                Cell::Text(e.board.clone()),
-                Cell::Text(a.age.to_string()),
-                Cell::Int(Some(a.n_states)),
-                Cell::Int(Some(a.n_afterstates)),
-                Cell::Int(Some(ids)),
-                Cell::Int(Some(ix.afterstate_id_bytes)),
-                Cell::Int(Some(ix.state_id_bytes)),
-                Cell::Int(Some(ix.file_bytes)),
-                Cell::Float(Some(ix.bits_per_afterstate_id), 2),
-                Cell::Float((ids > 0).then(|| 8.0 * bytes as f64 / ids as f64), 2),
-                Cell::Float((ids > 0).then(|| bytes as f64 / (8.0 * ids as f64)), 4),
-            ]);
         }
-        shown.push(rows.len());
-        rows.push(vec![
-            Cell::Text(e.board.clone()),
-            Cell::Text("all".into()),
-            Cell::Int(Some(t_s)),
-            Cell::Int(Some(t_a)),
-            Cell::Int(Some(t_ids)),
-            Cell::Int(None),
-            Cell::Int(None),
-            Cell::Int(Some(t_file)),
-            Cell::Float(None, 2),
-            Cell::Float((t_ids > 0).then(|| 8.0 * t_bytes as f64 / t_ids as f64), 2),
-            Cell::Float(
-                (t_ids > 0).then(|| t_bytes as f64 / (8.0 * t_ids as f64)),
-                4,
-            ),
-        ]);
+        let m: u64 = ages.iter().map(|a| a.n_afterstates).sum();
+        let bytes: u64 = ages.iter().map(|a| a.index.afterstate_id_bytes).sum();
+        rows.push(row(&e.board, "all".into(), m, None, bytes));
     }
-    let sampled = shown.len() < rows.len();
     Table {
         name: "index_storage".into(),
-        title: "Index storage per age".into(),
-        description: "Storage of the state and afterstate id index per age: ids stored, bytes for each \
-                      kind, bits per id, and the ratio to storing every id as a plain 8-byte integer."
+        title: "Index storage (afterstate ids, as Table 1 of the 4x3 paper)".into(),
+        description: "Afterstate ids of a few representative ages per board (about a quarter, half \
+                      and three quarters of the last age, and the age with the most afterstates) and \
+                      every age together: the ids stored m, the compaction base b, the bytes of their \
+                      Elias-Fano sets (high and low parts), bits per id, the 8 bytes an id takes in \
+                      memory, and the ratio of the two."
             .into(),
         headers: [
             "board",
             "age",
-            "states",
-            "afterstates",
-            "ids",
-            "afterstate_id_bytes",
-            "state_id_bytes",
-            "file_bytes",
-            "bits_per_afterstate_id",
+            "afterstate_ids",
+            "base",
+            "stored_bytes",
             "bits_per_id",
-            "ratio_to_8_bytes",
+            "in_memory_bytes",
+            "ratio_percent",
         ]
         .map(String::from)
         .to_vec(),
         rows,
-        shown: sampled.then_some(shown),
-        note: sampled.then(|| {
-            "Ages sampled evenly (at most 40 per board) and each board's total; every age is in \
-             tables/index_storage.csv."
-                .to_string()
-        }),
+        shown: None,
+        note: Some(
+            "Every age, with the state ids and the file sizes, is in tables/index_storage_per_age.csv."
+                .into(),
+        ),
+    }
+}
+
+/// Values at the start published by others, to set beside ours: `(board, variant, value,
+/// decimals printed, source)`. Galebach (2014) solved 3x3 for the goals 256, 512 and 1024 and
+/// for the score, over the real initial distribution.
+pub const PUBLISHED: [(&str, &str, f64, usize, &str); 4] = [
+    ("3x3", "goal-256", 0.99571, 5, "Galebach 2014"),
+    ("3x3", "goal-512", 0.73677, 5, "Galebach 2014"),
+    ("3x3", "goal-1024", 0.01134, 5, "Galebach 2014"),
+    ("3x3", "expectation", 5468.5, 1, "Galebach 2014"),
+];
+
+/// The goal tile of a goal variant's name (`goal-512` or `goal-512-p4=0.2`).
+fn goal_tile(variant: &str) -> Option<u64> {
+    let t = variant.strip_prefix("goal-")?;
+    t.split('-').next()?.parse().ok()
+}
+
+/// The papers' goal table: for each board, the probability of making each solved goal tile
+/// (and the expected score), from two 2-tiles and over the initial distribution, beside the
+/// published figures.
+pub fn goals_table(manifests: &[ManifestEntry]) -> Table {
+    let mut entries: Vec<&ManifestEntry> = manifests
+        .iter()
+        .filter(|e| e.variant == "expectation" || goal_tile(&e.variant).is_some())
+        .collect();
+    entries.sort_by(|a, b| {
+        super::data::board_key(&a.board)
+            .cmp(&super::data::board_key(&b.board))
+            .then(goal_tile(&a.variant).cmp(&goal_tile(&b.variant)))
+            .then(a.variant.cmp(&b.variant))
+    });
+    let rows: Vec<Vec<Cell>> = entries
+        .iter()
+        .map(|e| {
+            let m = &e.manifest;
+            let published = PUBLISHED
+                .iter()
+                .find(|p| p.0 == e.board && p.1 == e.variant);
+            let objective = match goal_tile(&e.variant) {
+                Some(t) => format!("P(make {t})"),
+                None => "expected score".into(),
+            };
+            let decimals = published.map_or(
+                if goal_tile(&e.variant).is_some() {
+                    5
+                } else {
+                    2
+                },
+                |p| p.3,
+            );
+            let agrees = match (published, m.value_initial) {
+                (Some(p), Some(v)) => {
+                    if format!("{v:.d$}", d = p.3) == format!("{:.d$}", p.2, d = p.3) {
+                        "yes"
+                    } else {
+                        "no"
+                    }
+                }
+                _ => "",
+            };
+            vec![
+                Cell::Text(e.board.clone()),
+                Cell::Text(e.variant.clone()),
+                Cell::Text(objective),
+                Cell::Float(m.value_two_2_tiles, decimals),
+                Cell::Float(m.value_initial, decimals),
+                Cell::Float(published.map(|p| p.2), decimals),
+                Cell::Text(published.map_or("", |p| p.4).to_string()),
+                Cell::Text(agrees.to_string()),
+            ]
+        })
+        .collect();
+    Table {
+        name: "goals".into(),
+        title: "Goal probabilities and expected score at the start".into(),
+        description: "For each board, the probability of ever making each solved goal tile under \
+                      optimal play for that goal (variants goal-T), and the expected final score \
+                      (expectation): from a start with two 2-tiles (averaged over their placements) \
+                      and over the real initial distribution (two spawns on the empty board), beside \
+                      the published value (over the initial distribution), shown to the digits it was \
+                      published with."
+            .into(),
+        headers: [
+            "board",
+            "variant",
+            "objective",
+            "value_two_2_tiles",
+            "value_initial",
+            "published",
+            "source",
+            "agrees",
+        ]
+        .map(String::from)
+        .to_vec(),
+        shown: rows.is_empty().then(Vec::new),
+        rows,
+        note: Some(
+            "Published: B. Galebach, \"2048 3x3 solved\" (2014). \"–\": no published figure. \
+             \"agrees\": value_initial rounded to the published digits equals the published value."
+                .into(),
+        ),
     }
 }
 

@@ -9,12 +9,15 @@
 //! - [`atomic`]: the one durable, atomic way a file reaches the disk;
 //! - [`lock`]: one writer per data directory (an advisory lock on `DIR/.lock`);
 //! - [`verify`]: the files of every solve against its manifest (sizes, digests, layout).
+//! - [`evaluation`]: the tables `evaluate` writes about an agent's moves (outside a data
+//!   directory, in the folder given by `--out`).
 //!
 //! The solver and the readers reach the disk only through here (the query room memory-maps
 //! the index files the layout names).
 
 pub mod atomic;
 mod error;
+pub mod evaluation;
 pub mod layout;
 pub mod lock;
 pub mod manifest;

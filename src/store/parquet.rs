@@ -21,7 +21,7 @@ use super::error::{Result, StoreError};
 use super::manifest::AgeStats;
 use super::schema::{Table, AFTERSTATES, AGES, STATES};
 
-fn writer_props(delta_cols: &[&str], plain_cols: &[&str]) -> WriterProperties {
+pub(super) fn writer_props(delta_cols: &[&str], plain_cols: &[&str]) -> WriterProperties {
     // zstd at level 1 for every column.
     let zstd = Compression::ZSTD(ZstdLevel::try_new(1).expect("level 1 is valid"));
     let mut b = WriterProperties::builder().set_compression(zstd);
@@ -44,7 +44,11 @@ fn writer_props(delta_cols: &[&str], plain_cols: &[&str]) -> WriterProperties {
 /// The Parquet file of one batch. The columns of each row group are encoded in parallel
 /// (`ArrowWriter`'s own column writers, one task per column) and appended in order, which gives
 /// the bytes `ArrowWriter::write` + `close` would give (same row groups, pages, metadata).
-fn parquet_bytes(path: &Path, batch: &RecordBatch, props: WriterProperties) -> Result<Vec<u8>> {
+pub(super) fn parquet_bytes(
+    path: &Path,
+    batch: &RecordBatch,
+    props: WriterProperties,
+) -> Result<Vec<u8>> {
     let err = |source| StoreError::Parquet {
         path: path.to_path_buf(),
         source,
@@ -92,7 +96,7 @@ fn parquet_bytes(path: &Path, batch: &RecordBatch, props: WriterProperties) -> R
 }
 
 /// A batch of `table`'s columns (the schema comes from [`super::schema`]).
-fn batch(path: &Path, table: &Table, cols: Vec<ArrayRef>) -> Result<RecordBatch> {
+pub(super) fn batch(path: &Path, table: &Table, cols: Vec<ArrayRef>) -> Result<RecordBatch> {
     let fields: Vec<Field> = table
         .columns
         .iter()

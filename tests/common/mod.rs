@@ -1,0 +1,79 @@
+//! What the integration tests share: running the real binary, and the real solves they read,
+//! made once per test process in `CARGO_TARGET_TMPDIR`.
+#![allow(dead_code)] // each test crate uses its own part
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_age2048");
+
+pub fn run(args: &[&str]) -> Output {
+    Command::new(BIN).args(args).output().expect("binary runs")
+}
+
+/// Runs the binary with `input` on its standard input.
+pub fn run_stdin(args: &[&str], input: &str) -> Output {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("binary runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A fresh folder `CARGO_TARGET_TMPDIR/<prefix>_<pid>`; folders left by earlier runs of the
+/// test binary (`<prefix>_*`) are removed first, so the solves do not pile up.
+pub fn fresh_dir(prefix: &str) -> PathBuf {
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    if let Ok(rd) = std::fs::read_dir(tmp) {
+        for e in rd.flatten() {
+            if e.file_name()
+                .to_string_lossy()
+                .starts_with(&format!("{prefix}_"))
+            {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    }
+    tmp.join(format!("{prefix}_{}", std::process::id()))
+}
+
+/// Solves each `(board, variants)` into a fresh folder named by `prefix`; returns the folder.
+pub fn solve_all(prefix: &str, solves: &[(&str, &str)]) -> PathBuf {
+    let dir = fresh_dir(prefix);
+    for (board, variants) in solves {
+        let o = run(&[
+            "solve",
+            "--board",
+            board,
+            "--variant",
+            variants,
+            "--quiet",
+            "--data",
+            dir.to_str().unwrap(),
+        ]);
+        assert!(
+            o.status.success(),
+            "solve {board} {variants}: {}",
+            stderr(&o)
+        );
+    }
+    dir
+}
