@@ -345,29 +345,39 @@ fn solve_class(
                 let mut checkpoint = Instant::now();
                 // Ages whose state values are on disk and not yet known to be unneeded.
                 let mut values_kept: BTreeSet<u32> = BTreeSet::new();
+                // The state values of the last two finished ages, not yet on disk: a resume
+                // needs them only for the ages a checkpoint records, so they are written then
+                // (values of other ages never reach the disk).
+                let mut recent: Vec<(u32, Vec<f64>)> = Vec::new();
                 let mut pending = false;
-                let record =
-                    |bwd: &mut BackwardProgress, values_kept: &mut BTreeSet<u32>| -> Result<()> {
-                        // Everything written so far reaches the disk, then the progress that
-                        // vouches for it; only then may values older ages no longer need go.
-                        store.sync()?;
-                        bwd.seconds = base_seconds + t.elapsed().as_secs_f64();
-                        work.write_json("backward.json", bwd)?;
-                        if let Some(done) = bwd.done_age {
-                            // Resuming needs the values of the last two finished ages; the
-                            // starting ages (≤ 8) are kept for the values at the initial states.
-                            let stale: Vec<u32> = values_kept
-                                .iter()
-                                .copied()
-                                .filter(|&a| a > done + 2 && a > 8)
-                                .collect();
-                            for a in stale {
-                                work.remove_values(a)?;
-                                values_kept.remove(&a);
-                            }
+                let record = |bwd: &mut BackwardProgress,
+                              values_kept: &mut BTreeSet<u32>,
+                              recent: &mut Vec<(u32, Vec<f64>)>|
+                 -> Result<()> {
+                    for (age, values) in recent.drain(..) {
+                        work.save_values(age, &values)?;
+                        values_kept.insert(age);
+                    }
+                    // Everything written so far reaches the disk, then the progress that
+                    // vouches for it; only then may values older ages no longer need go.
+                    store.sync()?;
+                    bwd.seconds = base_seconds + t.elapsed().as_secs_f64();
+                    work.write_json("backward.json", bwd)?;
+                    if let Some(done) = bwd.done_age {
+                        // Resuming needs the values of the last two finished ages; the
+                        // starting ages (≤ 8) are kept for the values at the initial states.
+                        let stale: Vec<u32> = values_kept
+                            .iter()
+                            .copied()
+                            .filter(|&a| a > done + 2 && a > 8)
+                            .collect();
+                        for a in stale {
+                            work.remove_values(a)?;
+                            values_kept.remove(&a);
                         }
-                        Ok(())
-                    };
+                    }
+                    Ok(())
+                };
                 for job in rx {
                     let out = &job;
                     let written: Vec<(AgeStats, Vec<FileEntry>)> = variants
@@ -376,21 +386,29 @@ fn solve_class(
                         .map(|(vi, v)| write_age(store, game, out, k, vi, v))
                         .collect::<Result<_>>()?;
                     let values: Vec<f64> = job.state_recs.iter().map(|r| r.value).collect();
-                    work.save_values(job.age, &values)?;
-                    values_kept.insert(job.age);
+                    if job.age <= 8 {
+                        // Kept for the values at the initial states.
+                        work.save_values(job.age, &values)?;
+                        values_kept.insert(job.age);
+                    } else {
+                        if recent.len() == 2 {
+                            recent.remove(0);
+                        }
+                        recent.push((job.age, values));
+                    }
                     let (stats, files) = written.into_iter().unzip();
                     work.save_record(job.age, &AgeRecord { stats, files })?;
                     bwd.done_age = Some(job.age);
                     pending = true;
                     if checkpoint.elapsed() >= CHECKPOINT {
-                        record(bwd, &mut values_kept)?;
+                        record(bwd, &mut values_kept, &mut recent)?;
                         pending = false;
                         checkpoint = Instant::now();
                     }
                     on_event(Event::Backward { age: job.age });
                 }
                 if pending {
-                    record(bwd, &mut values_kept)?;
+                    record(bwd, &mut values_kept, &mut recent)?;
                 }
                 Ok(())
             });
