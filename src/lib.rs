@@ -17,10 +17,6 @@
 //! - [`cli`]: the commands.
 //! - [`error`]: the kinds of error and their exit statuses.
 
-// The reporting layer names Arrow as DuckDB hands it over (one Arrow in the build).
-#[cfg(feature = "report")]
-extern crate arrow as duckdb_arrow;
-
 pub mod cli;
 pub mod error;
 pub mod index;

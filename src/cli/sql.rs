@@ -4,8 +4,8 @@
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 
+use arrow::record_batch::RecordBatch;
 use duckdb::Connection;
-use duckdb_arrow::record_batch::RecordBatch;
 
 use super::output::{say, Format};
 use super::CliError;
@@ -51,7 +51,7 @@ pub fn run(a: &SqlArgs) -> Result<(), CliError> {
 /// [`crate::query::text`]); should a writer still fail, the result is printed as text.
 fn write_result(result: &QueryResult, format: Format, out: &mut dyn Write) -> Result<(), CliError> {
     let io_err = CliError::stdout;
-    let fmt_err = |e: duckdb_arrow::error::ArrowError| {
+    let fmt_err = |e: arrow::error::ArrowError| {
         CliError::Query(QueryError::DuckDb {
             context: "formatting the result".into(),
             message: e.to_string(),
@@ -61,18 +61,17 @@ fn write_result(result: &QueryResult, format: Format, out: &mut dyn Write) -> Re
         return Ok(());
     }
     let batch = result.concat()?;
-    let render = |b: &RecordBatch| -> Result<Vec<u8>, duckdb_arrow::error::ArrowError> {
+    let render = |b: &RecordBatch| -> Result<Vec<u8>, arrow::error::ArrowError> {
         let mut buf = Vec::new();
         match format {
             Format::Table => {
-                let text =
-                    duckdb_arrow::util::pretty::pretty_format_batches(std::slice::from_ref(b))?;
+                let text = arrow::util::pretty::pretty_format_batches(std::slice::from_ref(b))?;
                 let n = b.num_rows();
                 let _ = writeln!(buf, "{text}");
                 let _ = writeln!(buf, "({n} row{})", if n == 1 { "" } else { "s" });
             }
             Format::Csv => {
-                let mut w = duckdb_arrow::csv::WriterBuilder::new()
+                let mut w = arrow::csv::WriterBuilder::new()
                     .with_header(true)
                     .build(&mut buf);
                 w.write(b)?;
@@ -81,7 +80,7 @@ fn write_result(result: &QueryResult, format: Format, out: &mut dyn Write) -> Re
                 if b.num_rows() == 0 {
                     buf.extend_from_slice(b"[]\n");
                 } else {
-                    let mut w = duckdb_arrow::json::ArrayWriter::new(&mut buf);
+                    let mut w = arrow::json::ArrayWriter::new(&mut buf);
                     w.write(b)?;
                     w.finish()?;
                     buf.push(b'\n');

@@ -1,9 +1,9 @@
 //! Running SQL: splitting text into statements, running one statement and fetching its
 //! whole result as Arrow batches (DuckDB's Arrow).
 
+use arrow::datatypes::SchemaRef;
+use arrow::record_batch::RecordBatch;
 use duckdb::Connection;
-use duckdb_arrow::datatypes::SchemaRef;
-use duckdb_arrow::record_batch::RecordBatch;
 
 use super::error::one_line;
 use super::{QueryError, Result};
@@ -22,7 +22,7 @@ impl QueryResult {
 
     /// All rows as one batch (an empty batch of the schema if there are none).
     pub fn concat(&self) -> Result<RecordBatch> {
-        duckdb_arrow::compute::concat_batches(&self.schema, &self.batches).map_err(|e| {
+        arrow::compute::concat_batches(&self.schema, &self.batches).map_err(|e| {
             QueryError::DuckDb {
                 context: "concatenating result batches".into(),
                 message: e.to_string(),

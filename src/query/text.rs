@@ -12,12 +12,12 @@
 
 use std::sync::Arc;
 
-use duckdb_arrow::array::{
+use arrow::array::{
     Array, ArrayRef, AsArray, BooleanArray, FixedSizeListArray, GenericListArray, MapArray,
     OffsetSizeTrait, RecordBatch, StringArray, StructArray,
 };
-use duckdb_arrow::datatypes::{DataType, Field, FieldRef, Fields, Int8Type, Schema};
-use duckdb_arrow::util::display::{ArrayFormatter, FormatOptions};
+use arrow::datatypes::{DataType, Field, FieldRef, Fields, Int8Type, Schema};
+use arrow::util::display::{ArrayFormatter, FormatOptions};
 
 /// The setting that makes DuckDB tag the types Arrow cannot hold exactly (run it on the
 /// connection whose results are printed).
@@ -69,8 +69,7 @@ fn rebuild(batch: &RecordBatch, fields: Vec<FieldRef>, columns: Vec<ArrayRef>) -
         fields,
         batch.schema().metadata().clone(),
     ));
-    let options =
-        duckdb_arrow::array::RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
+    let options = arrow::array::RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
     RecordBatch::try_new_with_options(schema.clone(), columns, &options)
         .unwrap_or_else(|_| RecordBatch::new_empty(schema))
 }
@@ -141,7 +140,7 @@ fn in_utc(c: &ArrayRef) -> Option<ArrayRef> {
         DataType::Timestamp(unit, Some(_)) => {
             let t = DataType::Timestamp(*unit, Some("+00:00".into()));
             let data = c.to_data().into_builder().data_type(t).build().ok()?;
-            Some(duckdb_arrow::array::make_array(data))
+            Some(arrow::array::make_array(data))
         }
         _ => None,
     }

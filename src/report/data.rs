@@ -4,11 +4,11 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use arrow::array::{Array, Float64Array, StringArray, UInt64Array};
+use arrow::compute::cast;
+use arrow::datatypes::DataType;
+use arrow::record_batch::RecordBatch;
 use duckdb::Connection;
-use duckdb_arrow::array::{Array, Float64Array, StringArray, UInt64Array};
-use duckdb_arrow::compute::cast;
-use duckdb_arrow::datatypes::DataType;
-use duckdb_arrow::record_batch::RecordBatch;
 
 use super::ReportError;
 use crate::query::sql::query;

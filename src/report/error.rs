@@ -91,7 +91,7 @@ impl ReportError {
         }
     }
 
-    pub(crate) fn arrow(context: impl Into<String>, e: duckdb_arrow::error::ArrowError) -> Self {
+    pub(crate) fn arrow(context: impl Into<String>, e: arrow::error::ArrowError) -> Self {
         ReportError::Arrow {
             context: context.into(),
             message: one_line(&e.to_string()),

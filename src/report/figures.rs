@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use duckdb_arrow::array::{ArrayRef, Float64Array, StringArray, UInt64Array};
+use arrow::array::{ArrayRef, Float64Array, StringArray, UInt64Array};
 
 use super::data::{board_key, variant_key, AgeRow};
 use super::frames::{QuantileBand, VariantSeries};

@@ -23,9 +23,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use duckdb_arrow::array::ArrayRef;
-use duckdb_arrow::datatypes::{Field, Schema};
-use duckdb_arrow::record_batch::RecordBatch;
+use arrow::array::ArrayRef;
+use arrow::datatypes::{Field, Schema};
+use arrow::record_batch::RecordBatch;
 
 pub use error::ReportError;
 
@@ -62,7 +62,7 @@ pub(crate) fn csv_bytes(cols: Vec<(&str, ArrayRef)>) -> Result<Vec<u8>, ReportEr
     .map_err(|e| ReportError::arrow("building a CSV batch", e))?;
     let mut buf = Vec::new();
     {
-        let mut w = duckdb_arrow::csv::WriterBuilder::new()
+        let mut w = arrow::csv::WriterBuilder::new()
             .with_header(true)
             .build(&mut buf);
         w.write(&batch)

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use duckdb_arrow::array::{ArrayRef, Float64Array, StringArray, UInt64Array};
+use arrow::array::{ArrayRef, Float64Array, StringArray, UInt64Array};
 
 use super::data::{BoardRow, ManifestEntry};
 use super::{csv_bytes, ReportError};
