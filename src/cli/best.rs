@@ -7,26 +7,16 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::output::{csv_field, Format};
+use super::solved::SolvedArgs;
 use super::CliError;
 use crate::query::{Evaluation, Tablebase};
-use crate::rules::variant::parse_p4_arg;
-use crate::rules::{parse_board, Shape, Variant};
+use crate::rules::parse_board;
 use crate::store::{Store, StoreError};
 
 #[derive(Args, Debug)]
 pub struct BestArgs {
-    /// Board size RxC.
-    #[arg(long)]
-    pub board: String,
-    /// Data directory.
-    #[arg(long, default_value = "data")]
-    pub data: PathBuf,
-    /// Variant to read.
-    #[arg(long, default_value = "expectation")]
-    pub variant: String,
-    /// Probability of a 4 of the solved variant.
-    #[arg(long)]
-    pub p4: Option<String>,
+    #[command(flatten)]
+    pub solved: SolvedArgs,
     /// Read boards from a file, one per line ('-' for standard input).
     #[arg(long)]
     pub input: Option<PathBuf>,
@@ -70,10 +60,8 @@ fn read_boards(a: &BestArgs) -> Result<Vec<String>, CliError> {
 
 /// Runs `age2048 best`.
 pub fn run(a: &BestArgs) -> Result<(), CliError> {
-    let shape = Shape::parse(&a.board)?;
-    let p4 = a.p4.as_deref().map(parse_p4_arg).transpose()?;
-    let variant = Variant::parse(&a.variant, p4)?;
-    let store = Store::open(&a.data)?;
+    let (shape, variant) = a.solved.check()?;
+    let store = Store::open(&a.solved.data)?;
     let tb = Tablebase::open(&store, shape, variant)?;
     let boards = read_boards(a)?;
     let mut rows: Vec<(String, Evaluation)> = Vec::with_capacity(boards.len());

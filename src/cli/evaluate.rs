@@ -7,27 +7,16 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::output::{say, Format};
+use super::solved::SolvedArgs;
 use super::CliError;
 use crate::query::evaluate::{evaluate_log, parse_log, LogEvaluation};
 use crate::query::Tablebase;
-use crate::rules::variant::parse_p4_arg;
-use crate::rules::{Shape, Variant};
 use crate::store::{Store, StoreError};
 
 #[derive(Args, Debug)]
 pub struct EvaluateArgs {
-    /// Board size RxC.
-    #[arg(long)]
-    pub board: String,
-    /// Data directory.
-    #[arg(long, default_value = "data")]
-    pub data: PathBuf,
-    /// Variant whose values judge the moves.
-    #[arg(long, default_value = "expectation")]
-    pub variant: String,
-    /// Probability of a 4 of the solved variant.
-    #[arg(long)]
-    pub p4: Option<String>,
+    #[command(flatten)]
+    pub solved: SolvedArgs,
     /// The agent's games: CSV with columns game,board,move or JSON lines
     /// {"game", "board", "move"}; '-' for standard input.
     #[arg(long)]
@@ -57,10 +46,8 @@ fn read_log(path: &PathBuf) -> Result<(String, String), CliError> {
 
 /// Runs `age2048 evaluate`.
 pub fn run(a: &EvaluateArgs) -> Result<(), CliError> {
-    let shape = Shape::parse(&a.board)?;
-    let p4 = a.p4.as_deref().map(parse_p4_arg).transpose()?;
-    let variant = Variant::parse(&a.variant, p4)?;
-    let store = Store::open(&a.data)?;
+    let (shape, variant) = a.solved.check()?;
+    let store = Store::open(&a.solved.data)?;
     let tb = Tablebase::open(&store, shape, variant)?;
     let (text, name) = read_log(&a.log)?;
     let log = parse_log(&text, &name)?;

@@ -16,6 +16,7 @@ pub mod play;
 #[cfg(feature = "report")]
 pub mod report;
 pub mod solve;
+pub mod solved;
 #[cfg(feature = "report")]
 pub mod sql;
 pub mod terminal;

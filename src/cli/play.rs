@@ -3,13 +3,13 @@
 //! each move beside it (`--interactive`).
 
 use std::io::{self, IsTerminal, Write};
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::output::{say, Format};
+use super::solved::SolvedArgs;
 use super::terminal::{Key, Keys, RawMode};
 use super::{set_threads, CliError};
 use crate::query::play::{
@@ -17,8 +17,7 @@ use crate::query::play::{
 };
 use crate::query::{Evaluation, Tablebase};
 use crate::rules::board;
-use crate::rules::variant::parse_p4_arg;
-use crate::rules::{Dir, Shape, Variant};
+use crate::rules::{Dir, Shape};
 use crate::store::Store;
 
 /// How `play` chooses moves.
@@ -44,18 +43,8 @@ impl From<PolicyArg> for Policy {
 
 #[derive(Args, Debug)]
 pub struct PlayArgs {
-    /// Board size RxC.
-    #[arg(long)]
-    pub board: String,
-    /// Data directory.
-    #[arg(long, default_value = "data")]
-    pub data: PathBuf,
-    /// Variant: its spawn rule is the game's, its values the optimal policy's.
-    #[arg(long, default_value = "expectation")]
-    pub variant: String,
-    /// Probability of a 4 of the solved variant.
-    #[arg(long)]
-    pub p4: Option<String>,
+    #[command(flatten)]
+    pub solved: SolvedArgs,
     /// Games to play.
     #[arg(long, default_value_t = 1000)]
     pub games: u64,
@@ -88,16 +77,14 @@ pub struct PlayArgs {
 
 /// Runs `age2048 play`.
 pub fn run(a: &PlayArgs) -> Result<(), CliError> {
-    let shape = Shape::parse(&a.board)?;
-    let p4 = a.p4.as_deref().map(parse_p4_arg).transpose()?;
-    let variant = Variant::parse(&a.variant, p4)?;
+    let (shape, variant) = a.solved.check()?;
     if a.games == 0 {
         return Err(CliError::Usage("--games must be at least 1".into()));
     }
     // Before anything else runs on the global pool (opening the tablebase checks files in
     // parallel).
     set_threads(a.threads)?;
-    let store = Store::open(&a.data)?;
+    let store = Store::open(&a.solved.data)?;
     let tb = Tablebase::open(&store, shape, variant)?;
     if a.interactive {
         return interactive(&tb, a.seed.unwrap_or_else(clock_seed));
