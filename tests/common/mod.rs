@@ -8,8 +8,13 @@ use std::process::{Command, Output, Stdio};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_age2048");
 
+/// The binary, to be given arguments (and spawned, for the tests that signal it).
+pub fn bin() -> Command {
+    Command::new(BIN)
+}
+
 pub fn run(args: &[&str]) -> Output {
-    Command::new(BIN).args(args).output().expect("binary runs")
+    bin().args(args).output().expect("binary runs")
 }
 
 /// Runs the binary with `input` on its standard input.
