@@ -17,13 +17,26 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use super::forward::absorbed;
-use super::layer::RankIndex;
+use super::layer::{prefetch, RankIndex};
 use super::{Result, SolveError};
 use crate::rules::board;
 use crate::rules::{ForwardClass, Game, Kind, Variant};
 
 /// Boards per rayon task: enough work to amortise scheduling, small enough to balance.
 const CHUNK: usize = 1024;
+
+/// Boards whose look-ups are issued together (prefetched) within a chunk: enough to overlap
+/// many cache misses, few enough that the block's ids stay in L1.
+const BLOCK: usize = 16;
+
+/// Cells of the largest board (4x4).
+const MAX_CELLS: usize = 16;
+
+/// No board: never an id (it would be a board of sixteen 32768 tiles).
+const NONE: u64 = u64::MAX;
+
+/// No rank: the move is invalid or its board is missing from the layer.
+const NO_RANK: usize = usize::MAX;
 
 /// `best` when a state has no move to make.
 pub const NO_MOVE: u8 = 4;
@@ -188,6 +201,12 @@ impl<'g> Backward<'g> {
     }
 
     /// The afterstate values of one chunk of afterstates (named, so profiles can tell it apart).
+    ///
+    /// Afterstates go in blocks of [`BLOCK`]: first every spawn child of the block is
+    /// normalised and its slot in the next levels' index prefetched, then every child's rank
+    /// is looked up and its values prefetched, and only then are the values folded — so the
+    /// cache misses of a block overlap instead of queueing. The fold runs over cells in
+    /// increasing order, as the sums must (reproducible bits).
     #[inline(never)]
     fn afterstate_chunk(
         &self,
@@ -201,104 +220,134 @@ impl<'g> Backward<'g> {
         let game = self.game;
         let class = self.class;
         let cells = game.cells();
-        {
-            {
-                // Per-variant accumulators: sum (expectation) or extremes per tile value.
-                let mut acc = vec![[0.0f64; 2]; k];
-                for (j, &a) in ids.iter().enumerate() {
-                    let v = &mut vals[j * k..(j + 1) * k];
-                    if absorbed(&class, a) {
-                        v.fill(1.0);
+        debug_assert!(cells <= MAX_CELLS);
+        // Per-variant accumulators: sum (expectation) or extremes per tile value.
+        let mut acc = vec![[0.0f64; 2]; k];
+        // Per afterstate of the block: the number of empty cells, and per empty cell (in
+        // order) the ids, then the ranks, of the children spawning a 2 and a 4.
+        let mut empties = [0usize; BLOCK];
+        let mut kid = [[[NONE; 2]; MAX_CELLS]; BLOCK];
+        let mut rank = [[[NO_RANK; 2]; MAX_CELLS]; BLOCK];
+        let levels = [next2, next4];
+        let spawns = [class.spawn2, class.spawn4];
+        for (block, vals) in ids.chunks(BLOCK).zip(vals.chunks_mut(BLOCK * k)) {
+            for (j, &a) in block.iter().enumerate() {
+                empties[j] = 0;
+                if absorbed(&class, a) {
+                    continue;
+                }
+                let images = game.sym.images_of(a);
+                let canon_child = |i: usize, e: u8| match &images {
+                    Some(img) => game.sym.spawn_canon(img, i, e),
+                    None => game.canon(board::place(a, i, e)),
+                };
+                let mut n = 0;
+                for i in 0..cells {
+                    if board::cell(a, i) != 0 {
                         continue;
                     }
-                    for (x, var) in acc.iter_mut().zip(&self.variants) {
-                        *x = match var.kind {
-                            Kind::Expectation | Kind::Goal(_) => [0.0, 0.0],
-                            Kind::Optimistic => [f64::NEG_INFINITY; 2],
-                            Kind::Pessimistic | Kind::Guaranteed(_) => [f64::INFINITY; 2],
-                        };
+                    for t in 0..2 {
+                        if spawns[t] {
+                            let c = canon_child(i, t as u8 + 1);
+                            levels[t].index.prefetch(c);
+                            kid[j][n][t] = c;
+                        }
                     }
-                    let images = game.sym.images_of(a);
-                    let canon_child = |i: usize, e: u8| match &images {
-                        Some(img) => game.sym.spawn_canon(img, i, e),
-                        None => game.canon(board::place(a, i, e)),
-                    };
-                    let mut empty = 0u32;
-                    for i in 0..cells {
-                        if board::cell(a, i) != 0 {
+                    n += 1;
+                }
+                empties[j] = n;
+            }
+            for j in 0..block.len() {
+                for (kid, rank) in kid[j].iter().zip(rank[j].iter_mut()).take(empties[j]) {
+                    for t in 0..2 {
+                        if !spawns[t] {
                             continue;
                         }
-                        empty += 1;
-                        let mut child = [None, None];
-                        if class.spawn2 {
-                            child[0] = next2.index.get(canon_child(i, 1));
-                            if child[0].is_none() {
-                                missing.store(true, Ordering::Relaxed);
-                                continue;
+                        rank[t] = match levels[t].index.get(kid[t]) {
+                            Some(r) => {
+                                if let Some(v) = levels[t].values.get(r * k) {
+                                    prefetch(v);
+                                }
+                                r
                             }
-                        }
-                        if class.spawn4 {
-                            child[1] = next4.index.get(canon_child(i, 2));
-                            if child[1].is_none() {
-                                missing.store(true, Ordering::Relaxed);
-                                continue;
-                            }
-                        }
-                        for (vi, (x, var)) in acc.iter_mut().zip(&self.variants).enumerate() {
-                            let v2 = child[0].map(|c| next2.values[c * k + vi]);
-                            let v4 = child[1].map(|c| next4.values[c * k + vi]);
-                            match var.kind {
-                                Kind::Expectation | Kind::Goal(_) => {
-                                    // Terms of probability 0 are skipped, not multiplied by 0:
-                                    // their boards are not in the layer at all.
-                                    if let Some(v2) = v2 {
-                                        x[0] += var.p2() * v2;
-                                    }
-                                    if let Some(v4) = v4 {
-                                        x[0] += var.p4 * v4;
-                                    }
-                                }
-                                Kind::Optimistic => {
-                                    if let Some(v2) = v2 {
-                                        x[0] = x[0].max(v2);
-                                    }
-                                    if let Some(v4) = v4 {
-                                        x[1] = x[1].max(v4);
-                                    }
-                                }
-                                Kind::Pessimistic => {
-                                    if let Some(v2) = v2 {
-                                        x[0] = x[0].min(v2);
-                                    }
-                                    if let Some(v4) = v4 {
-                                        x[1] = x[1].min(v4);
-                                    }
-                                }
-                                Kind::Guaranteed(_) => {
-                                    for c in [v2, v4].into_iter().flatten() {
-                                        x[0] = x[0].min(c);
-                                    }
-                                }
-                            }
-                        }
-                    }
-                    debug_assert!(empty > 0, "a valid afterstate has an empty cell");
-                    for ((out, x), var) in v.iter_mut().zip(&acc).zip(&self.variants) {
-                        *out = match var.kind {
-                            Kind::Expectation | Kind::Goal(_) => x[0] / f64::from(empty),
-                            Kind::Optimistic | Kind::Pessimistic => {
-                                let mut s = 0.0;
-                                if class.spawn2 {
-                                    s += var.p2() * x[0];
-                                }
-                                if class.spawn4 {
-                                    s += var.p4 * x[1];
-                                }
-                                s
-                            }
-                            Kind::Guaranteed(_) => x[0],
+                            None => NO_RANK,
                         };
                     }
+                }
+            }
+            for (j, &a) in block.iter().enumerate() {
+                let v = &mut vals[j * k..(j + 1) * k];
+                if absorbed(&class, a) {
+                    v.fill(1.0);
+                    continue;
+                }
+                for (x, var) in acc.iter_mut().zip(&self.variants) {
+                    *x = match var.kind {
+                        Kind::Expectation | Kind::Goal(_) => [0.0, 0.0],
+                        Kind::Optimistic => [f64::NEG_INFINITY; 2],
+                        Kind::Pessimistic | Kind::Guaranteed(_) => [f64::INFINITY; 2],
+                    };
+                }
+                let empty = empties[j];
+                debug_assert!(empty > 0, "a valid afterstate has an empty cell");
+                for child in &rank[j][..empty] {
+                    if (0..2).any(|t| spawns[t] && child[t] == NO_RANK) {
+                        missing.store(true, Ordering::Relaxed);
+                        continue;
+                    }
+                    for (vi, (x, var)) in acc.iter_mut().zip(&self.variants).enumerate() {
+                        let v2 = spawns[0].then(|| next2.values[child[0] * k + vi]);
+                        let v4 = spawns[1].then(|| next4.values[child[1] * k + vi]);
+                        match var.kind {
+                            Kind::Expectation | Kind::Goal(_) => {
+                                // Terms of probability 0 are skipped, not multiplied by 0:
+                                // their boards are not in the layer at all.
+                                if let Some(v2) = v2 {
+                                    x[0] += var.p2() * v2;
+                                }
+                                if let Some(v4) = v4 {
+                                    x[0] += var.p4 * v4;
+                                }
+                            }
+                            Kind::Optimistic => {
+                                if let Some(v2) = v2 {
+                                    x[0] = x[0].max(v2);
+                                }
+                                if let Some(v4) = v4 {
+                                    x[1] = x[1].max(v4);
+                                }
+                            }
+                            Kind::Pessimistic => {
+                                if let Some(v2) = v2 {
+                                    x[0] = x[0].min(v2);
+                                }
+                                if let Some(v4) = v4 {
+                                    x[1] = x[1].min(v4);
+                                }
+                            }
+                            Kind::Guaranteed(_) => {
+                                for c in [v2, v4].into_iter().flatten() {
+                                    x[0] = x[0].min(c);
+                                }
+                            }
+                        }
+                    }
+                }
+                for ((out, x), var) in v.iter_mut().zip(&acc).zip(&self.variants) {
+                    *out = match var.kind {
+                        Kind::Expectation | Kind::Goal(_) => x[0] / empty as f64,
+                        Kind::Optimistic | Kind::Pessimistic => {
+                            let mut s = 0.0;
+                            if class.spawn2 {
+                                s += var.p2() * x[0];
+                            }
+                            if class.spawn4 {
+                                s += var.p4 * x[1];
+                            }
+                            s
+                        }
+                        Kind::Guaranteed(_) => x[0],
+                    };
                 }
             }
         }
@@ -331,6 +380,10 @@ impl<'g> Backward<'g> {
     }
 
     /// The records of one chunk of states (named, so profiles can tell it apart).
+    ///
+    /// In blocks of [`BLOCK`] states, like [`Self::afterstate_chunk`]: every move's
+    /// afterstate is normalised and its index slot prefetched, then ranked and its values
+    /// prefetched, then the best move is chosen.
     #[inline(never)]
     fn state_chunk(
         &self,
@@ -343,53 +396,84 @@ impl<'g> Backward<'g> {
         let k = self.k();
         let game = self.game;
         let class = self.class;
-        {
-            {
-                let mut best = vec![(f64::NEG_INFINITY, f64::NEG_INFINITY, NO_MOVE); k];
-                for (j, &s) in ids.iter().enumerate() {
-                    let r = &mut recs[j * k..(j + 1) * k];
-                    if absorbed(&class, s) {
-                        for x in r.iter_mut() {
-                            x.value = 1.0;
-                        }
+        let mut best = vec![(f64::NEG_INFINITY, f64::NEG_INFINITY, NO_MOVE); k];
+        // Per state of the block and move: the canonical afterstate ([`NONE`] if the move is
+        // invalid), its reward, then its rank ([`NO_RANK`] if invalid or missing).
+        let mut after = [[NONE; 4]; BLOCK];
+        let mut reward = [[0u32; 4]; BLOCK];
+        let mut rank = [[NO_RANK; 4]; BLOCK];
+        for (block, recs) in ids.chunks(BLOCK).zip(recs.chunks_mut(BLOCK * k)) {
+            for (j, &s) in block.iter().enumerate() {
+                after[j] = [NONE; 4];
+                if absorbed(&class, s) {
+                    continue;
+                }
+                for (di, m) in game.rules.moves(s).into_iter().enumerate() {
+                    if let Some((a, r)) = m {
+                        let c = game.canon(a);
+                        after_index.prefetch(c);
+                        after[j][di] = c;
+                        reward[j][di] = r;
+                    }
+                }
+            }
+            for (after, rank) in after.iter().zip(rank.iter_mut()).take(block.len()) {
+                for (&c, r) in after.iter().zip(rank.iter_mut()) {
+                    *r = NO_RANK;
+                    if c == NONE {
                         continue;
                     }
-                    best.fill((f64::NEG_INFINITY, f64::NEG_INFINITY, NO_MOVE));
-                    let mut moves = 0u8;
-                    for (di, m) in game.rules.moves(s).into_iter().enumerate() {
-                        let Some((a, reward)) = m else {
-                            continue;
-                        };
-                        let Some(ai) = after_index.get(game.canon(a)) else {
-                            missing.store(true, Ordering::Relaxed);
-                            continue;
-                        };
-                        moves += 1;
-                        for (vi, (b, var)) in best.iter_mut().zip(&self.variants).enumerate() {
-                            let mut q = after_values[ai * k + vi];
-                            if var.scored() {
-                                q += f64::from(reward);
+                    match after_index.get(c) {
+                        Some(ai) => {
+                            if let Some(v) = after_values.get(ai * k) {
+                                prefetch(v);
                             }
-                            if q > b.0 {
-                                *b = (q, b.0, di as u8);
-                            } else if q > b.1 {
-                                b.1 = q;
-                            }
+                            *r = ai;
+                        }
+                        None => missing.store(true, Ordering::Relaxed),
+                    }
+                }
+            }
+            for (j, &s) in block.iter().enumerate() {
+                let r = &mut recs[j * k..(j + 1) * k];
+                if absorbed(&class, s) {
+                    for x in r.iter_mut() {
+                        x.value = 1.0;
+                    }
+                    continue;
+                }
+                best.fill((f64::NEG_INFINITY, f64::NEG_INFINITY, NO_MOVE));
+                let mut moves = 0u8;
+                for di in 0..4 {
+                    let ai = rank[j][di];
+                    if ai == NO_RANK {
+                        continue;
+                    }
+                    moves += 1;
+                    for (vi, (b, var)) in best.iter_mut().zip(&self.variants).enumerate() {
+                        let mut q = after_values[ai * k + vi];
+                        if var.scored() {
+                            q += f64::from(reward[j][di]);
+                        }
+                        if q > b.0 {
+                            *b = (q, b.0, di as u8);
+                        } else if q > b.1 {
+                            b.1 = q;
                         }
                     }
-                    for (x, b) in r.iter_mut().zip(&best) {
-                        *x = if moves == 0 {
-                            StateRec::default()
-                        } else {
-                            StateRec {
-                                value: b.0,
-                                gap: if moves >= 2 { b.0 - b.1 } else { f64::NAN },
-                                best: b.2,
-                                moves,
-                                terminal: false,
-                            }
-                        };
-                    }
+                }
+                for (x, b) in r.iter_mut().zip(&best) {
+                    *x = if moves == 0 {
+                        StateRec::default()
+                    } else {
+                        StateRec {
+                            value: b.0,
+                            gap: if moves >= 2 { b.0 - b.1 } else { f64::NAN },
+                            best: b.2,
+                            moves,
+                            terminal: false,
+                        }
+                    };
                 }
             }
         }
