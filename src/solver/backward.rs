@@ -17,7 +17,7 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use super::forward::absorbed;
-use super::layer::{prefetch, RankIndex};
+use super::layer::{ValueTable, Values};
 use super::{Result, SolveError};
 use crate::rules::board;
 use crate::rules::{ForwardClass, Game, Kind, Variant};
@@ -34,9 +34,6 @@ const MAX_CELLS: usize = 16;
 
 /// No board: never an id (it would be a board of sixteen 32768 tiles).
 const NONE: u64 = u64::MAX;
-
-/// No rank: the move is invalid or its board is missing from the layer.
-const NO_RANK: usize = usize::MAX;
 
 /// `best` when a state has no move to make.
 pub const NO_MOVE: u8 = 4;
@@ -72,18 +69,22 @@ pub struct Level {
     pub age: u32,
     /// Shared with the age's output, which the writer stores meanwhile (no copy).
     pub ids: Arc<Vec<u64>>,
-    index: RankIndex,
+    /// The values by id, for the look-ups of younger ages.
+    table: ValueTable,
     /// `values[i * k + v]`: value of state `i` under variant `v`.
     pub values: Vec<f64>,
 }
 
 impl Level {
+    /// The level of `ids` with `values[i * k + v]` (`k` variants).
     pub fn new(age: u32, ids: Vec<u64>, values: Vec<f64>) -> Level {
-        let index = RankIndex::new(&ids);
+        let k = values.len().checked_div(ids.len()).unwrap_or(0);
+        debug_assert_eq!(values.len(), ids.len() * k);
+        let table = ValueTable::new(&ids, &values, k);
         Level {
             age,
             ids: Arc::new(ids),
-            index,
+            table,
             values,
         }
     }
@@ -153,8 +154,8 @@ impl<'g> Backward<'g> {
             debug_assert_eq!(next4.age, age + 4);
             let (states, afterstates) = load(age)?;
             let after_values = self.afterstate_values(age, &afterstates, &next2, &next4)?;
-            let after_index = RankIndex::new(&afterstates);
-            let recs = self.state_records(age, &states, &after_index, &after_values)?;
+            let after_table = ValueTable::new(&afterstates, &after_values, self.k());
+            let recs = self.state_records(age, &states, &after_table)?;
             let values: Vec<f64> = recs.iter().map(|r| r.value).collect();
             let level = Level::new(age, states, values);
             sink(
@@ -203,10 +204,10 @@ impl<'g> Backward<'g> {
     /// The afterstate values of one chunk of afterstates (named, so profiles can tell it apart).
     ///
     /// Afterstates go in blocks of [`BLOCK`]: first every spawn child of the block is
-    /// normalised and its slot in the next levels' index prefetched, then every child's rank
-    /// is looked up and its values prefetched, and only then are the values folded — so the
-    /// cache misses of a block overlap instead of queueing. The fold runs over cells in
-    /// increasing order, as the sums must (reproducible bits).
+    /// normalised and its slot in the next levels' tables prefetched, and only then are the
+    /// children looked up and their values folded — so the cache misses of a block overlap
+    /// instead of queueing. The fold runs over cells in increasing order, as the sums must
+    /// (reproducible bits).
     #[inline(never)]
     fn afterstate_chunk(
         &self,
@@ -224,11 +225,10 @@ impl<'g> Backward<'g> {
         // Per-variant accumulators: sum (expectation) or extremes per tile value.
         let mut acc = vec![[0.0f64; 2]; k];
         // Per afterstate of the block: the number of empty cells, and per empty cell (in
-        // order) the ids, then the ranks, of the children spawning a 2 and a 4.
+        // order) the ids of the children spawning a 2 and a 4.
         let mut empties = [0usize; BLOCK];
         let mut kid = [[[NONE; 2]; MAX_CELLS]; BLOCK];
-        let mut rank = [[[NO_RANK; 2]; MAX_CELLS]; BLOCK];
-        let levels = [next2, next4];
+        let tables = [&next2.table, &next4.table];
         let spawns = [class.spawn2, class.spawn4];
         for (block, vals) in ids.chunks(BLOCK).zip(vals.chunks_mut(BLOCK * k)) {
             for (j, &a) in block.iter().enumerate() {
@@ -249,31 +249,13 @@ impl<'g> Backward<'g> {
                     for t in 0..2 {
                         if spawns[t] {
                             let c = canon_child(i, t as u8 + 1);
-                            levels[t].index.prefetch(c);
+                            tables[t].prefetch(c);
                             kid[j][n][t] = c;
                         }
                     }
                     n += 1;
                 }
                 empties[j] = n;
-            }
-            for j in 0..block.len() {
-                for (kid, rank) in kid[j].iter().zip(rank[j].iter_mut()).take(empties[j]) {
-                    for t in 0..2 {
-                        if !spawns[t] {
-                            continue;
-                        }
-                        rank[t] = match levels[t].index.get(kid[t]) {
-                            Some(r) => {
-                                if let Some(v) = levels[t].values.get(r * k) {
-                                    prefetch(v);
-                                }
-                                r
-                            }
-                            None => NO_RANK,
-                        };
-                    }
-                }
             }
             for (j, &a) in block.iter().enumerate() {
                 let v = &mut vals[j * k..(j + 1) * k];
@@ -290,14 +272,20 @@ impl<'g> Backward<'g> {
                 }
                 let empty = empties[j];
                 debug_assert!(empty > 0, "a valid afterstate has an empty cell");
-                for child in &rank[j][..empty] {
-                    if (0..2).any(|t| spawns[t] && child[t] == NO_RANK) {
+                for kid in &kid[j][..empty] {
+                    let mut child: [Option<Values>; 2] = [None, None];
+                    for t in 0..2 {
+                        if spawns[t] {
+                            child[t] = tables[t].get(kid[t]);
+                        }
+                    }
+                    if (0..2).any(|t| spawns[t] && child[t].is_none()) {
                         missing.store(true, Ordering::Relaxed);
                         continue;
                     }
                     for (vi, (x, var)) in acc.iter_mut().zip(&self.variants).enumerate() {
-                        let v2 = spawns[0].then(|| next2.values[child[0] * k + vi]);
-                        let v4 = spawns[1].then(|| next4.values[child[1] * k + vi]);
+                        let v2 = child[0].map(|c| c.get(vi));
+                        let v4 = child[1].map(|c| c.get(vi));
                         match var.kind {
                             Kind::Expectation | Kind::Goal(_) => {
                                 // Terms of probability 0 are skipped, not multiplied by 0:
@@ -357,8 +345,7 @@ impl<'g> Backward<'g> {
         &self,
         age: u32,
         states: &[u64],
-        after_index: &RankIndex,
-        after_values: &[f64],
+        after_table: &ValueTable,
     ) -> Result<Vec<StateRec>> {
         let k = self.k();
         let mut out = vec![StateRec::default(); states.len() * k];
@@ -366,9 +353,7 @@ impl<'g> Backward<'g> {
         let game = self.game;
         out.par_chunks_mut(k * CHUNK)
             .zip(states.par_chunks(CHUNK))
-            .for_each(|(recs, ids)| {
-                self.state_chunk(ids, recs, after_index, after_values, &missing)
-            });
+            .for_each(|(recs, ids)| self.state_chunk(ids, recs, after_table, &missing));
         if missing.load(Ordering::Relaxed) {
             return Err(SolveError::Inconsistent {
                 board: game.shape().to_string(),
@@ -382,15 +367,14 @@ impl<'g> Backward<'g> {
     /// The records of one chunk of states (named, so profiles can tell it apart).
     ///
     /// In blocks of [`BLOCK`] states, like [`Self::afterstate_chunk`]: every move's
-    /// afterstate is normalised and its index slot prefetched, then ranked and its values
-    /// prefetched, then the best move is chosen.
+    /// afterstate is normalised and its slot prefetched, then looked up and the best move
+    /// chosen.
     #[inline(never)]
     fn state_chunk(
         &self,
         ids: &[u64],
         recs: &mut [StateRec],
-        after_index: &RankIndex,
-        after_values: &[f64],
+        after_table: &ValueTable,
         missing: &AtomicBool,
     ) {
         let k = self.k();
@@ -398,10 +382,9 @@ impl<'g> Backward<'g> {
         let class = self.class;
         let mut best = vec![(f64::NEG_INFINITY, f64::NEG_INFINITY, NO_MOVE); k];
         // Per state of the block and move: the canonical afterstate ([`NONE`] if the move is
-        // invalid), its reward, then its rank ([`NO_RANK`] if invalid or missing).
+        // invalid) and its reward.
         let mut after = [[NONE; 4]; BLOCK];
         let mut reward = [[0u32; 4]; BLOCK];
-        let mut rank = [[NO_RANK; 4]; BLOCK];
         for (block, recs) in ids.chunks(BLOCK).zip(recs.chunks_mut(BLOCK * k)) {
             for (j, &s) in block.iter().enumerate() {
                 after[j] = [NONE; 4];
@@ -411,26 +394,9 @@ impl<'g> Backward<'g> {
                 for (di, m) in game.rules.moves(s).into_iter().enumerate() {
                     if let Some((a, r)) = m {
                         let c = game.canon(a);
-                        after_index.prefetch(c);
+                        after_table.prefetch(c);
                         after[j][di] = c;
                         reward[j][di] = r;
-                    }
-                }
-            }
-            for (after, rank) in after.iter().zip(rank.iter_mut()).take(block.len()) {
-                for (&c, r) in after.iter().zip(rank.iter_mut()) {
-                    *r = NO_RANK;
-                    if c == NONE {
-                        continue;
-                    }
-                    match after_index.get(c) {
-                        Some(ai) => {
-                            if let Some(v) = after_values.get(ai * k) {
-                                prefetch(v);
-                            }
-                            *r = ai;
-                        }
-                        None => missing.store(true, Ordering::Relaxed),
                     }
                 }
             }
@@ -445,13 +411,16 @@ impl<'g> Backward<'g> {
                 best.fill((f64::NEG_INFINITY, f64::NEG_INFINITY, NO_MOVE));
                 let mut moves = 0u8;
                 for di in 0..4 {
-                    let ai = rank[j][di];
-                    if ai == NO_RANK {
+                    if after[j][di] == NONE {
                         continue;
                     }
+                    let Some(values) = after_table.get(after[j][di]) else {
+                        missing.store(true, Ordering::Relaxed);
+                        continue;
+                    };
                     moves += 1;
                     for (vi, (b, var)) in best.iter_mut().zip(&self.variants).enumerate() {
-                        let mut q = after_values[ai * k + vi];
+                        let mut q = values.get(vi);
                         if var.scored() {
                             q += f64::from(reward[j][di]);
                         }

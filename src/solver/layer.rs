@@ -1,10 +1,11 @@
-//! Layers: the sorted, deduplicated ids of one age, and a hash index from id to rank.
+//! Layers: the sorted, deduplicated ids of one age, and a hash table from id to values.
 //!
 //! A layer is a `Vec<u64>` of canonical ids in strictly increasing order, so that the rank of
 //! an id is its position and per-id data (values, flags) live in plain parallel arrays. The
 //! passes look ids up hundreds of millions of times; a binary search over a layer of a few
-//! hundred thousand ids misses cache at every late step, so lookups go through [`RankIndex`],
-//! an open-addressing table built once per layer (one or two cache lines a lookup).
+//! hundred thousand ids misses cache at every late step, so lookups go through [`ValueTable`],
+//! an open-addressing table of ids and their values built once per layer (one cache line a
+//! lookup).
 
 use rayon::prelude::*;
 
@@ -204,75 +205,94 @@ pub fn is_layer(ids: &[u64]) -> bool {
 
 const EMPTY: u64 = u64::MAX;
 
-#[derive(Clone, Copy)]
-#[repr(C)]
-struct Slot {
-    key: u64,
-    rank: u64,
-}
-
-/// Maps the ids of one layer to their ranks.
+/// Maps the ids of one layer to their values (`k` per id, one per variant), one cache line a
+/// lookup.
 ///
 /// Linear probing at load ≤ 1/2 with a multiplicative (Fibonacci) hash: expected probes for
-/// a hit are about 1.5 (Knuth, TAOCP 6.4). `u64::MAX` marks an empty slot; it is never an id
-/// (it would be a board of sixteen 32768 tiles).
-pub struct RankIndex {
-    slots: Vec<Slot>,
+/// a hit are about 1.5 (Knuth, TAOCP 6.4). A slot is the id followed by its `k` values (as
+/// bits), padded to a power-of-two number of words so that no slot straddles a cache line:
+/// a lookup reads one line where an id → rank table and a separate value array read two,
+/// which is most of the cost of a backward pass whose layers outgrow the caches.
+/// `u64::MAX` marks an empty slot; it is never an id (it would be a board of sixteen 32768
+/// tiles).
+pub struct ValueTable {
+    words: Vec<u64>,
+    /// Words per slot: `k + 1` rounded up to a power of two.
+    stride: usize,
+    k: usize,
     shift: u32,
 }
 
-impl RankIndex {
-    pub fn new(ids: &[u64]) -> RankIndex {
+impl ValueTable {
+    /// The table of a layer `ids` (sorted, deduplicated) with `values[i * k + v]` the value of
+    /// id `i` under variant `v`.
+    pub fn new(ids: &[u64], values: &[f64], k: usize) -> ValueTable {
         debug_assert!(is_layer(ids), "a layer must be sorted and deduplicated");
+        debug_assert_eq!(values.len(), ids.len() * k);
         let bits = (ids.len().max(1) * 2)
             .next_power_of_two()
             .trailing_zeros()
             .max(4);
-        let mut slots = vec![
-            Slot {
-                key: EMPTY,
-                rank: 0
-            };
-            1usize << bits
-        ];
-        let mask = slots.len() - 1;
+        let stride = (k + 1).next_power_of_two();
+        let mut words = vec![EMPTY; stride << bits];
+        let mask = (1usize << bits) - 1;
         let shift = 64 - bits;
         for (rank, &id) in ids.iter().enumerate() {
             debug_assert_ne!(id, EMPTY);
             let mut h = hash(id, shift);
-            while slots[h].key != EMPTY {
+            while words[h * stride] != EMPTY {
                 h = (h + 1) & mask;
             }
-            slots[h] = Slot {
-                key: id,
-                rank: rank as u64,
-            };
+            let slot = &mut words[h * stride..h * stride + 1 + k];
+            slot[0] = id;
+            for (w, v) in slot[1..].iter_mut().zip(&values[rank * k..(rank + 1) * k]) {
+                *w = v.to_bits();
+            }
         }
-        RankIndex { slots, shift }
+        ValueTable {
+            words,
+            stride,
+            k,
+            shift,
+        }
     }
 
     /// Asks the CPU to start loading the slot a lookup of `id` reads first, so that a batch of
     /// lookups overlaps its cache misses instead of paying them one after another.
     #[inline(always)]
     pub fn prefetch(&self, id: u64) {
-        prefetch(&self.slots[hash(id, self.shift)]);
+        prefetch(&self.words[hash(id, self.shift) * self.stride]);
     }
 
-    /// Rank of `id` in the layer, if present.
+    /// The values of `id` (one per variant), if `id` is in the layer.
     #[inline]
-    pub fn get(&self, id: u64) -> Option<usize> {
-        let mask = self.slots.len() - 1;
+    pub fn get(&self, id: u64) -> Option<Values<'_>> {
+        let slots = self.words.len() / self.stride;
+        let mask = slots - 1;
         let mut h = hash(id, self.shift);
         loop {
-            let s = self.slots[h];
-            if s.key == id {
-                return Some(s.rank as usize);
+            let at = h * self.stride;
+            let key = self.words[at];
+            if key == id {
+                return Some(Values(&self.words[at + 1..at + 1 + self.k]));
             }
-            if s.key == EMPTY {
+            if key == EMPTY {
                 return None;
             }
             h = (h + 1) & mask;
         }
+    }
+}
+
+/// The values of one id in a [`ValueTable`], one per variant.
+#[derive(Clone, Copy)]
+pub struct Values<'a>(&'a [u64]);
+
+impl Values<'_> {
+    /// The value under variant `v`.
+    #[inline(always)]
+    pub fn get(self, v: usize) -> f64 {
+        f64::from_bits(self.0[v])
     }
 }
 
@@ -302,17 +322,24 @@ mod tests {
     use rand::{Rng, SeedableRng};
 
     #[test]
-    fn rank_index_agrees_with_binary_search() {
+    fn value_table_agrees_with_binary_search() {
         let mut rng = rand::rngs::StdRng::seed_from_u64(11);
-        for n in [0usize, 1, 2, 17, 1000, 50_000] {
-            let ids = sort_dedup((0..n).map(|_| rng.gen_range(0..1u64 << 36)).collect());
-            let idx = RankIndex::new(&ids);
-            for (r, &id) in ids.iter().enumerate() {
-                assert_eq!(idx.get(id), Some(r));
-            }
-            for _ in 0..10_000 {
-                let q = rng.gen_range(0..1u64 << 36);
-                assert_eq!(idx.get(q), ids.binary_search(&q).ok());
+        for k in [1usize, 2, 3, 6] {
+            for n in [0usize, 1, 2, 17, 1000, 50_000] {
+                let ids = sort_dedup((0..n).map(|_| rng.gen_range(0..1u64 << 36)).collect());
+                let values: Vec<f64> = (0..ids.len() * k).map(|_| rng.gen::<f64>()).collect();
+                let table = ValueTable::new(&ids, &values, k);
+                for (r, &id) in ids.iter().enumerate() {
+                    let got = table.get(id).expect("an id of the layer");
+                    for v in 0..k {
+                        assert_eq!(got.get(v).to_bits(), values[r * k + v].to_bits());
+                    }
+                }
+                for _ in 0..10_000 {
+                    let q = rng.gen_range(0..1u64 << 36);
+                    let expect = ids.binary_search(&q).ok().map(|r| values[r * k]);
+                    assert_eq!(table.get(q).map(|x| x.get(0)), expect, "k={k} n={n}");
+                }
             }
         }
     }
