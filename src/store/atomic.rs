@@ -47,6 +47,28 @@ pub fn write_batched(path: &Path, bytes: &[u8]) -> Result<String> {
     Ok(sha256_hex(bytes))
 }
 
+/// Bytes an unprivileged writer may still use on the file system holding `dir`
+/// (`statvfs`: available blocks × fragment size).
+pub fn free_bytes(dir: &Path) -> Result<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).map_err(|_| {
+        StoreError::io(
+            dir,
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, "path holds a NUL byte"),
+        )
+    })?;
+    let mut st = std::mem::MaybeUninit::<libc::statvfs>::zeroed();
+    // SAFETY: `c` is a NUL-terminated path that outlives the call; `st` is a writable
+    // `statvfs` that the call fills in full when it returns 0 (and is zeroed otherwise).
+    let r = unsafe { libc::statvfs(c.as_ptr(), st.as_mut_ptr()) };
+    if r != 0 {
+        return Err(StoreError::io(dir, std::io::Error::last_os_error()));
+    }
+    // SAFETY: `statvfs` returned 0, so it initialised `st`.
+    let st = unsafe { st.assume_init() };
+    Ok(u64::from(st.f_bavail).saturating_mul(u64::from(st.f_frsize)))
+}
+
 /// Makes every file written so far on the file system holding `dir` durable (with their
 /// renames): one `syncfs` instead of an fsync per file.
 pub fn sync_fs(dir: &Path) -> Result<()> {

@@ -62,6 +62,16 @@ pub enum StoreError {
         existing: String,
         wanted: &'static str,
     },
+    /// Too little free disk to write the next age (nothing of it was written; running the
+    /// same command again resumes once there is room).
+    #[error("{}: not enough free disk for {what}: about {} needed (including the reserve of --min-free {}), {} free; make room and run the same command again to resume", dir.display(), mb(*need), mb(*reserve), mb(*free))]
+    DiskFull {
+        dir: PathBuf,
+        what: String,
+        need: u64,
+        reserve: u64,
+        free: u64,
+    },
     /// The data directory holds no finished solve of this board and variant.
     #[error("no solved data for board {board}, variant {variant} in {} (run `age2048 solve --board {board} --variant {variant}` first)", dir.display())]
     NotSolved {
@@ -110,9 +120,15 @@ impl ErrorKind for StoreError {
             | StoreError::Busy { .. }
             | StoreError::Damaged { .. }
             | StoreError::NothingSolved { .. }
-            | StoreError::NotSolved { .. } => Kind::Data,
+            | StoreError::NotSolved { .. }
+            | StoreError::DiskFull { .. } => Kind::Data,
         }
     }
+}
+
+/// `bytes` in megabytes, for messages.
+fn mb(bytes: u64) -> String {
+    format!("{:.0} MB", bytes as f64 / 1e6)
 }
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;

@@ -141,6 +141,23 @@ impl Store {
         }
     }
 
+    /// Checks that the data directory's file system has room for `need` bytes of `what`
+    /// plus `reserve` bytes left over, before anything of it is written.
+    pub fn ensure_free(&self, what: &str, need: u64, reserve: u64) -> Result<()> {
+        fs::create_dir_all(self.root()).map_err(|e| StoreError::io(self.root(), e))?;
+        let free = atomic::free_bytes(self.root())?;
+        if free >= need.saturating_add(reserve) {
+            return Ok(());
+        }
+        Err(StoreError::DiskFull {
+            dir: self.root().to_path_buf(),
+            what: what.to_string(),
+            need: need.saturating_add(reserve),
+            reserve,
+            free,
+        })
+    }
+
     /// Makes every file written so far durable (one `syncfs` of the data directory's file
     /// system).
     pub fn sync(&self) -> Result<()> {
