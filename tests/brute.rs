@@ -465,8 +465,9 @@ fn check_counts(
     }
 }
 
-/// Compares the manifest's `value_two_2_tiles` and `value_initial` with the oracle's.
-/// With `p4 = 1` two 2-tiles are unreachable, so a missing or null value is accepted there.
+/// Compares the manifest's `value_two_2_tiles`, `value_initial` and
+/// `value_initial_distinct` with the oracle's. With `p4 = 1` two 2-tiles are unreachable, so
+/// a missing or null value is accepted there.
 fn check_manifest_values(
     m: &serde_json::Value,
     solved: &mut Solved,
@@ -475,10 +476,12 @@ fn check_manifest_values(
 ) {
     let v2 = solved.value_two_2_tiles();
     let vi = solved.value_initial();
+    let vd = solved.value_initial_distinct();
     let optional2 = solved.oracle.variant.p4 >= 1.0;
     for (key, want, optional) in [
         ("value_two_2_tiles", v2, optional2),
         ("value_initial", vi, false),
+        ("value_initial_distinct", vd, false),
     ] {
         match m[key].as_f64() {
             Some(x) if close(x, want) => {}
@@ -1153,4 +1156,179 @@ fn solver_p4_variants() {
         }
     }
     fails.check("p4 variants vs solver");
+}
+
+// ------------------------------------------------------------------------------------------
+// 6. Discounted goals: V(s) = max over moves of γ · E[V(next state)], E[γ^(moves to make T)].
+
+/// The discounts tested, 1 (the plain goal) among them.
+const GAMMAS: [f64; 4] = [0.5, 0.9, 0.99, 1.0];
+
+/// The discounted goal variants of a shape: goals 16 and 32, each γ of [`GAMMAS`]; on 2x3 also
+/// goal-32 with p4 = 0 and 0.5 (two other forward classes).
+fn discounted_list(shape: Shape) -> Vec<Variant> {
+    let mut v = Vec::new();
+    for t in [4u8, 5] {
+        for g in GAMMAS {
+            v.push(Variant::discounted_goal(t, g, 0.1));
+        }
+    }
+    if shape.cells() == 6 {
+        for p4 in [0.0, 0.5] {
+            for g in [0.9, 1.0] {
+                v.push(Variant::discounted_goal(5, g, p4));
+            }
+        }
+    }
+    v
+}
+
+#[test]
+fn oracle_discounted_goal_by_hand_and_properties() {
+    // 2x3, goal 32, γ = 0.9: from 16 8 8/. . 2, L merges the 8s (16 16 ./2 . .) and R too
+    // (. 16 16/. . 2); whatever spawns, the same move then makes 32: two moves, 0.9² = 0.81,
+    // and no move makes 32 sooner. U changes nothing.
+    let s23 = Shape::new(2, 3);
+    let v = Variant::discounted_goal(5, 0.9, 0.1);
+    let mut o = Oracle::new(s23, v);
+    let run = |o: &mut Oracle, text: &str| {
+        let b = parse_board(s23, text);
+        std::thread::scope(|sc| {
+            std::thread::Builder::new()
+                .stack_size(1 << 28)
+                .spawn_scoped(sc, || {
+                    let qs: Vec<Option<f64>> = (0..4).map(|m| o.q(b, m)).collect();
+                    (o.value(b), qs)
+                })
+                .unwrap()
+                .join()
+                .unwrap()
+        })
+    };
+    let (value, qs) = run(&mut o, "16 8 8/. . 2");
+    assert!(close(value, 0.81), "{value}");
+    assert!(close(qs[0].unwrap(), 0.81), "{qs:?}");
+    assert!(close(qs[1].unwrap(), 0.81), "{qs:?}");
+    assert_eq!(qs[2], None, "U changes nothing");
+    // A move that makes the goal is worth γ; a board holding it is worth 1.
+    let (value, qs) = run(&mut o, "16 16 2/. . 4");
+    assert!(
+        close(value, 0.9) && close(qs[0].unwrap(), 0.9),
+        "{value} {qs:?}"
+    );
+    assert_eq!(run(&mut o, "32 2 ./. . .").0, 1.0);
+    // 2x2, goal 8: 4 4/2 . makes 8 in one move (γ); a terminal board is worth 0.
+    let s22 = Shape::new(2, 2);
+    for g in GAMMAS {
+        let mut o = Oracle::new(s22, Variant::discounted_goal(3, g, 0.1));
+        assert!(close(o.value(parse_board(s22, "4 4/2 .")), g));
+        assert_eq!(o.value(parse_board(s22, "2 4/4 2")), 0.0);
+    }
+
+    // On every reachable state: values grow with γ up to the probability of making the goal
+    // (γ = 1, the plain goal, the last of GAMMAS), and are positive where it is.
+    for shape in [Shape::new(2, 2), s23] {
+        for t in [4u8, 5] {
+            // γ = 1 is the plain goal's own oracle (one lock each: same name, same oracle).
+            let solved: Vec<_> = GAMMAS
+                .iter()
+                .map(|&g| oracle_for(shape, Variant::discounted_goal(t, g, 0.1)))
+                .collect();
+            let solved: Vec<_> = solved.iter().map(|s| s.lock().unwrap()).collect();
+            let plain = solved.last().unwrap();
+            assert_eq!(plain.oracle.variant, Variant::new(Kind::Goal(t)));
+            for o in &solved {
+                assert_eq!(plain.reach.states.len(), o.reach.states.len());
+            }
+            for &s in &plain.reach.states {
+                let p = plain.reached_value(s);
+                let mut last = 0.0;
+                for (k, o) in solved.iter().enumerate() {
+                    let v = o.reached_value(s);
+                    assert!(
+                        v >= last - 1e-12,
+                        "{s:#x}: not growing with γ at {}",
+                        GAMMAS[k]
+                    );
+                    assert!(v <= p + 1e-12, "{s:#x}: {v} above P(goal) {p}");
+                    assert!(v > 0.0 || p == 0.0, "{s:#x}: 0 but P(goal) {p}");
+                    last = v;
+                }
+            }
+        }
+    }
+}
+
+fn discounted_dir(shape: Shape) -> Result<Arc<tempfile::TempDir>, String> {
+    let names: Vec<String> = discounted_list(shape).iter().map(Variant::name).collect();
+    solved_dir(shape, Group::Full, &names, None)
+}
+
+/// Every state's value and q-values, and the manifest's values at the starts, of discounted
+/// goals on 2x2 and 2x3 against the oracle; γ = 1 leaves the plain goal's name and files.
+fn discounted_vs_solver(shape: Shape) {
+    let mut fails = Failures::default();
+    let dir = discounted_dir(shape).unwrap_or_else(|e| panic!("{e}"));
+    for v in discounted_list(shape) {
+        let name = v.name();
+        let what = format!("{} {name}", shape.name());
+        let arc = oracle_for(shape, v);
+        let mut solved = arc.lock().unwrap();
+        let m = read_manifest(dir.path(), shape, &name);
+        check_manifest_values(&m, &mut solved, &what, &mut fails);
+        check_counts(&m, &solved, Group::Full, false, &what, &mut fails);
+        if m["discount"].as_f64() != Some(v.discount) {
+            fails.push(format!(
+                "{what}: discount {} in the manifest",
+                m["discount"]
+            ));
+        }
+        let boards = solved.reach.states.clone();
+        check_boards(&what, dir.path(), &solved, &name, &boards, &mut fails);
+    }
+    // γ = 1 is the plain goal: no other name.
+    let names = manifest_variants(dir.path(), shape);
+    if names.iter().any(|n| n.contains("discount=1")) {
+        fails.push(format!(
+            "{}: a discount of 1 in a name: {names:?}",
+            shape.name()
+        ));
+    }
+    fails.check(&format!("{} discounted goals vs solver", shape.name()));
+}
+
+#[test]
+fn solver_2x2_discounted_goals() {
+    discounted_vs_solver(Shape::new(2, 2));
+}
+
+#[test]
+fn solver_2x3_discounted_goals() {
+    discounted_vs_solver(Shape::new(2, 3));
+}
+
+/// `--discount γ` is the name's `-discount=γ`: the same answers, whichever way it is asked.
+#[test]
+fn solver_discount_flag_names_the_same_variant() {
+    let shape = Shape::new(2, 3);
+    let dir = discounted_dir(shape).unwrap_or_else(|e| panic!("{e}"));
+    let arc = oracle_for(shape, Variant::discounted_goal(5, 0.9, 0.1));
+    let boards: Vec<Board> = arc
+        .lock()
+        .unwrap()
+        .reach
+        .states
+        .iter()
+        .copied()
+        .take(50)
+        .collect();
+    let t = texts(shape, &boards);
+    let named = best(dir.path(), shape, "goal-32-discount=0.9", &t).unwrap();
+    let refs: Vec<&str> = t.iter().map(String::as_str).collect();
+    let mut extra = vec!["--discount", "0.9"];
+    extra.extend(&refs);
+    let flagged = best_with(dir.path(), shape, "goal-32", &extra, None, t.len()).unwrap();
+    for (a, b) in named.iter().zip(&flagged) {
+        assert_eq!(format!("{a:?}"), format!("{b:?}"));
+    }
 }

@@ -457,3 +457,146 @@ fn spawn_rules_hand_worked_on_a_2x2_position() {
         );
     }
 }
+
+/// Discounted goals from the command line: bad discounts are one line and exit 2 before
+/// anything is written; `--discount γ` and the name `goal-T-discount=γ` are the same variant
+/// for `solve`, `best`, `verify`, `sql` and `compare`; q-values carry γ (hand-worked on 2x2).
+#[test]
+fn discounted_goals_on_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let d = data.to_str().unwrap();
+    solve(&data, "2x2", &["--variant", "goal-8"]);
+    let before = snapshot(&data);
+    for (args, needle) in [
+        (vec!["--discount", "1.5"], "bad --discount value '1.5'"),
+        (vec!["--discount", "0"], "(0, 1]"),
+        (vec!["--discount", "nan"], "bad --discount value"),
+        (
+            vec!["--variant", "goal-8-discount=-1"],
+            "bad --discount value",
+        ),
+        (
+            vec!["--variant", "expectation", "--discount", "0.9"],
+            "variant 'expectation' takes no discount (0.9)",
+        ),
+        (
+            vec!["--variant", "guaranteed-8-discount=0.5"],
+            "only goal-T variants are discounted",
+        ),
+        (
+            vec!["--variant", "goal-8-discount=0.9", "--discount", "0.8"],
+            "its discount differs from --discount 0.8",
+        ),
+    ] {
+        let mut all = vec!["solve", "--board", "2x2", "--data", d];
+        all.extend(args);
+        assert_clean_error(&run(&all), needle);
+    }
+    assert_clean_error(
+        &best_2x2(
+            &data,
+            &["--variant", "expectation", "--discount", "0.9", "2 2/. ."],
+        ),
+        "takes no discount",
+    );
+    assert_eq!(snapshot(&data), before, "a refused solve wrote something");
+
+    let o = solve(&data, "2x2", &["--variant", "goal-8", "--discount", "0.5"]);
+    let summary = stderr(&o);
+    assert!(
+        summary.contains("2x2 goal-8-discount=0.5: ")
+            && summary.contains("mean over the distinct initial states 0."),
+        "{summary}"
+    );
+    // γ = 1 is the plain goal: nothing new is solved or named.
+    solve(&data, "2x2", &["--variant", "goal-8", "--discount", "1"]);
+    let mut names: Vec<String> = fs::read_dir(data.join("manifest/board=2x2"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["variant=goal-8-discount%3D0.5.json", "variant=goal-8.json"]
+    );
+    let m = manifest(&data, "2x2", "goal-8-discount=0.5");
+    assert_eq!(m["discount"], 0.5);
+    let plain = manifest(&data, "2x2", "goal-8");
+    assert_eq!(plain["discount"], 1.0);
+    for key in ["value_initial", "value_initial_distinct"] {
+        let (x, p) = (m[key].as_f64().unwrap(), plain[key].as_f64().unwrap());
+        assert!(0.0 < x && x < p && p <= 1.0, "{key}: {x} vs {p}");
+    }
+
+    // q-values carry γ: 4 4/2 . makes the 8 with L (γ·1); 2 4/4 2 is terminal (0).
+    let named = "goal-8-discount=0.5";
+    let (q, value) = q_2x2(&data, named, "4 4/2 .");
+    assert_eq!((q[0], q[1], q[2], value), (Some(0.5), Some(0.5), None, 0.5));
+    assert!(q[3].unwrap() < 0.5, "D does not make the 8: {q:?}");
+    assert_eq!(q_2x2(&data, named, "2 4/4 2"), ([None; 4], 0.0));
+    assert_eq!(q_2x2(&data, named, "8 2/. ."), ([None; 4], 1.0));
+    // From 2 ./. 4, L gives 2 ./4 . (children as in the hand-worked spawn rules above):
+    // q(L) = γ · (0.9·V(2 2/4 .) + 0.1·V(2 4/4 .) + 0.9·V(2 ./4 2) + 0.1·V(2 ./4 4)) / 2.
+    let v = |b: &str| q_2x2(&data, named, b).1;
+    let want = 0.5
+        * (0.9 * v("2 2/4 .") + 0.1 * v("2 4/4 .") + 0.9 * v("2 ./4 2") + 0.1 * v("2 ./4 4"))
+        / 2.0;
+    let got = q_2x2(&data, named, "2 ./. 4").0[0].unwrap();
+    assert!(
+        (got - want).abs() <= 1e-12,
+        "q(L) {got}, the rule gives {want}"
+    );
+    // The flag names the same variant as the suffix.
+    let flag = best_2x2(
+        &data,
+        &[
+            "--variant",
+            "goal-8",
+            "--discount",
+            "0.5",
+            "--format",
+            "csv",
+            "2 ./. 4",
+        ],
+    );
+    let suffix = best_2x2(&data, &["--variant", named, "--format", "csv", "2 ./. 4"]);
+    assert!(flag.status.success(), "{}", stderr(&flag));
+    assert_eq!(stdout(&flag), stdout(&suffix));
+
+    // The other readers take the name.
+    let o = run(&[
+        "verify",
+        "--data",
+        d,
+        "--variant",
+        "goal-8",
+        "--discount",
+        "0.5",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(&[
+        "sql",
+        "--data",
+        d,
+        "--format",
+        "csv",
+        "SELECT DISTINCT variant FROM states ORDER BY variant",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "variant\ngoal-8\ngoal-8-discount=0.5\n");
+    let out = dir.path().join("compare");
+    let o = run(&[
+        "compare",
+        "--board",
+        "2x2",
+        "--variants",
+        &format!("goal-8,{named}"),
+        "--data",
+        d,
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains(named), "{}", stdout(&o));
+}

@@ -19,6 +19,7 @@ fn data() -> &'static Path {
             &[
                 ("3x3", "goal-256,goal-512,goal-1024"),
                 ("2x3", "expectation,optimistic,pessimistic"),
+                ("2x3", "goal-32,goal-32-discount=0.9"),
             ],
         )
     })
@@ -61,6 +62,7 @@ fn the_goal_table_equals_the_published_values_to_the_printed_digits() {
             "objective",
             "value_two_2_tiles",
             "value_initial",
+            "value_initial_distinct",
             "published",
             "source",
             "agrees"
@@ -79,19 +81,39 @@ fn the_goal_table_equals_the_published_values_to_the_printed_digits() {
             .unwrap_or_else(|| panic!("no row for 3x3 {variant}: {rows:?}"));
         let ours: f64 = r[4].parse().unwrap();
         assert_eq!(format!("{ours:.5}"), published, "{variant}");
+        // The unweighted mean over the distinct starts is a probability too.
+        let distinct: f64 = r[5].parse().unwrap();
+        assert!((0.0..=1.0).contains(&distinct), "{variant}: {distinct}");
         assert_eq!(
-            r[5].parse::<f64>().unwrap(),
+            r[6].parse::<f64>().unwrap(),
             published.parse::<f64>().unwrap()
         );
-        assert_eq!(r[7], "yes");
+        assert_eq!(r[8], "yes");
     }
     let md = std::fs::read_to_string(out.join("tables/goals.md")).unwrap();
+    let line = md
+        .lines()
+        .find(|l| l.starts_with("| 3x3 | goal-512 |"))
+        .unwrap_or_else(|| panic!("{md}"));
     assert!(
-        md.contains(
-            "| 3x3 | goal-512 | P(make 512) | 0.73677 | 0.73677 | 0.73677 | Galebach 2014 | yes |"
-        ),
-        "{md}"
+        line.starts_with("| 3x3 | goal-512 | P(make 512) | 0.73677 | 0.73677 | ")
+            && line.ends_with("| 0.73677 | Galebach 2014 | yes |"),
+        "{line}"
     );
+    // A discounted goal is an expected discount, not a probability, and below it.
+    let row = |variant: &str| {
+        rows.iter()
+            .find(|r| r[0] == "2x3" && r[1] == variant)
+            .unwrap_or_else(|| panic!("no row for 2x3 {variant}: {rows:?}"))
+            .clone()
+    };
+    let (plain, discounted) = (row("goal-32"), row("goal-32-discount=0.9"));
+    assert_eq!(plain[2], "P(make 32)");
+    assert_eq!(discounted[2], "E[0.9^(moves to make 32)]");
+    for k in [3, 4, 5] {
+        let (p, d): (f64, f64) = (plain[k].parse().unwrap(), discounted[k].parse().unwrap());
+        assert!(0.0 < d && d < p, "{}: {d} vs {p}", rows[0][k]);
+    }
     // No published figure for 2x3: a dash.
     assert!(
         md.contains("| 2x3 | expectation | expected score | "),
@@ -116,8 +138,10 @@ fn the_report_draws_p_goal_per_age_and_summarises_the_index() {
         rows[0],
         ["board", "variant", "age", "best_afterstate_value"]
     );
+    // Discounted goals are not probabilities: not in the figure.
     let q = "SELECT board, variant, age, best_afterstate_value FROM ages \
-             WHERE variant LIKE 'goal-%' AND best_afterstate_value IS NOT NULL ORDER BY board, variant, age";
+             WHERE variant LIKE 'goal-%' AND variant NOT LIKE '%-discount=%' \
+             AND best_afterstate_value IS NOT NULL ORDER BY board, variant, age";
     let o = run(&[
         "sql",
         "--data",

@@ -20,6 +20,7 @@ fn data() -> &'static Path {
             "play_data",
             &[
                 ("2x3", "expectation,pessimistic,goal-128"),
+                ("2x3", "goal-128-discount=0.99"),
                 ("2x4", "expectation"),
             ],
         )
@@ -95,6 +96,42 @@ fn optimal_play_agrees_with_the_exact_value() {
     assert_agrees("2x3", "pessimistic", "score", "20000");
     // A goal variant: the success rate estimates the probability of making 128.
     assert_agrees("2x3", "goal-128", "success", "40000");
+    // A discounted goal: the mean of 0.99^(moves to make 128) estimates its value.
+    assert_agrees("2x3", "goal-128-discount=0.99", "discounted", "40000");
+}
+
+#[test]
+fn discounted_play_is_deterministic_whatever_the_thread_count() {
+    let args = |threads: &'static str| {
+        vec![
+            "play",
+            "--board",
+            "2x3",
+            "--data",
+            d(),
+            "--variant",
+            "goal-128",
+            "--discount",
+            "0.99",
+            "--games",
+            "3000",
+            "--seed",
+            "5",
+            "--threads",
+            threads,
+            "--format",
+            "json",
+        ]
+    };
+    let (one, two) = (run(&args("1")), run(&args("2")));
+    assert!(one.status.success(), "{}", stderr(&one));
+    assert_eq!(stdout(&one), stdout(&two));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&one)).unwrap();
+    let (d, p) = (
+        v["discounted"]["mean"].as_f64().unwrap(),
+        v["success"]["mean"].as_f64().unwrap(),
+    );
+    assert!(0.0 < d && d < p, "discounted {d}, success {p}");
 }
 
 #[test]

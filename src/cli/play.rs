@@ -160,6 +160,17 @@ fn rows(s: &PlaySummary) -> Vec<Row> {
         v.push(Row {
             quantity: "success".into(),
             est: succ,
+            exact: if s.discounted.is_none() {
+                s.exact
+            } else {
+                None
+            },
+        });
+    }
+    if let Some(d) = s.discounted {
+        v.push(Row {
+            quantity: "discounted".into(),
+            est: d,
             exact: s.exact,
         });
     }
@@ -213,6 +224,9 @@ fn write_summary(s: &PlaySummary, format: Format, out: &mut dyn Write) -> io::Re
             if let Some(succ) = s.success {
                 v["success"] = est(succ);
             }
+            if let Some(d) = s.discounted {
+                v["discounted"] = est(d);
+            }
             writeln!(
                 out,
                 "{}",
@@ -242,8 +256,17 @@ fn write_summary(s: &PlaySummary, format: Format, out: &mut dyn Write) -> io::Re
                     succ.mean, succ.se
                 )?;
             }
+            if let Some(d) = s.discounted {
+                writeln!(
+                    out,
+                    "discounted value  {:.5} ± {:.5} (mean of γ^moves to the goal, 0 if not made)",
+                    d.mean, d.se
+                )?;
+            }
             if let Some(x) = s.exact {
-                let what = if s.success.is_some() {
+                let what = if s.discounted.is_some() {
+                    "expected γ^(moves to make the goal)"
+                } else if s.success.is_some() {
                     "probability of making the goal"
                 } else {
                     "expected score"

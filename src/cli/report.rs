@@ -8,6 +8,7 @@ use super::output::say;
 use super::CliError;
 use crate::report::compare::{compare, print_summary};
 use crate::report::run_report as render;
+use crate::rules::variant::Given;
 use crate::rules::{Shape, Variant};
 use crate::store::Store;
 
@@ -61,7 +62,7 @@ pub fn run_compare(a: &CompareArgs) -> Result<(), CliError> {
         .map(str::trim)
         .filter(|v| !v.is_empty())
     {
-        names.push(Variant::parse(v, None)?.name());
+        names.push(Variant::parse(v, Given::default())?.name());
     }
     let store = Store::open(&a.data)?;
     let c = compare(&store, shape, &names, &a.out)?;

@@ -9,7 +9,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use super::output::say;
 use super::{set_threads, CliError};
-use crate::rules::variant::parse_p4_arg;
+use crate::rules::variant::Given;
 use crate::rules::{Group, Shape, Variant};
 use crate::solver::{solve, Event, SolveConfig};
 use crate::store::lock::{lock_writer, Wait};
@@ -36,6 +36,10 @@ pub struct SolveArgs {
     /// Probability of a 4 (default 0.1); recorded in the variant name.
     #[arg(long)]
     pub p4: Option<String>,
+    /// Discount γ in (0, 1] of goal-T variants (default 1): each move multiplies the value by
+    /// γ; recorded in the variant name (goal-32-discount=0.95).
+    #[arg(long)]
+    pub discount: Option<String>,
     /// No progress bars.
     #[arg(long, short)]
     pub quiet: bool,
@@ -56,8 +60,8 @@ pub struct SolveArgs {
 pub fn config(a: &SolveArgs) -> Result<SolveConfig, CliError> {
     let shape = Shape::parse(&a.board)?;
     let group = Group::parse(&a.symmetry)?;
-    let p4 = a.p4.as_deref().map(parse_p4_arg).transpose()?;
-    let variants = Variant::parse_list(&a.variant, p4)?;
+    let given = Given::from_args(a.p4.as_deref(), a.discount.as_deref())?;
+    let variants = Variant::parse_list(&a.variant, given)?;
     Ok(SolveConfig {
         shape,
         group,
@@ -243,7 +247,7 @@ impl Progress {
 fn summary(m: &Manifest) -> String {
     let opt = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.6}"));
     format!(
-        "{} {}: {} states, {} afterstates, {} terminal, ages {}..{}, largest tile {}; value from two 2-tiles {}, over the initial distribution {}; forward {:.1} s, backward {:.1} s, peak memory {:.0} MB",
+        "{} {}: {} states, {} afterstates, {} terminal, ages {}..{}, largest tile {}; value from two 2-tiles {}, over the initial distribution {}, mean over the distinct initial states {}; forward {:.1} s, backward {:.1} s, peak memory {:.0} MB",
         m.board,
         m.variant,
         m.n_states,
@@ -254,6 +258,7 @@ fn summary(m: &Manifest) -> String {
         m.max_tile,
         opt(m.value_two_2_tiles),
         opt(m.value_initial),
+        opt(m.value_initial_distinct),
         m.timings.forward_s,
         m.timings.backward_s,
         m.peak_rss_bytes as f64 / 1e6

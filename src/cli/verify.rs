@@ -11,7 +11,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use super::output::say;
 use super::{set_threads, CliError};
-use crate::rules::variant::parse_p4_arg;
+use crate::rules::variant::Given;
 use crate::rules::{Shape, Variant};
 use crate::store::lock;
 use crate::store::verify::{bytes_to_hash, check_store, Depth, Filter};
@@ -34,6 +34,9 @@ pub struct VerifyArgs {
     /// Probability of a 4 of the variant (as for `solve`).
     #[arg(long)]
     pub p4: Option<String>,
+    /// Discount γ of the goal variant (as for `solve`).
+    #[arg(long)]
+    pub discount: Option<String>,
     /// Only the cheap check readers make: manifests, file sizes, and the SHA-256 of the files
     /// changed since their digests were last checked (by `solve` or `verify`).
     #[arg(long)]
@@ -49,11 +52,11 @@ pub struct VerifyArgs {
 /// Runs `age2048 verify`: exit 0 if everything checked is as its manifest says, 2 otherwise.
 pub fn run(a: &VerifyArgs) -> Result<(), CliError> {
     let board = a.board.as_deref().map(Shape::parse).transpose()?;
-    let p4 = a.p4.as_deref().map(parse_p4_arg).transpose()?;
+    let given = Given::from_args(a.p4.as_deref(), a.discount.as_deref())?;
     let variant = match &a.variant {
-        Some(v) => Some(Variant::parse(v, p4)?.name()),
-        None if p4.is_some() => {
-            return Err(CliError::Usage("--p4 needs --variant".into()));
+        Some(v) => Some(Variant::parse(v, given)?.name()),
+        None if given.any() => {
+            return Err(CliError::Usage("--p4 and --discount need --variant".into()));
         }
         None => None,
     };

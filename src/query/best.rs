@@ -66,10 +66,8 @@ pub fn evaluate<B: AsRef<[u8]>>(
                     what: format!("lacks an afterstate of the reachable board '{text}'"),
                 },
             })?;
-        let mut q = index.afterstate_value(rank);
-        if variant.scored() {
-            q += f64::from(reward);
-        }
+        // The solver's q-value: reward plus afterstate value, or γ times it (discounted goal).
+        let q = variant.q(reward, index.afterstate_value(rank));
         ev.q[i] = Some(q);
         if ev.best.is_none() || q > ev.value {
             ev.value = q;

@@ -22,6 +22,7 @@
 use duckdb::Connection;
 
 use super::{QueryError, Result};
+use crate::rules::variant::Given;
 use crate::rules::Variant;
 use crate::store::schema::{Table, TABLES};
 use crate::store::verify::{trusted_all, Problem, Solved};
@@ -127,7 +128,7 @@ fn view_sql(store: &Store, contents: &Contents, t: &Table) -> Result<String> {
     let probability_variants: Vec<String> = contents
         .solved
         .iter()
-        .filter(|s| Variant::parse(&s.variant, None).is_ok_and(|v| !v.scored()))
+        .filter(|s| Variant::parse(&s.variant, Given::default()).is_ok_and(|v| !v.scored()))
         .map(|s| sql_str(&s.variant))
         .collect();
     let clamped: Vec<String> = t

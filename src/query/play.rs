@@ -9,13 +9,18 @@
 //!   `guaranteed-T` takes the worst cell and tile of positive probability, and the worst start.
 //!   Ties are broken by the game's random numbers.
 //! * A goal variant's game ends when the goal tile appears (a success) or no move is left.
+//!   For a discounted goal a game is worth γ^(moves played to make the goal), 0 if it is not
+//!   made: the mean over games estimates the exact value.
 //! * Determinism: game `i` draws from its own generator seeded from `(seed, i)` (xoshiro256**
 //!   seeded by SplitMix64, written out here so the streams never change with a dependency),
-//!   and games are summed with integers, so a seed gives the same results whatever the
-//!   number of threads.
+//!   and games are summed with integers (a discounted goal's games as a count of games per
+//!   number of moves to the goal, summed in that order), so a seed gives the same results
+//!   whatever the number of threads.
 //!
 //! [`Session`] is the same game one move at a time, for a person at the terminal: it keeps
 //! the score and the regret of each move (best q − chosen q).
+
+use std::collections::BTreeMap;
 
 use rayon::prelude::*;
 
@@ -344,6 +349,23 @@ pub struct Estimate {
 }
 
 impl Estimate {
+    /// From the sums `Σx` and `Σx²` of `n` numbers.
+    fn from_float_sums(n: u64, sum: f64, sum_sq: f64) -> Estimate {
+        if n == 0 {
+            return Estimate { mean: 0.0, se: 0.0 };
+        }
+        let nf = n as f64;
+        let mean = sum / nf;
+        if n < 2 {
+            return Estimate { mean, se: 0.0 };
+        }
+        let centred = (sum_sq - sum * mean).max(0.0);
+        Estimate {
+            mean,
+            se: (centred / (nf - 1.0) / nf).sqrt(),
+        }
+    }
+
     /// From the exact sums `Σx` and `Σx²` of `n` integers.
     fn from_sums(n: u64, sum: u128, sum_sq: u128) -> Estimate {
         if n == 0 {
@@ -379,6 +401,8 @@ struct Totals {
     goals: u64,
     /// Games ending with largest exponent `e`.
     by_max_exp: [u64; MAX_EXP as usize + 1],
+    /// Games that made the goal, by the number of moves it took.
+    goal_moves: BTreeMap<u64, u64>,
 }
 
 impl Totals {
@@ -391,6 +415,25 @@ impl Totals {
         self.moves_sq += m * m;
         self.goals += u64::from(r.reached_goal);
         self.by_max_exp[usize::from(r.max_exp.min(MAX_EXP))] += 1;
+        if r.reached_goal {
+            *self.goal_moves.entry(r.moves).or_default() += 1;
+        }
+    }
+
+    fn merge(mut self, b: Totals) -> Totals {
+        self.games += b.games;
+        self.score += b.score;
+        self.score_sq += b.score_sq;
+        self.moves += b.moves;
+        self.moves_sq += b.moves_sq;
+        self.goals += b.goals;
+        for (x, y) in self.by_max_exp.iter_mut().zip(b.by_max_exp) {
+            *x += y;
+        }
+        for (m, c) in b.goal_moves {
+            *self.goal_moves.entry(m).or_default() += c;
+        }
+        self
     }
 }
 
@@ -408,8 +451,12 @@ pub struct PlaySummary {
     pub moves: Estimate,
     /// Share of games that made the goal tile (goal and guaranteed variants).
     pub success: Option<Estimate>,
+    /// Mean of γ^(moves to make the goal), 0 for a game that does not make it (discounted
+    /// goal variants).
+    pub discounted: Option<Estimate>,
     /// The exact value over the initial distribution (`value_initial` of the manifest): the
-    /// expected score, or for a goal variant the probability of making the goal.
+    /// expected score, for a goal variant the probability of making the goal, for a
+    /// discounted goal the expected γ^(moves to make it).
     pub exact: Option<f64>,
     /// `(tile, share of games whose largest tile is at least it)`, from the smallest tile
     /// every game reached to the largest any game reached.
@@ -417,10 +464,10 @@ pub struct PlaySummary {
 }
 
 impl PlaySummary {
-    /// The estimate the exact value is compared with: the success rate for a goal variant,
-    /// the mean score otherwise.
+    /// The estimate the exact value is compared with: the discounted mean for a discounted
+    /// goal, the success rate for a goal variant, the mean score otherwise.
     pub fn estimate(&self) -> Estimate {
-        self.success.unwrap_or(self.score)
+        self.discounted.or(self.success).unwrap_or(self.score)
     }
 
     /// (estimate − exact) / standard error, when both are known and the error is positive.
@@ -457,18 +504,7 @@ pub fn play_many(
             progress(end - k * BLOCK);
             Ok::<Totals, QueryError>(t)
         })
-        .try_reduce(Totals::default, |mut a, b| {
-            a.games += b.games;
-            a.score += b.score;
-            a.score_sq += b.score_sq;
-            a.moves += b.moves;
-            a.moves_sq += b.moves_sq;
-            a.goals += b.goals;
-            for (x, y) in a.by_max_exp.iter_mut().zip(b.by_max_exp) {
-                *x += y;
-            }
-            Ok(a)
-        })?;
+        .try_reduce(Totals::default, |a, b| Ok(a.merge(b)))?;
     Ok(summarise(tb, policy, seed, &totals))
 }
 
@@ -478,6 +514,16 @@ fn summarise(tb: &Tablebase, policy: Policy, seed: u64, t: &Totals) -> PlaySumma
     let success = variant.goal().map(|_| {
         let g = u128::from(t.goals);
         Estimate::from_sums(n, g, g)
+    });
+    let discounted = variant.discounted().then(|| {
+        // In increasing number of moves: the same sum whatever the threads.
+        let (mut sum, mut sum_sq) = (0.0, 0.0);
+        for (&m, &c) in &t.goal_moves {
+            let x = variant.discount.powi(i32::try_from(m).unwrap_or(i32::MAX));
+            sum += c as f64 * x;
+            sum_sq += c as f64 * x * x;
+        }
+        Estimate::from_float_sums(n, sum, sum_sq)
     });
     // Share of games reaching each tile: games whose largest exponent is ≥ e.
     let mut reach = Vec::new();
@@ -503,6 +549,7 @@ fn summarise(tb: &Tablebase, policy: Policy, seed: u64, t: &Totals) -> PlaySumma
         score: Estimate::from_sums(n, t.score, t.score_sq),
         moves: Estimate::from_sums(n, t.moves, t.moves_sq),
         success,
+        discounted,
         exact: tb.manifest().value_initial,
         reach,
     }
@@ -648,5 +695,29 @@ mod tests {
         assert!((e.se - (5.0f64 / 3.0 / 4.0).sqrt()).abs() < 1e-15);
         assert_eq!(Estimate::from_sums(1, 7, 49).se, 0.0);
         assert!(is_optimal(5.0, 5.0) && !is_optimal(4.9, 5.0));
+        let f = Estimate::from_float_sums(4, 10.0, 30.0);
+        assert_eq!(f.mean, e.mean);
+        assert!((f.se - e.se).abs() < 1e-15);
+    }
+
+    #[test]
+    fn totals_count_games_by_moves_to_the_goal_whatever_the_split() {
+        let game = |moves, reached_goal| GameRecord {
+            score: 0,
+            moves,
+            max_exp: 3,
+            reached_goal,
+        };
+        let games = [game(5, true), game(7, false), game(5, true), game(9, true)];
+        let mut one = Totals::default();
+        games.iter().for_each(|g| one.add(g));
+        let (mut a, mut b) = (Totals::default(), Totals::default());
+        games[..1].iter().for_each(|g| a.add(g));
+        games[1..].iter().for_each(|g| b.add(g));
+        assert_eq!(b.merge(a), one);
+        assert_eq!(
+            one.goal_moves.into_iter().collect::<Vec<_>>(),
+            [(5, 2), (9, 1)]
+        );
     }
 }

@@ -35,8 +35,9 @@ pub struct AgeDiff {
 pub struct Comparison {
     pub board: String,
     pub variants: Vec<String>,
-    /// Per variant: (value from two 2-tiles, value over the initial distribution).
-    pub start_values: Vec<(Option<f64>, Option<f64>)>,
+    /// Per variant: (value from two 2-tiles, value over the initial distribution, unweighted
+    /// mean over the distinct initial states).
+    pub start_values: Vec<(Option<f64>, Option<f64>, Option<f64>)>,
     /// Per later variant (against the first).
     pub diffs: Vec<Vec<AgeDiff>>,
     pub files: Vec<PathBuf>,
@@ -134,7 +135,11 @@ pub fn compare(
     for v in variants {
         // Only solves whose files match their manifest are compared.
         let m = crate::store::verify::trusted(store, shape, v)?;
-        start_values.push((m.value_two_2_tiles, m.value_initial));
+        start_values.push((
+            m.value_two_2_tiles,
+            m.value_initial,
+            m.value_initial_distinct,
+        ));
         groups.push((v, m.symmetry));
     }
     if let Some((v, g)) = groups.iter().find(|(_, g)| *g != groups[0].1) {
@@ -170,10 +175,10 @@ pub fn compare(
     let stem = format!("compare-{board}-{}", variants.join("-vs-"));
     let mut files = Vec::new();
     // Values at the starts.
-    let mut csv = String::from("variant,value_two_2_tiles,value_initial\n");
-    for (v, (two, init)) in variants.iter().zip(&start_values) {
+    let mut csv = String::from("variant,value_two_2_tiles,value_initial,value_initial_distinct\n");
+    for (v, (two, init, distinct)) in variants.iter().zip(&start_values) {
         let f = |x: &Option<f64>| x.map_or(String::new(), |v| v.to_string());
-        let _ = writeln!(csv, "{v},{},{}", f(two), f(init));
+        let _ = writeln!(csv, "{v},{},{},{}", f(two), f(init), f(distinct));
     }
     let starts_path = out.join(format!("{stem}-starts.csv"));
     write_atomic(&starts_path, csv.as_bytes())?;
@@ -255,12 +260,19 @@ pub fn print_summary(c: &Comparison, out: &mut dyn std::io::Write) -> std::io::R
     let f = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.6}"));
     writeln!(
         out,
-        "{:<28} {:>18} {:>18}",
-        "variant", "two 2-tiles", "initial"
+        "{:<28} {:>18} {:>18} {:>18}",
+        "variant", "two 2-tiles", "initial", "distinct starts"
     )
     .map_err(io)?;
-    for (v, (two, init)) in c.variants.iter().zip(&c.start_values) {
-        writeln!(out, "{v:<28} {:>18} {:>18}", f(*two), f(*init)).map_err(io)?;
+    for (v, (two, init, distinct)) in c.variants.iter().zip(&c.start_values) {
+        writeln!(
+            out,
+            "{v:<28} {:>18} {:>18} {:>18}",
+            f(*two),
+            f(*init),
+            f(*distinct)
+        )
+        .map_err(io)?;
     }
     for (v, series) in c.variants[1..].iter().zip(&c.diffs) {
         let n: u64 = series.iter().map(|d| d.n).sum();

@@ -13,6 +13,8 @@ use super::data::{board_key, variant_key, AgeRow};
 use super::frames::{QuantileBand, VariantSeries};
 use super::render::{Band, Figure, Line, Panel, VLines, PALETTE};
 use super::{csv_bytes, ReportError};
+use crate::rules::variant::Given;
+use crate::rules::{Kind, Variant};
 use plotters::prelude::SeriesLabelPosition;
 
 /// A figure ready to be written, with the CSV of its series and a one-sentence description.
@@ -291,9 +293,13 @@ fn best_value_figure(
 }
 
 /// P(goal) per age: for every goal variant `goal-T`, one panel per board, the value of the
-/// best afterstate of each age.
+/// best afterstate of each age. Discounted goals are left out: their values are expected
+/// discounts, not probabilities.
 fn goal_figure(rows: &[AgeRow], boards: &[String]) -> Result<Option<FigureSpec>, ReportError> {
-    let is_goal = |v: &str| v.starts_with("goal-");
+    let is_goal = |v: &str| {
+        Variant::parse(v, Given::default())
+            .is_ok_and(|v| matches!(v.kind, Kind::Goal(_)) && v.probability())
+    };
     let mut panels = Vec::new();
     let mut csv_rows = Vec::new();
     let mut shown = Vec::new();
@@ -359,18 +365,14 @@ fn goal_figure(rows: &[AgeRow], boards: &[String]) -> Result<Option<FigureSpec>,
                       afterstate is lost."
             .into(),
         csv: long_csv(&csv_rows, &["best_afterstate_value"], &[false])?,
-        source: "sql/per_age.sql, column best_afterstate_value (variants goal-*)".into(),
+        source: "sql/per_age.sql, column best_afterstate_value (variants goal-T, undiscounted)"
+            .into(),
     }))
 }
 
-/// The goal tile of a variant name `goal-T…`, for ordering.
-fn goal_tile(variant: &str) -> Option<u64> {
-    variant
-        .strip_prefix("goal-")?
-        .split('-')
-        .next()?
-        .parse()
-        .ok()
+/// The goal tile of a goal variant's name, for ordering.
+fn goal_tile(variant: &str) -> Option<u8> {
+    Variant::parse(variant, Given::default()).ok()?.goal()
 }
 
 /// Quantile band of the state values per age for one board.

@@ -10,6 +10,8 @@ use arrow::array::{ArrayRef, Float64Array, StringArray, UInt64Array};
 
 use super::data::{BoardRow, ManifestEntry};
 use super::{csv_bytes, ReportError};
+use crate::rules::variant::{Given, NO_DISCOUNT};
+use crate::rules::{Kind, Variant};
 
 /// One cell of a table.
 #[derive(Debug, Clone)]
@@ -193,16 +195,19 @@ pub fn boards_table(
             Cell::Int(tile),
             Cell::Float(m.and_then(|m| m.value_two_2_tiles), 4),
             Cell::Float(m.and_then(|m| m.value_initial), 4),
+            Cell::Float(m.and_then(|m| m.value_initial_distinct), 4),
             Cell::Float(m.map(|m| m.timings.total_s), 2),
         ]);
     }
     Table {
         name: "boards".into(),
         title: "Boards".into(),
-        description: "One row per board: states, afterstates and terminal states over all ages, the last \
-                      age with a state, the largest tile, the value of the game from two 2-tiles and \
-                      over the real initial distribution, and the solve time."
-            .into(),
+        description:
+            "One row per board: states, afterstates and terminal states over all ages, the last \
+                      age with a state, the largest tile, the value of the game from two 2-tiles, \
+                      over the real initial distribution and averaged over the distinct initial \
+                      states (each counted once), and the solve time."
+                .into(),
         headers: [
             "board",
             "variant",
@@ -213,6 +218,7 @@ pub fn boards_table(
             "largest_tile",
             "value_two_2_tiles",
             "value_initial",
+            "value_initial_distinct",
             "solve_time_s",
         ]
         .map(String::from)
@@ -235,6 +241,7 @@ pub fn variants_table(rows: &[BoardRow], manifests: &[ManifestEntry]) -> Table {
                 Cell::Int(Some(r.states)),
                 Cell::Float(m.and_then(|m| m.value_two_2_tiles), 4),
                 Cell::Float(m.and_then(|m| m.value_initial), 4),
+                Cell::Float(m.and_then(|m| m.value_initial_distinct), 4),
                 Cell::Float(m.map(|m| m.timings.forward_s), 2),
                 Cell::Float(m.map(|m| m.timings.backward_s), 2),
                 Cell::Float(m.map(|m| m.timings.total_s), 2),
@@ -245,16 +252,17 @@ pub fn variants_table(rows: &[BoardRow], manifests: &[ManifestEntry]) -> Table {
     Table {
         name: "variants".into(),
         title: "Variants".into(),
-        description:
-            "One row per board and solved variant: its values from two 2-tiles and over the \
-                      initial distribution, and the time and memory the solve took."
-                .into(),
+        description: "One row per board and solved variant: its values from two 2-tiles, over the \
+                      initial distribution and averaged over the distinct initial states, and the \
+                      time and memory the solve took."
+            .into(),
         headers: [
             "board",
             "variant",
             "states",
             "value_two_2_tiles",
             "value_initial",
+            "value_initial_distinct",
             "forward_s",
             "backward_s",
             "solve_time_s",
@@ -443,10 +451,18 @@ pub const PUBLISHED: [(&str, &str, f64, usize, &str); 4] = [
     ("3x3", "expectation", 5468.5, 1, "Galebach 2014"),
 ];
 
-/// The goal tile of a goal variant's name (`goal-512` or `goal-512-p4=0.2`).
+/// The goal tile and the discount of a goal variant's name (`goal-512`, `goal-512-p4=0.2`,
+/// `goal-512-discount=0.99`).
+fn goal_of(variant: &str) -> Option<(u64, f64)> {
+    let v = Variant::parse(variant, Given::default()).ok()?;
+    match v.kind {
+        Kind::Goal(e) => Some((1u64 << e, v.discount)),
+        _ => None,
+    }
+}
+
 fn goal_tile(variant: &str) -> Option<u64> {
-    let t = variant.strip_prefix("goal-")?;
-    t.split('-').next()?.parse().ok()
+    goal_of(variant).map(|g| g.0)
 }
 
 /// The papers' goal table: for each board, the probability of making each solved goal tile
@@ -470,8 +486,10 @@ pub fn goals_table(manifests: &[ManifestEntry]) -> Table {
             let published = PUBLISHED
                 .iter()
                 .find(|p| p.0 == e.board && p.1 == e.variant);
-            let objective = match goal_tile(&e.variant) {
-                Some(t) => format!("P(make {t})"),
+            // A discounted goal is an expected discount, not a probability.
+            let objective = match goal_of(&e.variant) {
+                Some((t, g)) if g != NO_DISCOUNT => format!("E[{g}^(moves to make {t})]"),
+                Some((t, _)) => format!("P(make {t})"),
                 None => "expected score".into(),
             };
             let decimals = published.map_or(
@@ -498,6 +516,7 @@ pub fn goals_table(manifests: &[ManifestEntry]) -> Table {
                 Cell::Text(objective),
                 Cell::Float(m.value_two_2_tiles, decimals),
                 Cell::Float(m.value_initial, decimals),
+                Cell::Float(m.value_initial_distinct, decimals),
                 Cell::Float(published.map(|p| p.2), decimals),
                 Cell::Text(published.map_or("", |p| p.4).to_string()),
                 Cell::Text(agrees.to_string()),
@@ -508,11 +527,13 @@ pub fn goals_table(manifests: &[ManifestEntry]) -> Table {
         name: "goals".into(),
         title: "Goal probabilities and expected score at the start".into(),
         description: "For each board, the probability of ever making each solved goal tile under \
-                      optimal play for that goal (variants goal-T), and the expected final score \
-                      (expectation): from a start with two 2-tiles (averaged over their placements) \
-                      and over the real initial distribution (two spawns on the empty board), beside \
-                      the published value (over the initial distribution), shown to the digits it was \
-                      published with."
+                      optimal play for that goal (variants goal-T), E[γ^(moves to make it)] for a \
+                      discounted goal (goal-T-discount=γ), and the expected final score \
+                      (expectation): from a start with two 2-tiles (averaged over their placements), \
+                      over the real initial distribution (two spawns on the empty board), and \
+                      averaged over the distinct initial states (each board up to symmetry counted \
+                      once, the convention of published tables), beside the published value (over \
+                      the initial distribution), shown to the digits it was published with."
             .into(),
         headers: [
             "board",
@@ -520,6 +541,7 @@ pub fn goals_table(manifests: &[ManifestEntry]) -> Table {
             "objective",
             "value_two_2_tiles",
             "value_initial",
+            "value_initial_distinct",
             "published",
             "source",
             "agrees",

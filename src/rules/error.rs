@@ -23,6 +23,20 @@ pub enum VariantError {
     Goal { name: String, reason: String },
     #[error("bad --p4 value '{0}': the probability of a 4 must be a number in [0, 1]")]
     P4(String),
+    #[error("bad --discount value '{0}': the discount γ must be a number in (0, 1]")]
+    Discount(String),
+    #[error(
+        "variant '{name}' takes no discount ({discount}): only goal-T variants are discounted"
+    )]
+    NotDiscountable { name: String, discount: String },
+    #[error("variant '{name}': its {what} differs from --{what} {given}")]
+    Conflict {
+        name: String,
+        what: &'static str,
+        given: String,
+    },
+    #[error("variant '{name}' gives its {what} twice")]
+    Repeated { name: String, what: &'static str },
     #[error("variant '{0}' is listed twice")]
     Duplicate(String),
 }

@@ -14,6 +14,14 @@
 //! `p4` (default 0.1) is the probability of a 4. At `p4 = 0` or `1` one tile value never
 //! appears, which changes the set of reachable boards: [`ForwardClass`] captures everything
 //! the forward pass depends on, so variants of one class share one forward pass.
+//!
+//! A goal variant may be discounted (`discount` γ in (0, 1], default 1): every move multiplies
+//! the value by γ, so the q-value of a move is γ times its afterstate's value and the value of
+//! a board is E[γ^(moves to make T)] (0 if T is never made). The discount changes no reachable
+//! board: `goal-T` and its discounted versions share their forward class.
+//!
+//! Names: the base name, then `-discount=γ` if γ ≠ 1, then `-p4=x` if `p4` ≠ 0.1
+//! (`goal-32-discount=0.95-p4=0.2`); [`Variant::parse`] reads what [`Variant::name`] writes.
 
 use std::fmt;
 
@@ -21,6 +29,13 @@ use super::error::VariantError;
 
 /// The probability of a 4 in the real game.
 pub const DEFAULT_P4: f64 = 0.1;
+
+/// No discount: moves cost nothing (every variant but a discounted goal).
+pub const NO_DISCOUNT: f64 = 1.0;
+
+/// The name suffixes of the parameters, in the order a name writes them.
+const DISCOUNT_KEY: &str = "-discount=";
+const P4_KEY: &str = "-p4=";
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Kind {
@@ -33,11 +48,35 @@ pub enum Kind {
     Guaranteed(u8),
 }
 
-/// One variant: a spawn rule and the probability of a 4.
+/// One variant: a spawn rule, the probability of a 4, and (goal variants) the discount.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Variant {
     pub kind: Kind,
     pub p4: f64,
+    /// γ: each move multiplies the value by it. [`NO_DISCOUNT`] except for a discounted goal.
+    pub discount: f64,
+}
+
+/// The parameters given beside a variant's name (`--p4`, `--discount`); a name's own suffix
+/// and a different value given here conflict.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Given {
+    pub p4: Option<f64>,
+    pub discount: Option<f64>,
+}
+
+impl Given {
+    /// The parameters as given on the command line (`--p4`, `--discount`), checked.
+    pub fn from_args(p4: Option<&str>, discount: Option<&str>) -> Result<Given, VariantError> {
+        Ok(Given {
+            p4: p4.map(parse_p4).transpose()?,
+            discount: discount.map(parse_discount).transpose()?,
+        })
+    }
+
+    pub fn any(&self) -> bool {
+        self.p4.is_some() || self.discount.is_some()
+    }
 }
 
 /// What the forward pass (the set of reachable boards) depends on.
@@ -69,24 +108,27 @@ impl ForwardClass {
 
 impl Variant {
     /// Parses a variant name (`expectation`, `optimistic`, `pessimistic`, `goal-T`,
-    /// `guaranteed-T`, optionally followed by `-p4=x`) and applies `p4` if given.
-    /// A `-p4=` suffix and a different `p4` argument conflict.
-    pub fn parse(name: &str, p4: Option<f64>) -> Result<Variant, VariantError> {
-        let (base, suffix_p4) = match name.split_once("-p4=") {
-            Some((b, x)) => (b, Some(parse_p4(x)?)),
-            None => (name, None),
+    /// `guaranteed-T`, optionally followed by `-discount=γ` (goal-T only) and `-p4=x`) and
+    /// applies the parameters `given` beside it. A suffix and a different given value conflict.
+    pub fn parse(name: &str, given: Given) -> Result<Variant, VariantError> {
+        let (base, p4_text, discount_text) = split_suffixes(name)?;
+        let p4 = p4_text.map(parse_p4).transpose()?;
+        let discount = discount_text.map(parse_discount).transpose()?;
+        let conflict = |what: &'static str, given: f64| VariantError::Conflict {
+            name: name.to_string(),
+            what,
+            given: given.to_string(),
         };
-        let p4 = match (suffix_p4, p4) {
-            (Some(a), Some(b)) if a != b => {
-                return Err(VariantError::Unknown(format!(
-                    "{name} (its p4 differs from --p4 {b})"
-                )))
-            }
-            (Some(a), _) => a,
-            (None, Some(b)) => b,
-            (None, None) => DEFAULT_P4,
+        let p4 = match (p4, given.p4) {
+            (Some(a), Some(b)) if a != b => return Err(conflict("p4", b)),
+            (a, b) => a.or(b).unwrap_or(DEFAULT_P4),
         };
         check_p4(p4)?;
+        let discount = match (discount, given.discount) {
+            (Some(a), Some(b)) if a != b => return Err(conflict("discount", b)),
+            (a, b) => a.or(b).unwrap_or(NO_DISCOUNT),
+        };
+        check_discount(discount)?;
         let kind = match base {
             "expectation" => Kind::Expectation,
             "optimistic" => Kind::Optimistic,
@@ -101,14 +143,20 @@ impl Variant {
                 }
             }
         };
-        Ok(Variant { kind, p4 })
+        if discount != NO_DISCOUNT && !matches!(kind, Kind::Goal(_)) {
+            return Err(VariantError::NotDiscountable {
+                name: base.to_string(),
+                discount: discount.to_string(),
+            });
+        }
+        Ok(Variant { kind, p4, discount })
     }
 
     /// Parses a comma-separated list; names must be distinct.
-    pub fn parse_list(list: &str, p4: Option<f64>) -> Result<Vec<Variant>, VariantError> {
+    pub fn parse_list(list: &str, given: Given) -> Result<Vec<Variant>, VariantError> {
         let mut out: Vec<Variant> = Vec::new();
         for name in list.split(',').map(str::trim) {
-            let v = Variant::parse(name, p4)?;
+            let v = Variant::parse(name, given)?;
             if out.iter().any(|o| o.name() == v.name()) {
                 return Err(VariantError::Duplicate(v.name()));
             }
@@ -118,9 +166,15 @@ impl Variant {
     }
 
     pub fn expectation() -> Variant {
+        Variant::new(Kind::Expectation, DEFAULT_P4)
+    }
+
+    /// An undiscounted variant.
+    pub fn new(kind: Kind, p4: f64) -> Variant {
         Variant {
-            kind: Kind::Expectation,
-            p4: DEFAULT_P4,
+            kind,
+            p4,
+            discount: NO_DISCOUNT,
         }
     }
 
@@ -133,16 +187,44 @@ impl Variant {
             Kind::Goal(e) => format!("goal-{}", 1u32 << e),
             Kind::Guaranteed(e) => format!("guaranteed-{}", 1u32 << e),
         };
-        if self.p4 == DEFAULT_P4 {
-            base
-        } else {
-            format!("{base}-p4={}", self.p4)
+        let mut name = base;
+        if self.discount != NO_DISCOUNT {
+            name.push_str(&format!("{DISCOUNT_KEY}{}", self.discount));
         }
+        if self.p4 != DEFAULT_P4 {
+            name.push_str(&format!("{P4_KEY}{}", self.p4));
+        }
+        name
     }
 
     /// Moves earn their reward (false for goal and guaranteed variants, valued 0/1).
     pub fn scored(&self) -> bool {
         !matches!(self.kind, Kind::Goal(_) | Kind::Guaranteed(_))
+    }
+
+    /// A goal variant with a discount below 1.
+    pub fn discounted(&self) -> bool {
+        self.discount != NO_DISCOUNT
+    }
+
+    /// Values are probabilities: undiscounted goal and guaranteed variants (a discounted
+    /// goal's values lie in [0, 1] too, but are expected discounts, not probabilities).
+    pub fn probability(&self) -> bool {
+        !self.scored() && self.discount == NO_DISCOUNT
+    }
+
+    /// The q-value of a move earning `reward` into an afterstate worth `after`: reward plus
+    /// afterstate value (scored variants), γ times the afterstate value (a discounted goal),
+    /// else the afterstate value. The one definition the solver and the queries share.
+    #[inline(always)]
+    pub fn q(&self, reward: u32, after: f64) -> f64 {
+        if self.scored() {
+            after + f64::from(reward)
+        } else if self.discount != NO_DISCOUNT {
+            self.discount * after
+        } else {
+            after
+        }
     }
 
     /// Exponent of the goal tile, if any.
@@ -187,6 +269,48 @@ fn check_p4(p: f64) -> Result<(), VariantError> {
     }
 }
 
+fn parse_discount(text: &str) -> Result<f64, VariantError> {
+    let g: f64 = text
+        .parse()
+        .map_err(|_| VariantError::Discount(text.to_string()))?;
+    check_discount(g).map(|_| g)
+}
+
+fn check_discount(g: f64) -> Result<(), VariantError> {
+    if g.is_finite() && g > 0.0 && g <= 1.0 {
+        Ok(())
+    } else {
+        Err(VariantError::Discount(g.to_string()))
+    }
+}
+
+/// Splits a name into its base and the texts of its `-p4=` and `-discount=` suffixes (in
+/// either order; a value runs to the next suffix, so `1e-5` reads whole).
+fn split_suffixes(name: &str) -> Result<(&str, Option<&str>, Option<&str>), VariantError> {
+    let keys = [P4_KEY, DISCOUNT_KEY];
+    let mut marks: Vec<(usize, usize)> = Vec::new();
+    for (k, key) in keys.iter().enumerate() {
+        let mut found = name.match_indices(key).map(|(i, _)| i);
+        if let Some(i) = found.next() {
+            if found.next().is_some() {
+                return Err(VariantError::Repeated {
+                    name: name.to_string(),
+                    what: key.trim_matches(|c| c == '-' || c == '='),
+                });
+            }
+            marks.push((i, k));
+        }
+    }
+    marks.sort_unstable();
+    let mut values = [None, None];
+    for (j, &(i, k)) in marks.iter().enumerate() {
+        let end = marks.get(j + 1).map_or(name.len(), |m| m.0);
+        values[k] = Some(&name[i + keys[k].len()..end]);
+    }
+    let base = &name[..marks.first().map_or(name.len(), |m| m.0)];
+    Ok((base, values[0], values[1]))
+}
+
 /// Parses the goal tile T (a power of two from 4 to 32768) into its exponent.
 fn parse_goal(name: &str, text: &str) -> Result<u8, VariantError> {
     let bad = |reason: &str| VariantError::Goal {
@@ -212,6 +336,14 @@ pub fn parse_p4_arg(text: &str) -> Result<f64, VariantError> {
 mod tests {
     use super::*;
 
+    fn parse(name: &str) -> Result<Variant, VariantError> {
+        Variant::parse(name, Given::default())
+    }
+
+    fn given(p4: Option<f64>, discount: Option<f64>) -> Given {
+        Given { p4, discount }
+    }
+
     #[test]
     fn names_round_trip() {
         for name in [
@@ -222,41 +354,133 @@ mod tests {
             "guaranteed-16",
             "expectation-p4=0.2",
             "goal-8-p4=0",
+            "goal-32-discount=0.95",
+            "goal-32-discount=0.95-p4=0.2",
+            "goal-4-discount=0.000001-p4=1",
         ] {
-            assert_eq!(Variant::parse(name, None).unwrap().name(), name);
+            let v = parse(name).unwrap();
+            assert_eq!(v.name(), name);
+            assert_eq!(parse(&v.name()).unwrap(), v);
         }
         assert_eq!(
-            Variant::parse("optimistic", Some(0.5)).unwrap().name(),
+            Variant::parse("optimistic", given(Some(0.5), None))
+                .unwrap()
+                .name(),
             "optimistic-p4=0.5"
         );
+        // Every variant reads back from its name, whatever its parameters.
+        for kind in [Kind::Expectation, Kind::Goal(5), Kind::Guaranteed(3)] {
+            for p4 in [0.0, 0.1, 0.25, 1.0] {
+                let gammas: &[f64] = if matches!(kind, Kind::Goal(_)) {
+                    &[1.0, 0.5, 0.9, 0.99, 0.999, 1e-3, 0.1 + 0.2]
+                } else {
+                    &[1.0]
+                };
+                for &discount in gammas {
+                    let v = Variant { kind, p4, discount };
+                    assert_eq!(parse(&v.name()).unwrap(), v, "{}", v.name());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn discount_in_the_name_or_given() {
+        let named = parse("goal-32-discount=0.95").unwrap();
+        assert_eq!((named.kind, named.discount), (Kind::Goal(5), 0.95));
+        let flag = Variant::parse("goal-32", given(None, Some(0.95))).unwrap();
+        assert_eq!(flag, named);
+        // Both, agreeing; with p4 as a flag; the suffixes in the other order.
+        assert_eq!(
+            Variant::parse("goal-32-discount=0.95", given(None, Some(0.95))).unwrap(),
+            named
+        );
+        let both = Variant::parse("goal-32", given(Some(0.2), Some(0.95))).unwrap();
+        assert_eq!(both.name(), "goal-32-discount=0.95-p4=0.2");
+        assert_eq!(parse("goal-32-p4=0.2-discount=0.95").unwrap(), both);
+        // γ = 1 is the plain goal, and the plain name.
+        let one = Variant::parse("goal-32", given(None, Some(1.0))).unwrap();
+        assert_eq!(one, parse("goal-32").unwrap());
+        assert_eq!(parse("goal-32-discount=1").unwrap().name(), "goal-32");
+        // A value with a minus sign of its own reads whole.
+        assert_eq!(parse("goal-32-discount=5e-1").unwrap().discount, 0.5);
+        // Same forward class as the plain goal.
+        assert_eq!(
+            named.forward_class(),
+            parse("goal-32").unwrap().forward_class()
+        );
+        assert!(!named.probability() && parse("goal-32").unwrap().probability());
+    }
+
+    #[test]
+    fn q_values() {
+        let e = Variant::expectation();
+        assert_eq!(e.q(8, 100.5), 108.5);
+        let g = parse("goal-32").unwrap();
+        assert_eq!(g.q(8, 0.25), 0.25);
+        let d = parse("goal-32-discount=0.5").unwrap();
+        assert_eq!(d.q(8, 0.25), 0.125);
+        assert_eq!(d.q(0, 1.0), 0.5);
     }
 
     #[test]
     fn bad_names_are_errors() {
-        assert!(Variant::parse("goal-1000", None).is_err());
-        assert!(Variant::parse("goal-2", None).is_err());
-        assert!(Variant::parse("best", None).is_err());
-        assert!(Variant::parse("expectation", Some(1.5)).is_err());
+        assert!(parse("goal-1000").is_err());
+        assert!(parse("goal-2").is_err());
+        assert!(parse("best").is_err());
+        assert!(Variant::parse("expectation", given(Some(1.5), None)).is_err());
         assert!(parse_p4_arg("-0.1").is_err());
         assert!(parse_p4_arg("nan").is_err());
-        assert!(Variant::parse_list("optimistic,optimistic", None).is_err());
+        assert!(Variant::parse_list("optimistic,optimistic", Given::default()).is_err());
+        let msg = |r: Result<Variant, VariantError>| r.unwrap_err().to_string();
+        // The discount: a number in (0, 1], on goal variants only, not given twice.
+        for bad in ["0", "-0.5", "1.5", "nan", "inf", "x", ""] {
+            let e = Given::from_args(None, Some(bad)).unwrap_err().to_string();
+            assert!(e.contains("--discount") && e.contains("(0, 1]"), "{e}");
+            assert!(parse(&format!("goal-32-discount={bad}")).is_err(), "{bad}");
+        }
+        assert_eq!(
+            Given::from_args(None, Some("1")).unwrap().discount,
+            Some(1.0)
+        );
+        assert_eq!(
+            msg(Variant::parse("expectation", given(None, Some(0.9)))),
+            "variant 'expectation' takes no discount (0.9): only goal-T variants are discounted"
+        );
+        for name in [
+            "guaranteed-32-discount=0.9",
+            "optimistic-discount=0.9",
+            "pessimistic-discount=0.5-p4=0.2",
+        ] {
+            assert!(msg(parse(name)).contains("takes no discount"), "{name}");
+        }
+        assert_eq!(
+            msg(Variant::parse(
+                "goal-32-discount=0.9",
+                given(None, Some(0.95))
+            )),
+            "variant 'goal-32-discount=0.9': its discount differs from --discount 0.95"
+        );
+        assert_eq!(
+            msg(Variant::parse("goal-32-p4=0.2", given(Some(0.3), None))),
+            "variant 'goal-32-p4=0.2': its p4 differs from --p4 0.3"
+        );
+        assert!(msg(parse("goal-32-discount=0.9-discount=0.9")).contains("twice"));
+        assert!(msg(parse("goal-32-discount=0.9-p4=0.1-p4=0.1")).contains("twice"));
+        assert!(
+            Variant::parse_list("goal-32-discount=0.9,goal-32", given(None, Some(0.9))).is_err()
+        );
     }
 
     #[test]
     fn classes() {
         let e = Variant::expectation().forward_class();
-        let o = Variant::parse("optimistic", None).unwrap().forward_class();
+        let o = parse("optimistic").unwrap().forward_class();
         assert_eq!(e, o);
-        let z = Variant::parse("expectation", Some(0.0))
+        let z = Variant::parse("expectation", given(Some(0.0), None))
             .unwrap()
             .forward_class();
         assert!(z.spawn2 && !z.spawn4);
-        assert_eq!(
-            Variant::parse("goal-64", None)
-                .unwrap()
-                .forward_class()
-                .absorb,
-            Some(6)
-        );
+        assert_eq!(parse("goal-64").unwrap().forward_class().absorb, Some(6));
     }
 }

@@ -4,7 +4,10 @@
 //! moves into afterstates of age `n`. Going down from the largest age, the pass therefore needs
 //! only the state values of ages `n+2` and `n+4` and the afterstates of age `n` (Kaneko &
 //! Yamashita 2025, §3.1): first the afterstate values of age `n` from the spawns (the variant's
-//! rule), then the state values of age `n` as the best reward plus afterstate value.
+//! rule), then the state values of age `n` as the best q-value of a move: reward plus
+//! afterstate value, or for a discounted goal γ times the afterstate value
+//! ([`Variant::q`]). Afterstate values are never discounted: an afterstate holding the goal
+//! is worth 1, so the move that makes the goal is worth γ.
 //!
 //! Several variants of one [`ForwardClass`] are valued in the same pass: the spawn look-ups are
 //! shared and each variant folds them with its own rule. Values of one board do not depend on
@@ -420,10 +423,8 @@ impl<'g> Backward<'g> {
                     };
                     moves += 1;
                     for (vi, (b, var)) in best.iter_mut().zip(&self.variants).enumerate() {
-                        let mut q = values.get(vi);
-                        if var.scored() {
-                            q += f64::from(reward[j][di]);
-                        }
+                        // Reward plus afterstate value, or γ times it (discounted goal).
+                        let q = var.q(reward[j][di], values.get(vi));
                         if q > b.0 {
                             *b = (q, b.0, di as u8);
                         } else if q > b.1 {

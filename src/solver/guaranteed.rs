@@ -97,11 +97,7 @@ fn spawner_min(game: &Game, variant: &Variant, after: u64, starts: &HashMap<u64,
 /// values the spawner may use).
 pub fn guaranteed(game: &Game, p4: f64) -> Result<Guaranteed> {
     let cells = game.cells();
-    let class = Variant {
-        kind: Kind::Guaranteed(2),
-        p4,
-    }
-    .forward_class();
+    let class = Variant::new(Kind::Guaranteed(2), p4).forward_class();
     // Every tile the spawner may put down is forced at once.
     let smallest_spawn = if class.spawn2 { 2 } else { 4 };
     let mut from_empty = smallest_spawn;
@@ -113,10 +109,7 @@ pub fn guaranteed(game: &Game, p4: f64) -> Result<Guaranteed> {
     // No tile above 2^(cells+1) fits on a board of `cells` cells.
     for e in 2..=(cells as u8 + 1).min(15) {
         let t = 1u32 << e;
-        let v = Variant {
-            kind: Kind::Guaranteed(e),
-            p4,
-        };
+        let v = Variant::new(Kind::Guaranteed(e), p4);
         let starts = start_values(game, &v)?;
         let mut any = false;
         for (b, best) in two_tile_starts.iter().zip(per_start.iter_mut()) {

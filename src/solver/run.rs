@@ -19,7 +19,7 @@ use super::forward::{self, AgeLayer, Start};
 use super::output::write_age;
 use super::{Result, SolveError};
 use crate::rules::board;
-use crate::rules::{ForwardClass, Game, Group, Kind, Shape, Variant};
+use crate::rules::{ForwardClass, Game, Group, Kind, Shape, Symmetry, Variant};
 use crate::store::parquet::ages_parquet;
 use crate::store::work::{BackwardProgress, ForwardProgress, WorkDir, WorkMeta};
 use crate::store::{AgeStats, FileEntry, Manifest, Store, StoreError, Timings, LAYOUT_VERSION};
@@ -479,6 +479,7 @@ fn solve_class(
             variant: name.clone(),
             symmetry: group.name().into(),
             p4: v.p4,
+            discount: v.discount,
             threads: rayon::current_num_threads(),
             n_states: ages.iter().map(|a| a.n_states).sum(),
             n_afterstates: ages.iter().map(|a| a.n_afterstates).sum(),
@@ -486,8 +487,9 @@ fn solve_class(
             min_age,
             max_age,
             max_tile,
-            value_two_2_tiles: starts[vi].0,
-            value_initial: starts[vi].1,
+            value_two_2_tiles: starts[vi].two_2_tiles,
+            value_initial: starts[vi].initial,
+            value_initial_distinct: starts[vi].distinct,
             timings: Timings {
                 forward_s: fwd.seconds,
                 backward_s: bwd.seconds,
@@ -546,12 +548,19 @@ fn check_backward(
     Ok(())
 }
 
-/// Per variant: (value from two 2-tiles, value over the real initial distribution).
-fn initial_values(
-    game: &Game,
-    work: &WorkDir,
-    variants: &[Variant],
-) -> Result<Vec<(Option<f64>, Option<f64>)>> {
+/// The values of one variant at the starts.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct StartValues {
+    /// From two 2-tiles, averaged over their placements (none if a 2 never spawns).
+    two_2_tiles: Option<f64>,
+    /// Over the real initial distribution (the worst start for `guaranteed-T`).
+    initial: Option<f64>,
+    /// The unweighted mean over the distinct initial states.
+    distinct: Option<f64>,
+}
+
+/// Per variant, its values at the starts, from the state values of ages 4, 6 and 8.
+fn initial_values(game: &Game, work: &WorkDir, variants: &[Variant]) -> Result<Vec<StartValues>> {
     let k = variants.len();
     let mut levels: BTreeMap<u32, (Vec<u64>, Vec<f64>)> = BTreeMap::new();
     for age in [4u32, 6, 8] {
@@ -571,10 +580,23 @@ fn initial_values(
         let r = ids.binary_search(&game.canon(b)).ok()?;
         Some(vals[r * k + vi])
     };
+    // Distinct initial states: one board per orbit of the full group, whatever group the
+    // solve identifies boards by, so that the mean does not depend on `--symmetry`.
+    let full = Symmetry::new(game.shape(), Group::Full);
+    let distinct_starts = |p4: f64| -> Vec<u64> {
+        let set: BTreeSet<u64> = game
+            .starts(p4)
+            .into_iter()
+            .map(|(b, _)| full.canon(b))
+            .collect();
+        set.into_iter().collect()
+    };
     Ok(variants
         .iter()
         .enumerate()
         .map(|(vi, v)| {
+            // Probabilities are recorded in [0, 1], as they are stored.
+            let clamp = |x: f64| if v.scored() { x } else { x.clamp(0.0, 1.0) };
             let fold = |starts: Vec<(u64, f64)>| -> Option<f64> {
                 if starts.is_empty() {
                     return None;
@@ -588,15 +610,25 @@ fn initial_values(
                     Kind::Guaranteed(_) => vals.iter().map(|x| x.0).fold(f64::INFINITY, f64::min),
                     _ => vals.iter().map(|(x, p)| x * p).sum(),
                 };
-                // Probabilities are recorded in [0, 1], as they are stored.
-                Some(if v.scored() { x } else { x.clamp(0.0, 1.0) })
+                Some(clamp(x))
             };
             let two = if v.p4 < 1.0 {
                 fold(game.starts(0.0))
             } else {
                 None
             };
-            (two, fold(game.starts(v.p4)))
+            let distinct = {
+                let boards = distinct_starts(v.p4);
+                let vals: Option<Vec<f64>> = boards.iter().map(|&b| value(b, vi)).collect();
+                // Summed in the order of the boards' ids: the same bits on every run.
+                vals.filter(|x| !x.is_empty())
+                    .map(|x| clamp(x.iter().sum::<f64>() / x.len() as f64))
+            };
+            StartValues {
+                two_2_tiles: two,
+                initial: fold(game.starts(v.p4)),
+                distinct,
+            }
         })
         .collect())
 }

@@ -4,7 +4,10 @@
 //!
 //! One type for writers and readers; reading is tolerant (a missing field takes its default),
 //! so a report over an older manifest still renders what it can. `layout_version` says which
-//! layout the files follow; a solve of another layout is not reused.
+//! layout the files follow; a solve of another layout is not reused. A field added without a
+//! new layout (`discount`, `value_initial_distinct`) changes no data file: an older manifest
+//! reads as undiscounted, with no distinct-start mean (shown as missing, not as 0, until the
+//! variant is solved again: `solve` reuses a finished solve as it is).
 //!
 //! A manifest vouches for itself too: its last field, `manifest_sha256`, is the SHA-256 of the
 //! file as written with that field's value all zeros, so any byte changed in it is caught
@@ -84,6 +87,9 @@ pub struct Manifest {
     pub variant: String,
     pub symmetry: String,
     pub p4: f64,
+    /// γ of a discounted goal variant, 1 otherwise (and in manifests written before it).
+    #[serde(default = "no_discount")]
+    pub discount: f64,
     pub threads: usize,
     pub n_states: u64,
     pub n_afterstates: u64,
@@ -95,6 +101,11 @@ pub struct Manifest {
     pub value_two_2_tiles: Option<f64>,
     /// Value over the real initial distribution (two spawns on the empty board).
     pub value_initial: Option<f64>,
+    /// Unweighted mean of the values of the distinct initial states (the boards two spawns
+    /// on the empty board can make, each orbit of the board's full symmetry group counted
+    /// once, whatever the solve's `symmetry`): the convention of published tables. Null in
+    /// manifests written before it.
+    pub value_initial_distinct: Option<f64>,
     pub timings: Timings,
     pub peak_rss_bytes: u64,
     /// Per-age figures, ages with states or afterstates only.
@@ -104,6 +115,10 @@ pub struct Manifest {
     /// SHA-256 of this file with this value all zeros (see the module comment); empty in
     /// manifests before layout 3.
     pub manifest_sha256: String,
+}
+
+fn no_discount() -> f64 {
+    1.0
 }
 
 impl Manifest {

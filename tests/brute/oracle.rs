@@ -273,23 +273,58 @@ pub enum Kind {
 pub struct Variant {
     pub kind: Kind,
     pub p4: f64,
+    /// γ: every move multiplies the value by it (goal variants; 1 = no discount).
+    pub discount: f64,
 }
 
 impl Variant {
     pub fn new(kind: Kind) -> Variant {
-        Variant { kind, p4: 0.1 }
+        Variant::with_p4(kind, 0.1)
     }
     pub fn with_p4(kind: Kind, p4: f64) -> Variant {
-        Variant { kind, p4 }
+        Variant {
+            kind,
+            p4,
+            discount: 1.0,
+        }
     }
-    /// The solver's base name, without any `-p4=` suffix.
+    /// A goal `2^t` whose value is E[γ^(moves to make it)].
+    pub fn discounted_goal(t: u8, discount: f64, p4: f64) -> Variant {
+        Variant {
+            kind: Kind::Goal(t),
+            p4,
+            discount,
+        }
+    }
+    /// The solver's base name, without any `-p4=` suffix (with `-discount=γ` if γ ≠ 1).
     pub fn base_name(&self) -> String {
-        match self.kind {
+        let base = match self.kind {
             Kind::Expectation => "expectation".into(),
             Kind::Optimistic => "optimistic".into(),
             Kind::Pessimistic => "pessimistic".into(),
             Kind::Goal(t) => format!("goal-{}", 1u64 << t),
             Kind::Guaranteed(t) => format!("guaranteed-{}", 1u64 << t),
+        };
+        if self.discount == 1.0 {
+            base
+        } else {
+            format!("{base}-discount={}", self.discount)
+        }
+    }
+    /// The solver's full name (`-p4=x` when p4 is not 0.1).
+    pub fn name(&self) -> String {
+        if self.p4 == 0.1 {
+            self.base_name()
+        } else {
+            format!("{}-p4={}", self.base_name(), self.p4)
+        }
+    }
+    /// The value of playing a move that earns `reward` into an afterstate worth `after`.
+    pub fn q(&self, reward: u64, after: f64) -> f64 {
+        match self.kind {
+            Kind::Goal(_) => self.discount * after,
+            Kind::Guaranteed(_) => after,
+            _ => reward as f64 + after,
         }
     }
     pub fn goal(&self) -> Option<u8> {
@@ -581,16 +616,12 @@ impl Oracle {
         out
     }
 
-    /// q-value of move `m` in state `s`: reward (none for goal variants) plus afterstate value;
-    /// `None` for an invalid move.
+    /// q-value of move `m` in state `s`: reward (none for goal variants) plus afterstate value,
+    /// times γ for a discounted goal; `None` for an invalid move.
     pub fn q(&mut self, s: Board, m: usize) -> Option<f64> {
         let (a, reward) = self.rules.apply(s, m)?;
-        let r = if self.variant.goal().is_some() {
-            0.0
-        } else {
-            reward as f64
-        };
-        Some(r + self.after_value(a))
+        let after = self.after_value(a);
+        Some(self.variant.q(reward, after))
     }
 
     pub fn value(&mut self, s: Board) -> f64 {
@@ -680,6 +711,17 @@ impl Oracle {
         let n = boards.len() as f64;
         boards.into_iter().map(|b| self.value(b)).sum::<f64>() / n
     }
+}
+
+/// The distinct initial states: one board per orbit of the full symmetry group.
+pub fn distinct_initial_states(shape: Shape, v: &Variant) -> Vec<Board> {
+    let perms = group_perms(shape, Group::Full);
+    let orbits: std::collections::BTreeSet<Board> = initial_states(shape, v)
+        .into_iter()
+        .filter(|&(_, p)| p > 0.0)
+        .map(|(b, _)| canonical(b, &perms))
+        .collect();
+    orbits.into_iter().collect()
 }
 
 /// Per-age orbit counts under `group` of the reachable boards, by hashing canonical forms.
@@ -797,11 +839,9 @@ impl Solved {
     /// q-values for L, R, U, D of a reached state not at the goal (its afterstates were all
     /// valued by `new`, so this needs no recursion).
     pub fn qs(&self, s: Board) -> [Option<f64>; 4] {
-        let goal = self.oracle.variant.goal().is_some();
         std::array::from_fn(|m| {
             let (a, reward) = self.oracle.rules.apply(s, m)?;
-            let r = if goal { 0.0 } else { reward as f64 };
-            Some(r + self.oracle.after_v[&a])
+            Some(self.oracle.variant.q(reward, self.oracle.after_v[&a]))
         })
     }
 
@@ -821,6 +861,13 @@ impl Solved {
             .into_iter()
             .map(|(b, p)| p * self.value(b))
             .sum()
+    }
+
+    /// Unweighted mean over the distinct initial states (each orbit of the full group once).
+    pub fn value_initial_distinct(&mut self) -> f64 {
+        let boards = distinct_initial_states(self.shape(), &self.oracle.variant);
+        let n = boards.len() as f64;
+        boards.into_iter().map(|b| self.value(b)).sum::<f64>() / n
     }
 
     /// Average over the placements of two 2-tiles (computed even where they are unreachable,
