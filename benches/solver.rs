@@ -8,7 +8,7 @@ mod harness;
 use std::hint::black_box;
 
 use age2048::rules::{Dir, Game, Group, Shape, Variant};
-use age2048::solver::layer::{sort_dedup, RankIndex};
+use age2048::solver::layer::{sort_dedup, ValueTable};
 use age2048::solver::{solve, SolveConfig};
 use age2048::store::Store;
 use harness::{time, Rng};
@@ -39,9 +39,12 @@ fn main() {
             .fold(0u64, |acc, &x| acc ^ game.canon(black_box(x)))
     });
     let ids = sort_dedup(boards(300_000));
-    let index = RankIndex::new(&ids);
-    time("rank index get (300k ids)", 9, bs.len(), || {
-        bs.iter().filter_map(|&x| index.get(black_box(x))).count()
+    let values: Vec<f64> = (0..ids.len()).map(|i| i as f64).collect();
+    let table = ValueTable::new(&ids, &values, 1);
+    time("value table get (300k ids)", 9, bs.len(), || {
+        bs.iter()
+            .filter_map(|&x| table.get(black_box(x)).map(|v| v.get(0)))
+            .count()
     });
     time("2x4 expectation solve, written", 3, 1, || {
         let dir = std::env::temp_dir().join(format!("age2048-bench-{}", std::process::id()));
@@ -51,6 +54,7 @@ fn main() {
             group: Group::Full,
             variants: vec![Variant::expectation()],
             force: true,
+            min_free: 0,
         };
         let m = solve(&Store::new(&dir), &cfg, &|_| {}).unwrap();
         let _ = std::fs::remove_dir_all(&dir);

@@ -600,3 +600,55 @@ fn discounted_goals_on_the_command_line() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).contains(named), "{}", stdout(&o));
 }
+
+#[test]
+fn too_little_free_disk_stops_cleanly_and_the_same_command_resumes() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a");
+    let b = dir.path().join("b");
+    solve(&a, "2x3", &[]);
+    let reference = manifest(&a, "2x3", "expectation");
+    let data = b.to_str().unwrap();
+    let args = |extra: &[&'static str]| {
+        let mut v = vec!["solve", "--board", "2x3", "--data", data, "--quiet"];
+        v.extend_from_slice(extra);
+        v
+    };
+    // No file system has 1000 TiB to spare: the first age does not fit.
+    let o = run(&args(&["--min-free", "1000T"]));
+    assert_clean_error(&o, "not enough free disk for the forward layers of age");
+    assert!(stderr(&o).contains("run the same command again to resume"));
+    assert!(!manifest_path(&b, "2x3", "expectation").exists());
+    // Killed in the backward pass, then short of room at its next age: stops again, exit 2.
+    let ages = reference["ages"].as_array().unwrap().len();
+    assert!(kill_after_ages(&b, "2x3", ages + ages / 2));
+    let before = snapshot_without_manifest(&b);
+    let o = run(&args(&["--min-free", "1000T"]));
+    assert_clean_error(&o, "not enough free disk for age");
+    assert!(!manifest_path(&b, "2x3", "expectation").exists());
+    // Nothing the killed solve had finished was lost or changed: every file is still there
+    // with its bytes (the lock file aside).
+    let after = snapshot_without_manifest(&b);
+    for (path, bytes) in &before {
+        if path.ends_with(".lock") {
+            continue;
+        }
+        let kept = after.iter().find(|(p, _)| p == path);
+        assert_eq!(
+            kept.map(|(_, b)| b),
+            Some(bytes),
+            "{} changed",
+            path.display()
+        );
+    }
+    // With room again the same command resumes and ends with the reference digests.
+    solve(&b, "2x3", &[]);
+    assert_eq!(
+        manifest(&b, "2x3", "expectation")["files"],
+        reference["files"]
+    );
+    assert_eq!(snapshot_without_manifest(&a), snapshot_without_manifest(&b));
+    // A size that is not one is a usage error.
+    let o = run(&args(&["--min-free", "lots"]));
+    assert_clean_error(&o, "--min-free lots: not a size");
+}

@@ -11,7 +11,7 @@ use super::output::say;
 use super::{set_threads, CliError};
 use crate::rules::variant::Given;
 use crate::rules::{Group, Shape, Variant};
-use crate::solver::{solve, Event, SolveConfig};
+use crate::solver::{solve, Event, SolveConfig, DEFAULT_MIN_FREE};
 use crate::store::lock::{lock_writer, Wait};
 use crate::store::verify::{check_variant, Depth};
 use crate::store::{Manifest, Store, StoreError};
@@ -54,6 +54,11 @@ pub struct SolveArgs {
     /// solve is solved again either way.
     #[arg(long)]
     pub verify: bool,
+    /// Disk space to leave free on DIR's file system, e.g. 500M or 20G (default 256M). Before
+    /// each age the solve checks that the age's files fit with this much to spare; if not it
+    /// stops with status 2, and the same command resumes once there is room.
+    #[arg(long, value_name = "SIZE")]
+    pub min_free: Option<String>,
 }
 
 /// A checked `solve` configuration.
@@ -67,6 +72,10 @@ pub fn config(a: &SolveArgs) -> Result<SolveConfig, CliError> {
         group,
         variants,
         force: a.force,
+        min_free: match &a.min_free {
+            Some(t) => parse_size(t)?,
+            None => DEFAULT_MIN_FREE,
+        },
     })
 }
 
@@ -263,4 +272,50 @@ fn summary(m: &Manifest) -> String {
         m.timings.backward_s,
         m.peak_rss_bytes as f64 / 1e6
     )
+}
+
+/// A size as given on the command line: bytes, or a number with K, M, G or T (powers of 1024).
+fn parse_size(text: &str) -> Result<u64, CliError> {
+    let bad = || {
+        CliError::Usage(format!(
+            "--min-free {text}: not a size (bytes, or a number with K, M, G or T, e.g. 500M)"
+        ))
+    };
+    let t = text.trim();
+    let (num, unit) = match t.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => (&t[..i], c.to_ascii_uppercase()),
+        _ => (t, 'B'),
+    };
+    let shift = match unit {
+        'B' => 0,
+        'K' => 10,
+        'M' => 20,
+        'G' => 30,
+        'T' => 40,
+        _ => return Err(bad()),
+    };
+    let x: f64 = num.trim().parse().map_err(|_| bad())?;
+    let bytes = x * (1u64 << shift) as f64;
+    if !(0.0..u64::MAX as f64).contains(&bytes) {
+        return Err(bad()); // negative, too large, or not a number
+    }
+    Ok(bytes as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_size;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("0").unwrap(), 0);
+        assert_eq!(parse_size("4096").unwrap(), 4096);
+        assert_eq!(parse_size("1k").unwrap(), 1024);
+        assert_eq!(parse_size("500M").unwrap(), 500 << 20);
+        assert_eq!(parse_size("1.5G").unwrap(), 3 << 29);
+        assert_eq!(parse_size("2T").unwrap(), 2 << 40);
+        for bad in ["", "G", "-1G", "5X", "1e400", "nanG", "99999999999T"] {
+            assert!(parse_size(bad).is_err(), "{bad}");
+        }
+    }
 }

@@ -19,4 +19,4 @@ pub mod output;
 pub mod run;
 
 pub use error::{Result, SolveError};
-pub use run::{solve, Event, SolveConfig};
+pub use run::{solve, Event, SolveConfig, DEFAULT_MIN_FREE};

@@ -32,7 +32,18 @@ pub struct SolveConfig {
     pub variants: Vec<Variant>,
     /// Solve again even if the data directory already holds a complete solve.
     pub force: bool,
+    /// Bytes to leave free on the data directory's file system: before each age is written,
+    /// the solve checks that its files fit with this much to spare, and stops (resumably)
+    /// otherwise.
+    pub min_free: u64,
 }
+
+/// The default of [`SolveConfig::min_free`]: 256 MiB.
+pub const DEFAULT_MIN_FREE: u64 = 256 << 20;
+
+/// An upper estimate of the bytes one age of the backward pass writes per (after)state and
+/// variant: Parquet (id, value, flags, gap: ≈ 12.5 bytes measured on 3x3) and the index.
+const OUTPUT_BYTES_PER_BOARD: u64 = 24;
 
 /// Progress events, for a progress bar.
 #[derive(Clone, Debug)]
@@ -87,7 +98,13 @@ pub fn solve(
             }
         }
         manifests.extend(solve_class(
-            store, &game, cfg.group, &class, &variants, on_event,
+            store,
+            &game,
+            cfg.group,
+            &class,
+            &variants,
+            cfg.min_free,
+            on_event,
         )?);
     }
     let order = |m: &Manifest| cfg.variants.iter().position(|v| v.name() == m.variant);
@@ -134,6 +151,7 @@ fn solve_class(
     group: Group,
     class: &ForwardClass,
     variants: &[Variant],
+    min_free: u64,
     on_event: &(dyn Fn(Event) + Sync),
 ) -> Result<Vec<Manifest>> {
     let t0 = Instant::now();
@@ -227,6 +245,12 @@ fn solve_class(
             let saver = scope.spawn(move || -> Result<()> {
                 let mut checkpoint = Instant::now();
                 for layer in rx {
+                    let boards = (layer.states.len() + layer.afterstates.len()) as u64;
+                    store.ensure_free(
+                        &format!("the forward layers of age {}", layer.age),
+                        8 * boards + 64,
+                        min_free,
+                    )?;
                     work.save_layers(layer.age, &layer.states, &layer.afterstates)?;
                     progress.ages.push(layer.age);
                     progress.min_age =
@@ -380,6 +404,12 @@ fn solve_class(
                 };
                 for job in rx {
                     let out = &job;
+                    let boards = (out.states.len() + out.afterstates.len()) as u64;
+                    store.ensure_free(
+                        &format!("age {}", out.age),
+                        boards * (OUTPUT_BYTES_PER_BOARD * k as u64 + 8),
+                        min_free,
+                    )?;
                     let written: Vec<(AgeStats, Vec<FileEntry>)> = variants
                         .par_iter()
                         .enumerate()

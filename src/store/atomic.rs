@@ -66,6 +66,8 @@ pub fn free_bytes(dir: &Path) -> Result<u64> {
     }
     // SAFETY: `statvfs` returned 0, so it initialised `st`.
     let st = unsafe { st.assume_init() };
+    // `fsblkcnt_t` and `c_ulong` are 32 bits wide on some targets.
+    #[allow(clippy::useless_conversion)]
     Ok(u64::from(st.f_bavail).saturating_mul(u64::from(st.f_frsize)))
 }
 
