@@ -652,3 +652,44 @@ fn too_little_free_disk_stops_cleanly_and_the_same_command_resumes() {
     let o = run(&args(&["--min-free", "lots"]));
     assert_clean_error(&o, "--min-free lots: not a size");
 }
+
+#[test]
+fn plain_progress_gives_rates_and_the_time_left_from_the_boards_to_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    // Standard error is a pipe here, so the solve writes plain lines.
+    let o = run(&["solve", "--board", "2x3", "--data", data.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    let m = manifest(&data, "2x3", "expectation");
+    let boards = m["n_states"].as_u64().unwrap() + m["n_afterstates"].as_u64().unwrap();
+    let forward: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("forward: age"))
+        .collect();
+    assert!(!forward.is_empty() && forward.iter().all(|l| l.ends_with(" boards/s")));
+    // The backward pass announces every board it will value, then counts them down.
+    let start = format!("down to {}, {boards} boards", m["min_age"]);
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("backward: from age") && l.ends_with(&start)),
+        "no line ending {start:?}: {err}"
+    );
+    let backward: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("backward: age"))
+        .collect();
+    let counted: u64 = backward
+        .iter()
+        .map(|l| {
+            l.split(", ")
+                .nth(1)
+                .unwrap()
+                .trim_end_matches(" boards")
+                .parse::<u64>()
+                .unwrap()
+        })
+        .sum();
+    assert_eq!(counted, boards);
+    assert!(backward.iter().all(|l| l.ends_with(" s left")), "{err}");
+}

@@ -2,6 +2,7 @@
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::sync::Mutex;
 use std::time::Instant;
 
 use clap::Args;
@@ -163,8 +164,17 @@ fn clear_damaged(store: &Store, cfg: &SolveConfig, depth: Depth) -> Result<(), C
 }
 
 /// Progress of a solve: a bar on a terminal, a plain line per finished age otherwise (for
-/// logs, and for tests that act at a given age), nothing with `--quiet`.
-enum Progress {
+/// logs, and for tests that act at a given age), nothing with `--quiet`; each with the pass's
+/// rate in boards (states and afterstates) per second, and the backward pass's time left from
+/// the boards still to value (ages differ in size by orders of magnitude, so counting ages
+/// would mislead).
+struct Progress {
+    mode: Mode,
+    /// The current pass: when it started, boards done, boards in all (0 if unknown).
+    pass: Mutex<(Instant, u64, u64)>,
+}
+
+enum Mode {
     Bar(ProgressBar),
     Plain,
     Quiet,
@@ -172,82 +182,115 @@ enum Progress {
 
 impl Progress {
     fn new(quiet: bool) -> Progress {
-        if quiet {
-            Progress::Quiet
+        let mode = if quiet {
+            Mode::Quiet
         } else if std::io::stderr().is_terminal() {
             let bar = ProgressBar::new_spinner();
             bar.set_style(
                 ProgressStyle::with_template("{spinner} {elapsed_precise} {msg}")
                     .expect("valid template"),
             );
-            Progress::Bar(bar)
+            Mode::Bar(bar)
         } else {
-            Progress::Plain
+            Mode::Plain
+        };
+        Progress {
+            mode,
+            pass: Mutex::new((Instant::now(), 0, 0)),
         }
     }
 
+    /// Counts `boards` more done in the pass; returns the pass's rate and, if its total is
+    /// known, the seconds left at that rate.
+    fn advance(&self, boards: u64) -> (String, Option<f64>) {
+        let mut p = self.pass.lock().unwrap_or_else(|e| e.into_inner());
+        p.1 += boards;
+        let secs = p.0.elapsed().as_secs_f64();
+        let per_s = if secs > 0.0 { p.1 as f64 / secs } else { 0.0 };
+        let left = (p.2 > 0 && per_s > 0.0).then(|| p.2.saturating_sub(p.1) as f64 / per_s);
+        let rate = if per_s >= 1e6 {
+            format!("{:.2} M boards/s", per_s / 1e6)
+        } else {
+            format!("{:.1} k boards/s", per_s / 1e3)
+        };
+        (rate, left)
+    }
+
     fn event(&self, shape: Shape, e: Event) {
-        match (self, e) {
-            // Damage is told even with --quiet: it explains a solve that takes longer.
-            (Progress::Bar(bar), Event::Damaged { problem, redo }) => {
-                bar.println(format!("work file damaged: {problem}: {redo}"))
+        match e {
+            Event::Damaged { problem, redo } => {
+                // Damage is told even with --quiet: it explains a solve that takes longer.
+                let line = format!("work file damaged: {problem}: {redo}");
+                match &self.mode {
+                    Mode::Bar(bar) => bar.println(line),
+                    _ => say(&line),
+                }
             }
-            (_, Event::Damaged { problem, redo }) => {
-                say(&format!("work file damaged: {problem}: {redo}"))
-            }
-            (Progress::Quiet, _) => {}
-            (
-                Progress::Plain,
-                Event::Forward {
-                    age,
-                    states,
-                    afterstates,
-                },
-            ) => say(&format!(
-                "forward: age {age}, {states} states, {afterstates} afterstates"
-            )),
-            (Progress::Plain, Event::Backward { age }) => say(&format!("backward: age {age}")),
-            (Progress::Plain, Event::BackwardStart { top, min_age }) => {
-                say(&format!("backward: from age {top} down to {min_age}"))
-            }
-            (Progress::Plain, Event::Resumed { pass, age }) => {
-                say(&format!("resuming the {pass} pass after age {age}"))
-            }
-            (
-                Progress::Bar(bar),
-                Event::Forward {
-                    age,
-                    states,
-                    afterstates,
-                },
-            ) => {
-                bar.set_message(format!(
-                    "{shape} forward: age {age}, {states} states, {afterstates} afterstates"
-                ));
-                bar.tick();
-            }
-            (Progress::Bar(bar), Event::BackwardStart { top, min_age }) => {
-                bar.set_style(
-                    ProgressStyle::with_template(
-                        "{bar:40} {pos}/{len} ages {elapsed_precise} eta {eta} {msg}",
-                    )
-                    .expect("valid template"),
+            _ if matches!(self.mode, Mode::Quiet) => {}
+            Event::Forward {
+                age,
+                states,
+                afterstates,
+            } => {
+                let (rate, _) = self.advance((states + afterstates) as u64);
+                let line = format!(
+                    "forward: age {age}, {states} states, {afterstates} afterstates, {rate}"
                 );
-                bar.set_length(u64::from((top - min_age) / 2 + 1));
-                bar.set_position(0);
+                match &self.mode {
+                    Mode::Bar(bar) => {
+                        bar.set_message(format!("{shape} {line}"));
+                        bar.tick();
+                    }
+                    _ => say(&line),
+                }
             }
-            (Progress::Bar(bar), Event::Backward { age }) => {
-                bar.set_message(format!("{shape} backward: age {age}"));
-                bar.inc(1);
+            Event::BackwardStart {
+                top,
+                min_age,
+                boards,
+            } => {
+                *self.pass.lock().unwrap_or_else(|e| e.into_inner()) = (Instant::now(), 0, boards);
+                match &self.mode {
+                    Mode::Bar(bar) => {
+                        bar.set_style(
+                            ProgressStyle::with_template(
+                                "{bar:40} {percent:>3}% {elapsed_precise} eta {eta} {msg}",
+                            )
+                            .expect("valid template"),
+                        );
+                        bar.set_length(boards.max(1));
+                        bar.set_position(0);
+                    }
+                    _ => say(&format!(
+                        "backward: from age {top} down to {min_age}, {boards} boards"
+                    )),
+                }
             }
-            (Progress::Bar(bar), Event::Resumed { pass, age }) => {
-                bar.println(format!("resuming the {pass} pass after age {age}"));
+            Event::Backward { age, boards } => {
+                let (rate, left) = self.advance(boards);
+                match &self.mode {
+                    Mode::Bar(bar) => {
+                        bar.set_message(format!("{shape} backward: age {age}, {rate}"));
+                        bar.inc(boards);
+                    }
+                    _ => say(&format!(
+                        "backward: age {age}, {boards} boards, {rate}{}",
+                        left.map_or(String::new(), |s| format!(", {s:.0} s left"))
+                    )),
+                }
+            }
+            Event::Resumed { pass, age } => {
+                let line = format!("resuming the {pass} pass after age {age}");
+                match &self.mode {
+                    Mode::Bar(bar) => bar.println(line),
+                    _ => say(&line),
+                }
             }
         }
     }
 
     fn finish(&self) {
-        if let Progress::Bar(bar) = self {
+        if let Mode::Bar(bar) = &self.mode {
             bar.finish_and_clear();
         }
     }

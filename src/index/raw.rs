@@ -34,7 +34,9 @@ use super::{corrupted, invalid, IndexError};
 pub(crate) const MAGIC: &[u8; 8] = b"A2048IDX";
 const FORMAT_VERSION: u32 = 1;
 pub(crate) const HEADER_LEN: usize = 176;
-const MAX_VARIANT_LEN: usize = 64;
+/// The longest variant name a header holds, in bytes (`Variant::parse` refuses longer names,
+/// so a solve never gets as far as writing one).
+pub const MAX_VARIANT_LEN: usize = 64;
 pub(crate) const CRC_AT: usize = 168;
 
 mod off {

@@ -37,6 +37,12 @@ pub enum VariantError {
     },
     #[error("variant '{name}' gives its {what} twice")]
     Repeated { name: String, what: &'static str },
+    #[error("variant name '{name}' is {len} bytes, at most {max} are stored (give p4 or the discount with fewer digits)")]
+    NameTooLong {
+        name: String,
+        len: usize,
+        max: usize,
+    },
     #[error("variant '{0}' is listed twice")]
     Duplicate(String),
 }

@@ -30,6 +30,11 @@ use super::error::VariantError;
 /// The probability of a 4 in the real game.
 pub const DEFAULT_P4: f64 = 0.1;
 
+/// The longest variant name, in bytes: the age indexes store the name in a fixed 64-byte field
+/// (`crate::index::raw::MAX_VARIANT_LEN`), so a longer one (a p4 or γ with many digits) is
+/// refused when parsed rather than when the first index is written.
+pub const MAX_NAME_LEN: usize = 64;
+
 /// No discount: moves cost nothing (every variant but a discounted goal).
 pub const NO_DISCOUNT: f64 = 1.0;
 
@@ -149,7 +154,16 @@ impl Variant {
                 discount: discount.to_string(),
             });
         }
-        Ok(Variant { kind, p4, discount })
+        let v = Variant { kind, p4, discount };
+        let len = v.name().len();
+        if len > MAX_NAME_LEN {
+            return Err(VariantError::NameTooLong {
+                name: v.name(),
+                len,
+                max: MAX_NAME_LEN,
+            });
+        }
+        Ok(v)
     }
 
     /// Parses a comma-separated list; names must be distinct.
@@ -421,6 +435,26 @@ mod tests {
         let d = parse("goal-32-discount=0.5").unwrap();
         assert_eq!(d.q(8, 0.25), 0.125);
         assert_eq!(d.q(0, 1.0), 0.5);
+    }
+
+    #[test]
+    fn names_too_long_for_an_index_are_refused_when_parsed() {
+        // Regression: a p4 or γ with many digits made a name longer than the index header
+        // holds, and the solve failed only when writing its first index.
+        assert_eq!(MAX_NAME_LEN, crate::index::raw::MAX_VARIANT_LEN);
+        let long = Variant::parse(
+            "goal-2048",
+            Given {
+                p4: Some(1e-30),
+                discount: Some(0.123456789012345),
+            },
+        );
+        assert!(
+            matches!(long, Err(VariantError::NameTooLong { .. })),
+            "{long:?}"
+        );
+        let ok = Variant::parse("goal-2048-discount=0.95-p4=0.2", Given::default()).unwrap();
+        assert!(ok.name().len() <= MAX_NAME_LEN);
     }
 
     #[test]

@@ -54,10 +54,11 @@ pub enum Event {
         states: usize,
         afterstates: usize,
     },
-    /// The backward pass starts at `top` and will go down to `min_age`.
-    BackwardStart { top: u32, min_age: u32 },
-    /// The backward pass finished (and stored) an age.
-    Backward { age: u32 },
+    /// The backward pass starts at `top` and will go down to `min_age`, valuing `boards`
+    /// states and afterstates in all.
+    BackwardStart { top: u32, min_age: u32, boards: u64 },
+    /// The backward pass finished (and stored) an age of `boards` states and afterstates.
+    Backward { age: u32, boards: u64 },
     /// Resumed after a finished age.
     Resumed { pass: &'static str, age: u32 },
     /// A work file was missing or damaged: `redo` says what is done again.
@@ -358,7 +359,14 @@ fn solve_class(
             }
             None => (max_age, None),
         };
-        on_event(Event::BackwardStart { top, min_age });
+        on_event(Event::BackwardStart {
+            top,
+            min_age,
+            boards: (min_age..=top)
+                .step_by(2)
+                .map(|a| work.layer_boards(a))
+                .sum(),
+        });
         // Writing an age (Parquet, index, digests) runs on its own thread while the pass
         // values the next age; the age's record is written only after its files.
         let (tx, rx) = std::sync::mpsc::sync_channel::<AgeOutput>(2);
@@ -435,7 +443,10 @@ fn solve_class(
                         pending = false;
                         checkpoint = Instant::now();
                     }
-                    on_event(Event::Backward { age: job.age });
+                    on_event(Event::Backward {
+                        age: job.age,
+                        boards: (job.states.len() + job.afterstates.len()) as u64,
+                    });
                 }
                 if pending {
                     record(bwd, &mut values_kept, &mut recent)?;

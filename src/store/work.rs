@@ -160,6 +160,13 @@ impl WorkDir {
         Ok((words, afterstates))
     }
 
+    /// Boards (states and afterstates) in the layer file of an age, from its size alone (0 if
+    /// it has none): for progress, not to be trusted as data.
+    pub fn layer_boards(&self, age: u32) -> u64 {
+        fs::metadata(self.layer_path(age))
+            .map_or(0, |m| (m.len().saturating_sub(24) / 8).saturating_sub(1))
+    }
+
     /// Ages with a layer file, ascending.
     pub fn layer_ages(&self) -> Vec<u32> {
         ages_in(&self.dir.join("layers"), ".ids")
