@@ -170,8 +170,25 @@ fn clear_damaged(store: &Store, cfg: &SolveConfig, depth: Depth) -> Result<(), C
 /// would mislead).
 struct Progress {
     mode: Mode,
-    /// The current pass: when it started, boards done, boards in all (0 if unknown).
-    pass: Mutex<(Instant, u64, u64)>,
+    pass: Mutex<Pass>,
+}
+
+/// The pass under way.
+struct Pass {
+    started: Instant,
+    done: u64,
+    /// Boards in all (0 if unknown: the forward pass finds them as it goes).
+    total: u64,
+}
+
+impl Pass {
+    fn new(total: u64) -> Pass {
+        Pass {
+            started: Instant::now(),
+            done: 0,
+            total,
+        }
+    }
 }
 
 enum Mode {
@@ -196,7 +213,7 @@ impl Progress {
         };
         Progress {
             mode,
-            pass: Mutex::new((Instant::now(), 0, 0)),
+            pass: Mutex::new(Pass::new(0)),
         }
     }
 
@@ -204,10 +221,15 @@ impl Progress {
     /// known, the seconds left at that rate.
     fn advance(&self, boards: u64) -> (String, Option<f64>) {
         let mut p = self.pass.lock().unwrap_or_else(|e| e.into_inner());
-        p.1 += boards;
-        let secs = p.0.elapsed().as_secs_f64();
-        let per_s = if secs > 0.0 { p.1 as f64 / secs } else { 0.0 };
-        let left = (p.2 > 0 && per_s > 0.0).then(|| p.2.saturating_sub(p.1) as f64 / per_s);
+        p.done += boards;
+        let secs = p.started.elapsed().as_secs_f64();
+        let per_s = if secs > 0.0 {
+            p.done as f64 / secs
+        } else {
+            0.0
+        };
+        let left =
+            (p.total > 0 && per_s > 0.0).then(|| p.total.saturating_sub(p.done) as f64 / per_s);
         let rate = if per_s >= 1e6 {
             format!("{:.2} M boards/s", per_s / 1e6)
         } else {
@@ -249,7 +271,7 @@ impl Progress {
                 min_age,
                 boards,
             } => {
-                *self.pass.lock().unwrap_or_else(|e| e.into_inner()) = (Instant::now(), 0, boards);
+                *self.pass.lock().unwrap_or_else(|e| e.into_inner()) = Pass::new(boards);
                 match &self.mode {
                     Mode::Bar(bar) => {
                         bar.set_style(
