@@ -205,6 +205,9 @@ pub fn is_layer(ids: &[u64]) -> bool {
 
 const EMPTY: u64 = u64::MAX;
 
+/// How many ids ahead [`ValueTable::new`] prefetches the slot of.
+const BUILD_AHEAD: usize = 16;
+
 /// Maps the ids of one layer to their values (`k` per id, one per variant), one cache line a
 /// lookup.
 ///
@@ -239,6 +242,11 @@ impl ValueTable {
         let shift = 64 - bits;
         for (rank, &id) in ids.iter().enumerate() {
             debug_assert_ne!(id, EMPTY);
+            // The ids are sorted, their slots scattered: ask for the slot of an id a few
+            // places ahead, so that its cache miss overlaps the inserts in between.
+            if let Some(&ahead) = ids.get(rank + BUILD_AHEAD) {
+                prefetch(&words[hash(ahead, shift) * stride]);
+            }
             let mut h = hash(id, shift);
             while words[h * stride] != EMPTY {
                 h = (h + 1) & mask;
