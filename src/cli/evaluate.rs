@@ -124,7 +124,7 @@ fn write_summary(ev: &LogEvaluation, format: Format, out: &mut dyn Write) -> io:
             )?;
         }
         Format::Table => {
-            let unit = if ev.scored { "points" } else { "probability" };
+            let unit = ev.unit;
             writeln!(
                 out,
                 "board {}, variant {}: {} moves in {} games{}",

@@ -245,6 +245,8 @@ pub struct LogEvaluation {
     pub variant: String,
     /// Whether q-values are points (false for goal and guaranteed variants: probabilities).
     pub scored: bool,
+    /// What q-values and regrets are measured in ([`crate::rules::Variant::unit`]).
+    pub unit: &'static str,
     pub moves: Vec<MoveRow>,
     pub games: Vec<GameRow>,
     pub ages: Vec<AgeRegret>,
@@ -410,6 +412,7 @@ pub fn evaluate_log(tb: &Tablebase, log: &[LogMove], name: &str) -> Result<LogEv
         board: shape.to_string(),
         variant: variant.name(),
         scored: variant.scored(),
+        unit: variant.unit(),
         moves,
         games,
         ages: ages.into_values().collect(),

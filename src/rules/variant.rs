@@ -216,6 +216,17 @@ impl Variant {
         !matches!(self.kind, Kind::Goal(_) | Kind::Guaranteed(_))
     }
 
+    /// What a value (and a regret) of this variant is measured in, for people.
+    pub fn unit(&self) -> &'static str {
+        if self.scored() {
+            "points"
+        } else if self.discounted() {
+            "expected discount"
+        } else {
+            "probability"
+        }
+    }
+
     /// A goal variant with a discount below 1.
     pub fn discounted(&self) -> bool {
         self.discount != NO_DISCOUNT
@@ -435,6 +446,18 @@ mod tests {
         let d = parse("goal-32-discount=0.5").unwrap();
         assert_eq!(d.q(8, 0.25), 0.125);
         assert_eq!(d.q(0, 1.0), 0.5);
+    }
+
+    #[test]
+    fn units_of_values() {
+        // Regression: `evaluate` called a discounted goal's regrets probabilities.
+        assert_eq!(parse("expectation").unwrap().unit(), "points");
+        assert_eq!(parse("goal-64").unwrap().unit(), "probability");
+        assert_eq!(parse("guaranteed-16").unwrap().unit(), "probability");
+        assert_eq!(
+            parse("goal-64-discount=0.9").unwrap().unit(),
+            "expected discount"
+        );
     }
 
     #[test]

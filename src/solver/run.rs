@@ -41,10 +41,6 @@ pub struct SolveConfig {
 /// The default of [`SolveConfig::min_free`]: 256 MiB.
 pub const DEFAULT_MIN_FREE: u64 = 256 << 20;
 
-/// An upper estimate of the bytes one age of the backward pass writes per (after)state and
-/// variant: Parquet (id, value, flags, gap: ≈ 12.5 bytes measured on 3x3) and the index.
-const OUTPUT_BYTES_PER_BOARD: u64 = 24;
-
 /// Progress events, for a progress bar.
 #[derive(Clone, Debug)]
 pub enum Event {
@@ -249,7 +245,7 @@ fn solve_class(
                     let boards = (layer.states.len() + layer.afterstates.len()) as u64;
                     store.ensure_free(
                         &format!("the forward layers of age {}", layer.age),
-                        8 * boards + 64,
+                        WorkDir::layer_bytes(boards),
                         min_free,
                     )?;
                     work.save_layers(layer.age, &layer.states, &layer.afterstates)?;
@@ -415,7 +411,7 @@ fn solve_class(
                     let boards = (out.states.len() + out.afterstates.len()) as u64;
                     store.ensure_free(
                         &format!("age {}", out.age),
-                        boards * (OUTPUT_BYTES_PER_BOARD * k as u64 + 8),
+                        Store::age_bytes_estimate(boards, k),
                         min_free,
                     )?;
                     let written: Vec<(AgeStats, Vec<FileEntry>)> = variants

@@ -141,6 +141,13 @@ impl Store {
         }
     }
 
+    /// An upper estimate of the bytes one age of `boards` states and afterstates takes on disk,
+    /// for `variants` variants: per board and variant its Parquet rows (≈ 12.5 bytes measured on
+    /// 3x3) and index entry, with room to spare, and the state values a resume keeps (8 bytes).
+    pub fn age_bytes_estimate(boards: u64, variants: usize) -> u64 {
+        boards.saturating_mul(24 * variants as u64 + 8)
+    }
+
     /// Checks that the data directory's file system has room for `need` bytes of `what`
     /// plus `reserve` bytes left over, before anything of it is written.
     pub fn ensure_free(&self, what: &str, need: u64, reserve: u64) -> Result<()> {

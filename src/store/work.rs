@@ -163,8 +163,14 @@ impl WorkDir {
     /// Boards (states and afterstates) in the layer file of an age, from its size alone (0 if
     /// it has none): for progress, not to be trusted as data.
     pub fn layer_boards(&self, age: u32) -> u64 {
-        fs::metadata(self.layer_path(age))
-            .map_or(0, |m| (m.len().saturating_sub(24) / 8).saturating_sub(1))
+        fs::metadata(self.layer_path(age)).map_or(0, |m| {
+            (m.len().saturating_sub(ENVELOPE_BYTES) / 8).saturating_sub(1)
+        })
+    }
+
+    /// Bytes of the layer file of an age of `boards` states and afterstates.
+    pub fn layer_bytes(boards: u64) -> u64 {
+        ENVELOPE_BYTES + 8 * (1 + boards)
     }
 
     /// Ages with a layer file, ascending.
@@ -241,9 +247,12 @@ pub fn write_words(path: &Path, words: &[u64]) -> Result<()> {
     super::atomic::write_batched(path, &envelope(WORK_MAGIC, words.len() as u64, &body)).map(|_| ())
 }
 
+/// Bytes of an envelope before its body: magic, count, CRC.
+const ENVELOPE_BYTES: u64 = 24;
+
 /// `magic`, `count`, the CRC32 of `body`, then `body`.
 fn envelope(magic: &[u8; 8], count: u64, body: &[u8]) -> Vec<u8> {
-    let mut bytes = Vec::with_capacity(24 + body.len());
+    let mut bytes = Vec::with_capacity(ENVELOPE_BYTES as usize + body.len());
     bytes.extend_from_slice(magic);
     bytes.extend_from_slice(&count.to_le_bytes());
     bytes.extend_from_slice(&u64::from(crc32fast::hash(body)).to_le_bytes());
