@@ -19,7 +19,11 @@ export CARGO_TARGET_DIR ?= $(HOME)/.cache/age2048/target
 # DuckDB arrives as its official prebuilt library (fetched once, pinned by SHA-256; see
 # scripts/duckdb.sh); where none fits this OS/CPU the build compiles it (feature `bundled`).
 DUCKDB_ROOT ?= $(HOME)/.cache/age2048/duckdb
-export DUCKDB_LIB_DIR ?= $(shell scripts/duckdb.sh $(DUCKDB_ROOT))
+# Evaluated once (`:=`): the script fetches, or says once why it cannot.
+ifeq ($(origin DUCKDB_LIB_DIR),undefined)
+DUCKDB_LIB_DIR := $(shell scripts/duckdb.sh $(DUCKDB_ROOT))
+endif
+export DUCKDB_LIB_DIR
 ifeq ($(strip $(DUCKDB_LIB_DIR)),)
 FEATURES ?= --features bundled
 endif

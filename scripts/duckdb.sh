@@ -33,8 +33,10 @@ fetch() {
   if command -v curl >/dev/null; then curl -fsSL --retry 3 -o "$tmp/$PACKAGE" "$URL"
   else wget -q -O "$tmp/$PACKAGE" "$URL"; fi
 }
-if ! fetch; then
-  echo "duckdb: cannot download $URL: compiling DuckDB ${VERSION} from source instead (or set DUCKDB_LIB_DIR to a libduckdb ${VERSION})" >&2
+# One line whatever happens: the downloader's own message goes into ours.
+if ! fetch 2>"$tmp/fetch.err"; then
+  why=$(tr -s '\n' ' ' < "$tmp/fetch.err" | cut -c1-160)
+  echo "duckdb: cannot download $URL (${why% }): compiling DuckDB ${VERSION} from source instead (or set DUCKDB_LIB_DIR to a libduckdb ${VERSION})" >&2
   exit 0
 fi
 got=$(sha256sum "$tmp/$PACKAGE" | cut -d' ' -f1)

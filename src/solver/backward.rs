@@ -15,7 +15,6 @@
 //! reproducible bit for bit.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 
 use rayon::prelude::*;
 
@@ -67,32 +66,27 @@ impl Default for StateRec {
     }
 }
 
-/// A layer of states with its values, kept while younger ages need it.
+/// A layer of states with its values, kept while younger ages need it: only its
+/// [`ValueTable`] (ids and values in one slot each), the ids and values as vectors go to the
+/// writer or are dropped.
 pub struct Level {
     pub age: u32,
-    /// Shared with the age's output, which the writer stores meanwhile (no copy).
-    pub ids: Arc<Vec<u64>>,
     /// The values by id, for the look-ups of younger ages.
     table: ValueTable,
-    /// `values[i * k + v]`: value of state `i` under variant `v`.
-    pub values: Vec<f64>,
 }
 
 impl Level {
     /// The level of `ids` with `values[i * k + v]` (`k` variants).
-    pub fn new(age: u32, ids: Vec<u64>, values: Vec<f64>) -> Level {
+    pub fn new(age: u32, ids: &[u64], values: &[f64]) -> Level {
         let k = values.len().checked_div(ids.len()).unwrap_or(0);
         debug_assert_eq!(values.len(), ids.len() * k);
-        let table = ValueTable::new(&ids, &values, k);
         Level {
             age,
-            ids: Arc::new(ids),
-            table,
-            values,
+            table: ValueTable::new(ids, values, k),
         }
     }
     fn empty(age: u32) -> Level {
-        Level::new(age, Vec::new(), Vec::new())
+        Level::new(age, &[], &[])
     }
 }
 
@@ -100,7 +94,7 @@ impl Level {
 /// over (not copied) to whoever stores it.
 pub struct AgeOutput {
     pub age: u32,
-    pub states: Arc<Vec<u64>>,
+    pub states: Vec<u64>,
     pub afterstates: Vec<u64>,
     /// `state_recs[i * k + v]`.
     pub state_recs: Vec<StateRec>,
@@ -147,7 +141,7 @@ impl<'g> Backward<'g> {
         min_age: u32,
         next: Option<(Level, Level)>,
         mut load: impl FnMut(u32) -> Result<(Vec<u64>, Vec<u64>)>,
-        mut sink: impl FnMut(AgeOutput, &Level) -> Result<()>,
+        mut sink: impl FnMut(AgeOutput) -> Result<()>,
     ) -> Result<()> {
         let (mut next2, mut next4) =
             next.unwrap_or_else(|| (Level::empty(top + 2), Level::empty(top + 4)));
@@ -160,17 +154,15 @@ impl<'g> Backward<'g> {
             let after_table = ValueTable::new(&afterstates, &after_values, self.k());
             let recs = self.state_records(age, &states, &after_table)?;
             let values: Vec<f64> = recs.iter().map(|r| r.value).collect();
-            let level = Level::new(age, states, values);
-            sink(
-                AgeOutput {
-                    age,
-                    states: level.ids.clone(),
-                    afterstates,
-                    state_recs: recs,
-                    after_values,
-                },
-                &level,
-            )?;
+            let level = Level::new(age, &states, &values);
+            drop(values);
+            sink(AgeOutput {
+                age,
+                states,
+                afterstates,
+                state_recs: recs,
+                after_values,
+            })?;
             next4 = std::mem::replace(&mut next2, level);
             if age < 2 {
                 break;

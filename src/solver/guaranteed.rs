@@ -12,7 +12,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::backward::{AgeOutput, Backward, Level};
+use super::backward::{AgeOutput, Backward};
 use super::forward::{self, absorbed, AgeLayer, Start};
 use super::Result;
 use crate::rules::board;
@@ -43,9 +43,15 @@ pub fn start_values(game: &Game, variant: &Variant) -> Result<HashMap<u64, f64>>
         min_age,
         None,
         |age| Ok(layers.remove(&age).unwrap_or_default()),
-        |o: AgeOutput, level: &Level| {
+        |o: AgeOutput| {
             if o.age <= 8 {
-                out.extend(level.ids.iter().copied().zip(level.values.iter().copied()));
+                // One variant: record i is state i's.
+                out.extend(
+                    o.states
+                        .iter()
+                        .copied()
+                        .zip(o.state_recs.iter().map(|r| r.value)),
+                );
             }
             Ok(())
         },

@@ -6,11 +6,13 @@
 //! - [`backward`]: the backward pass, by decreasing age (ages n, n+2, n+4 kept);
 //! - [`output`]: one finished age as files (Parquet, index) and per-age figures;
 //! - [`run`]: the orchestration of one solve, resumable after any finished age;
+//! - [`checkpoint`]: finished ages made durable on a thread of their own;
 //! - [`guaranteed`]: the largest tile a player can force, from small in-memory solves.
 //!
 //! The passes do no I/O; [`run`] reaches the disk only through the store.
 
 pub mod backward;
+mod checkpoint;
 mod error;
 pub mod forward;
 pub mod guaranteed;

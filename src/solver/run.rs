@@ -15,6 +15,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::backward::{AgeOutput, Backward, Level};
+use super::checkpoint::Checkpointer;
 use super::forward::{self, AgeLayer, Start};
 use super::output::write_age;
 use super::{Result, SolveError};
@@ -240,34 +241,42 @@ fn solve_class(
         let work = &work;
         let (last, saved) = std::thread::scope(|scope| {
             let saver = scope.spawn(move || -> Result<()> {
-                let mut checkpoint = Instant::now();
-                for layer in rx {
-                    let boards = (layer.states.len() + layer.afterstates.len()) as u64;
-                    store.ensure_free(
-                        &format!("the forward layers of age {}", layer.age),
-                        WorkDir::layer_bytes(boards),
-                        min_free,
-                    )?;
-                    work.save_layers(layer.age, &layer.states, &layer.afterstates)?;
-                    progress.ages.push(layer.age);
-                    progress.min_age =
-                        Some(progress.min_age.map_or(layer.age, |m| m.min(layer.age)));
-                    progress.done_age = Some(layer.age);
-                    if checkpoint.elapsed() >= CHECKPOINT {
-                        // The layers so far reach the disk before the progress that vouches
-                        // for them.
-                        progress.seconds = base_seconds + t.elapsed().as_secs_f64();
+                std::thread::scope(|inner| -> Result<()> {
+                    // The layers so far reach the disk before the progress that vouches for
+                    // them, on the checkpoint thread while this one saves the next ages.
+                    let mut cp = Checkpointer::start(inner, |snapshot: ForwardProgress| {
                         store.sync()?;
-                        work.write_json("forward.json", &*progress)?;
-                        checkpoint = Instant::now();
-                    }
-                    on_event(Event::Forward {
-                        age: layer.age,
-                        states: layer.states.len(),
-                        afterstates: layer.afterstates.len(),
+                        Ok(work.write_json("forward.json", &snapshot)?)
                     });
-                }
-                Ok(())
+                    let mut checkpoint = Instant::now();
+                    for layer in rx {
+                        let boards = (layer.states.len() + layer.afterstates.len()) as u64;
+                        store.ensure_free(
+                            &format!("the forward layers of age {}", layer.age),
+                            WorkDir::layer_bytes(boards),
+                            min_free,
+                        )?;
+                        work.save_layers(layer.age, &layer.states, &layer.afterstates)?;
+                        progress.ages.push(layer.age);
+                        progress.min_age =
+                            Some(progress.min_age.map_or(layer.age, |m| m.min(layer.age)));
+                        progress.done_age = Some(layer.age);
+                        if checkpoint.elapsed() >= CHECKPOINT && cp.idle() {
+                            progress.seconds = base_seconds + t.elapsed().as_secs_f64();
+                            if !cp.submit(progress.clone()) {
+                                break;
+                            }
+                            checkpoint = Instant::now();
+                        }
+                        on_event(Event::Forward {
+                            age: layer.age,
+                            states: layer.states.len(),
+                            afterstates: layer.afterstates.len(),
+                        });
+                    }
+                    // The last checkpoint ends before the caller records the pass as done.
+                    cp.finish()
+                })
             });
             let last = forward::run(game, class, start, |layer: AgeLayer| {
                 tx.send(layer)
@@ -349,7 +358,7 @@ fn solve_class(
                         )
                         .into());
                     }
-                    Ok(Level::new(age, ids, values))
+                    Ok(Level::new(age, &ids, &values))
                 };
                 (done - 2, Some((level(done)?, level(done + 2)?)))
             }
@@ -370,91 +379,105 @@ fn solve_class(
         let work = &work;
         let (run, written) = std::thread::scope(|scope| {
             let writer = scope.spawn(|| -> Result<()> {
-                let mut checkpoint = Instant::now();
-                // Ages whose state values are on disk and not yet known to be unneeded.
-                let mut values_kept: BTreeSet<u32> = BTreeSet::new();
-                // The state values of the last two finished ages, not yet on disk: a resume
-                // needs them only for the ages a checkpoint records, so they are written then
-                // (values of other ages never reach the disk).
-                let mut recent: Vec<(u32, Vec<f64>)> = Vec::new();
-                let mut pending = false;
-                let record = |bwd: &mut BackwardProgress,
-                              values_kept: &mut BTreeSet<u32>,
-                              recent: &mut Vec<(u32, Vec<f64>)>|
-                 -> Result<()> {
-                    for (age, values) in recent.drain(..) {
-                        work.save_values(age, &values)?;
-                        values_kept.insert(age);
-                    }
-                    // Everything written so far reaches the disk, then the progress that
-                    // vouches for it; only then may values older ages no longer need go.
-                    store.sync()?;
-                    bwd.seconds = base_seconds + t.elapsed().as_secs_f64();
-                    work.write_json("backward.json", bwd)?;
-                    if let Some(done) = bwd.done_age {
-                        // Resuming needs the values of the last two finished ages; the
-                        // starting ages (≤ 8) are kept for the values at the initial states.
-                        let stale: Vec<u32> = values_kept
-                            .iter()
-                            .copied()
-                            .filter(|&a| a > done + 2 && a > 8)
-                            .collect();
-                        for a in stale {
-                            work.remove_values(a)?;
-                            values_kept.remove(&a);
+                std::thread::scope(|inner| -> Result<()> {
+                    // Ages above 8 whose state values are on disk and not yet known to be
+                    // unneeded (the checkpoint thread's own).
+                    let mut values_kept: BTreeSet<u32> = BTreeSet::new();
+                    // A checkpoint: the state values it was handed, then everything written so
+                    // far reaches the disk, then the progress that vouches for it; only then may
+                    // values older ages no longer need go. It runs on its own thread while this
+                    // one writes the next ages.
+                    let mut cp =
+                            Checkpointer::start(
+                                inner,
+                                move |(snapshot, recent): (
+                                    BackwardProgress,
+                                    Vec<(u32, Vec<f64>)>,
+                                )|
+                                      -> Result<()> {
+                                    for (age, values) in recent {
+                                        work.save_values(age, &values)?;
+                                        values_kept.insert(age);
+                                    }
+                                    store.sync()?;
+                                    work.write_json("backward.json", &snapshot)?;
+                                    if let Some(done) = snapshot.done_age {
+                                        // Resuming needs the values of the last two finished ages; the
+                                        // starting ages (≤ 8) are kept for the values at the initial
+                                        // states.
+                                        let stale: Vec<u32> = values_kept
+                                            .iter()
+                                            .copied()
+                                            .filter(|&a| a > done + 2 && a > 8)
+                                            .collect();
+                                        for a in stale {
+                                            work.remove_values(a)?;
+                                            values_kept.remove(&a);
+                                        }
+                                    }
+                                    Ok(())
+                                },
+                            );
+                    let mut checkpoint = Instant::now();
+                    // The state values of the last two finished ages, not yet on disk: a resume
+                    // needs them only for the ages a checkpoint records, so they are written then
+                    // (values of other ages never reach the disk).
+                    let mut recent: Vec<(u32, Vec<f64>)> = Vec::new();
+                    let mut pending = false;
+                    for job in rx {
+                        let out = &job;
+                        let boards = (out.states.len() + out.afterstates.len()) as u64;
+                        store.ensure_free(
+                            &format!("age {}", out.age),
+                            Store::age_bytes_estimate(boards, k),
+                            min_free,
+                        )?;
+                        let written: Vec<(AgeStats, Vec<FileEntry>)> = variants
+                            .par_iter()
+                            .enumerate()
+                            .map(|(vi, v)| write_age(store, game, out, k, vi, v))
+                            .collect::<Result<_>>()?;
+                        let values: Vec<f64> = job.state_recs.iter().map(|r| r.value).collect();
+                        if job.age <= 8 {
+                            // Kept for the values at the initial states (never removed).
+                            work.save_values(job.age, &values)?;
+                        } else {
+                            if recent.len() == 2 {
+                                recent.remove(0);
+                            }
+                            recent.push((job.age, values));
                         }
-                    }
-                    Ok(())
-                };
-                for job in rx {
-                    let out = &job;
-                    let boards = (out.states.len() + out.afterstates.len()) as u64;
-                    store.ensure_free(
-                        &format!("age {}", out.age),
-                        Store::age_bytes_estimate(boards, k),
-                        min_free,
-                    )?;
-                    let written: Vec<(AgeStats, Vec<FileEntry>)> = variants
-                        .par_iter()
-                        .enumerate()
-                        .map(|(vi, v)| write_age(store, game, out, k, vi, v))
-                        .collect::<Result<_>>()?;
-                    let values: Vec<f64> = job.state_recs.iter().map(|r| r.value).collect();
-                    if job.age <= 8 {
-                        // Kept for the values at the initial states.
-                        work.save_values(job.age, &values)?;
-                        values_kept.insert(job.age);
-                    } else {
-                        if recent.len() == 2 {
-                            recent.remove(0);
+                        let (stats, files) = written.into_iter().unzip();
+                        work.save_record(job.age, &AgeRecord { stats, files })?;
+                        bwd.done_age = Some(job.age);
+                        pending = true;
+                        if checkpoint.elapsed() >= CHECKPOINT && cp.idle() {
+                            bwd.seconds = base_seconds + t.elapsed().as_secs_f64();
+                            if !cp.submit((bwd.clone(), std::mem::take(&mut recent))) {
+                                break;
+                            }
+                            pending = false;
+                            checkpoint = Instant::now();
                         }
-                        recent.push((job.age, values));
+                        on_event(Event::Backward {
+                            age: job.age,
+                            boards: (job.states.len() + job.afterstates.len()) as u64,
+                        });
                     }
-                    let (stats, files) = written.into_iter().unzip();
-                    work.save_record(job.age, &AgeRecord { stats, files })?;
-                    bwd.done_age = Some(job.age);
-                    pending = true;
-                    if checkpoint.elapsed() >= CHECKPOINT {
-                        record(bwd, &mut values_kept, &mut recent)?;
-                        pending = false;
-                        checkpoint = Instant::now();
+                    if pending {
+                        bwd.seconds = base_seconds + t.elapsed().as_secs_f64();
+                        let _ = cp.submit((bwd.clone(), std::mem::take(&mut recent)));
                     }
-                    on_event(Event::Backward {
-                        age: job.age,
-                        boards: (job.states.len() + job.afterstates.len()) as u64,
-                    });
-                }
-                if pending {
-                    record(bwd, &mut values_kept, &mut recent)?;
-                }
-                Ok(())
+                    // The last checkpoint ends before the writer does.
+                    cp.finish()
+                })
             });
             let run = backward.run(
                 top,
                 min_age,
                 next,
                 |age| Ok(work.load_layers(age)?),
-                |out: AgeOutput, _level: &Level| {
+                |out: AgeOutput| {
                     tx.send(out)
                         .map_err(|_| SolveError::Internal("the writer stopped".into()))
                 },

@@ -5,7 +5,8 @@
 //! - [`schema`]: the columns of the tables, with their Arrow and DuckDB types;
 //! - [`parquet`]: the Parquet writers, and a reader of named columns;
 //! - [`manifest`]: the manifest of a solved board and variant;
-//! - [`work`]: the work files of an unfinished solve;
+//! - [`work`]: the work files of an unfinished solve (its layer files in the compact format of
+//!   `idcodec`);
 //! - [`atomic`]: the one durable, atomic way a file reaches the disk;
 //! - [`lock`]: one writer per data directory (an advisory lock on `DIR/.lock`);
 //! - [`verify`]: the files of every solve against its manifest (sizes, digests, layout).
@@ -18,6 +19,7 @@
 pub mod atomic;
 mod error;
 pub mod evaluation;
+mod idcodec;
 pub mod layout;
 pub mod lock;
 pub mod manifest;

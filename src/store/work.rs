@@ -13,7 +13,8 @@
 //! forward.json            forward progress: the last age whose layers are durable, and
 //!                         every age with a layer file
 //! backward.json           the variants being valued, the top age, the last age done
-//! layers/age=N.ids        [n_states, states…, afterstates…]   (checksummed u64 words)
+//! layers/age=N.ids        states and afterstates, compressed (`idcodec`: header with the
+//!                         counts and format version, CRC32, blocks of ≈ 5 bits an id)
 //! values/age=N.f64        state values of age N, k per state  (checksummed u64 words)
 //! records/age=N.json      per-age figures and files written
 //! ```
@@ -25,6 +26,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::error::{Result, StoreError};
+use super::idcodec;
 use super::layout::{ages_in, Layout};
 use crate::rules::Shape;
 
@@ -120,24 +122,21 @@ impl WorkDir {
         Ok(())
     }
 
-    /// One work file per age holds both layers: `[n_states, states…, afterstates…]`.
+    /// One work file per age holds both layers, compressed ([`super::idcodec`]: ≈ 5 bits an
+    /// id, where the ids themselves take 64).
     pub fn save_layers(&self, age: u32, states: &[u64], afterstates: &[u64]) -> Result<()> {
-        let mut words = Vec::with_capacity(1 + states.len() + afterstates.len());
-        words.push(states.len() as u64);
-        words.extend_from_slice(states);
-        words.extend_from_slice(afterstates);
-        write_words(&self.layer_path(age), &words)
+        let bytes = idcodec::encode(age, states, afterstates);
+        super::atomic::write_batched(&self.layer_path(age), &bytes).map(|_| ())
     }
 
-    /// Checks the layer file of an age (its checksum and counts) without keeping it.
+    /// Checks the layer file of an age (its header, checksum and block sizes) without
+    /// decoding it. A missing file, or one of another format version, is damaged too.
     pub fn check_layers(&self, age: u32) -> Result<()> {
         let path = self.layer_path(age);
-        match read_words(&path)? {
-            Some(w) if w.first().is_some_and(|&n| n < w.len() as u64) => Ok(()),
-            Some(_) => Err(StoreError::corrupt(
-                path,
-                "layer counts do not fit the file",
-            )),
+        match read_file(&path)? {
+            Some(bytes) => idcodec::check(&bytes, age)
+                .map(|_| ())
+                .map_err(|e| StoreError::corrupt(path, e.to_string())),
             None => Err(StoreError::corrupt(path, "missing")),
         }
     }
@@ -145,32 +144,29 @@ impl WorkDir {
     /// The states and afterstates of an age (empty if the forward pass found none).
     pub fn load_layers(&self, age: u32) -> Result<(Vec<u64>, Vec<u64>)> {
         let path = self.layer_path(age);
-        let Some(mut words) = read_words(&path)? else {
-            return Ok((Vec::new(), Vec::new()));
-        };
-        let n = words.first().copied().unwrap_or(u64::MAX);
-        if n >= words.len() as u64 {
-            return Err(StoreError::corrupt(
-                path,
-                "layer counts do not fit the file",
-            ));
+        match read_file(&path)? {
+            Some(bytes) => {
+                idcodec::decode(&bytes, age).map_err(|e| StoreError::corrupt(path, e.to_string()))
+            }
+            None => Ok((Vec::new(), Vec::new())),
         }
-        let afterstates = words.split_off(1 + n as usize);
-        words.remove(0);
-        Ok((words, afterstates))
     }
 
-    /// Boards (states and afterstates) in the layer file of an age, from its size alone (0 if
-    /// it has none): for progress, not to be trusted as data.
+    /// Boards (states and afterstates) in the layer file of an age, from its header alone (0
+    /// if it has none): for progress, not to be trusted as data.
     pub fn layer_boards(&self, age: u32) -> u64 {
-        fs::metadata(self.layer_path(age)).map_or(0, |m| {
-            (m.len().saturating_sub(ENVELOPE_BYTES) / 8).saturating_sub(1)
-        })
+        let mut header = Vec::with_capacity(64);
+        let read = fs::File::open(self.layer_path(age))
+            .and_then(|f| std::io::Read::read_to_end(&mut std::io::Read::take(f, 64), &mut header));
+        read.ok()
+            .and_then(|_| idcodec::counts(&header))
+            .map_or(0, |(s, a)| s.saturating_add(a))
     }
 
-    /// Bytes of the layer file of an age of `boards` states and afterstates.
+    /// At most the bytes of the layer file of an age of `boards` states and afterstates
+    /// (for the free-disk check before it is written; files are ≈ 12 times smaller).
     pub fn layer_bytes(boards: u64) -> u64 {
-        ENVELOPE_BYTES + 8 * (1 + boards)
+        idcodec::max_bytes(boards)
     }
 
     /// Ages with a layer file, ascending.
@@ -282,12 +278,19 @@ fn open_envelope<'a>(path: &Path, magic: &[u8; 8], bytes: &'a [u8], unit: u64) -
     Ok(body)
 }
 
+/// The bytes of a file; `None` if it does not exist.
+fn read_file(path: &Path) -> Result<Option<Vec<u8>>> {
+    match fs::read(path) {
+        Ok(b) => Ok(Some(b)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(StoreError::io(path, e)),
+    }
+}
+
 /// Reads a work file written by [`write_words`]; `None` if it does not exist.
 pub fn read_words(path: &Path) -> Result<Option<Vec<u64>>> {
-    let bytes = match fs::read(path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(StoreError::io(path, e)),
+    let Some(bytes) = read_file(path)? else {
+        return Ok(None);
     };
     let body = open_envelope(path, WORK_MAGIC, &bytes, 8)?;
     Ok(Some(
@@ -341,6 +344,38 @@ mod tests {
         fs::write(&p, &b[..20]).unwrap();
         assert!(matches!(read_words(&p), Err(StoreError::Corrupt { .. })));
         assert_eq!(read_words(&dir.path().join("none")).unwrap(), None);
+
+        // Layer files: round trip, counts from the header, and every damage is Corrupt: a
+        // flipped byte, a truncation, a file of the raw-word format before (redone).
+        let layout = Layout::new(dir.path());
+        let work = WorkDir::new(&layout, Shape::parse("2x2").unwrap(), "spawn24");
+        let (s, a) = (vec![0x21, 0x1002, 0x2001], vec![0x12, 0x1002]);
+        work.save_layers(6, &s, &a).unwrap();
+        assert_eq!(work.load_layers(6).unwrap(), (s.clone(), a.clone()));
+        assert_eq!(work.layer_boards(6), 5);
+        work.check_layers(6).unwrap();
+        let lp = work.layer_path(6);
+        let good = fs::read(&lp).unwrap();
+        assert!(good.len() as u64 <= WorkDir::layer_bytes(5));
+        let damaged = |bytes: &[u8]| {
+            fs::write(&lp, bytes).unwrap();
+            matches!(work.check_layers(6), Err(StoreError::Corrupt { .. }))
+                && matches!(work.load_layers(6), Err(StoreError::Corrupt { .. }))
+        };
+        let mut b = good.clone();
+        let mid = b.len() / 2;
+        b[mid] ^= 1;
+        assert!(damaged(&b));
+        assert!(damaged(&good[..good.len() - 1]));
+        write_words(&lp, &[3, 0x21, 0x1002, 0x2001, 0x12, 0x1002]).unwrap();
+        assert!(damaged(&fs::read(&lp).unwrap()));
+        fs::remove_file(&lp).unwrap();
+        assert!(matches!(
+            work.check_layers(6),
+            Err(StoreError::Corrupt { .. })
+        ));
+        assert_eq!(work.load_layers(6).unwrap(), (vec![], vec![]));
+        assert_eq!(work.layer_boards(6), 0);
 
         // JSON work files too: a changed digit is caught, not read as another number.
         let j = dir.path().join("x.json");

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Big solves for the record (issue "scale"): one solve per line of SOLVES, each into its own
+# data directory, with its wall time, peak memory, the peak size of its work files (sampled
+# every 2 s) and its output, and the per-core rates of both passes from its manifest; rows
+# are appended to reports/bench/scale.tsv (one line per solve, kept across runs) and
+# reports/bench/scale.md is rewritten from that table. Far too long for CI: run it by hand.
+#
+# Usage: benches/scale.sh DATA_ROOT "BOARD VARIANTS [EXTRA ARGS…]" …
+#   e.g. benches/scale.sh /var/tmp/scale "4x3 goal-64" "3x4 goal-64" "4x4 goal-32"
+# DATA_ROOT keeps the solved data (a solve already there is resumed, not redone).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=${1:?usage: benches/scale.sh DATA_ROOT "BOARD VARIANTS [ARGS]" …}
+shift
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/age2048/target}"
+cargo build --release --no-default-features --bin age2048 >&2
+bin="$CARGO_TARGET_DIR/release/age2048"
+out=reports/bench
+mkdir -p "$out" "$root"
+tsv=$out/scale.tsv
+[ -f "$tsv" ] || printf 'date\tcommit\tboard\tvariants\targs\tthreads\twall_s\tforward_s\tbackward_s\tstates\tafterstates\tpeak_rss_mb\tpeak_work_mb\toutput_mb\tload\n' > "$tsv"
+commit=$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src Cargo.toml || echo "+")
+
+for spec in "$@"; do
+  read -r board variants extra <<< "$spec"
+  data="$root/$board-${variants//,/_}${extra:+-${extra// /}}"
+  work="$data/.work"
+  peak=$(mktemp)
+  echo 0 > "$peak"
+  ( while sleep 2; do
+      s=$(du -sm "$work" 2>/dev/null | cut -f1 || echo 0)
+      [ "${s:-0}" -gt "$(cat "$peak")" ] && echo "$s" > "$peak"
+    done ) &
+  sampler=$!
+  load=$(cut -d' ' -f1 /proc/loadavg)
+  # shellcheck disable=SC2086
+  /usr/bin/time -f "%e %M" -o "$peak.time" "$bin" solve --board "$board" --variant "$variants" \
+    --data "$data" $extra
+  kill "$sampler" 2>/dev/null || true
+  read -r wall rss_kb < "$peak.time"
+  first=${variants%%,*}
+  python3 - "$data" "$board" "$first" "$wall" "$rss_kb" "$(cat "$peak")" "$load" \
+    "$commit" "$variants" "${extra:-}" >> "$tsv" <<'EOF'
+import json, sys, os, datetime
+data, board, variant, wall, rss_kb, work_mb, load, commit, variants, extra = sys.argv[1:]
+# The manifest of the first variant: found by its contents (the store owns its path).
+def manifests():
+    for d, _, fs in os.walk(data):
+        for f in fs:
+            if f.endswith(".json") and "/.work" not in d:
+                try:
+                    yield json.load(open(os.path.join(d, f)))
+                except (ValueError, OSError):
+                    pass
+m = next(m for m in manifests()
+         if isinstance(m, dict) and m.get("board") == board
+         # `--p4`/`--discount` extend the name: goal-32 → goal-32-discount=0.95
+         and (m.get("variant") == variant or str(m.get("variant")).startswith(variant + "-")))
+out = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(data)
+          if "/.work" not in d for f in fs)
+t = m["timings"]
+print("\t".join(str(x) for x in [
+    datetime.date.today().isoformat(), commit, board, variants, extra, m["threads"],
+    f"{float(wall):.1f}", f"{t['forward_s']:.1f}", f"{t['backward_s']:.1f}",
+    m["n_states"], m["n_afterstates"], f"{int(rss_kb) / 1024:.0f}", work_mb,
+    f"{out / 2**20:.0f}", load]))
+EOF
+  rm -f "$peak" "$peak.time"
+done
+
+python3 - "$tsv" > "$out/scale.md" <<'EOF'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
+print("# Big solves\n")
+print("Written by `benches/scale.sh` from `reports/bench/scale.tsv` (one row per solve, release")
+print("build without the reporting layer, this 2-core machine). Rates are (after)states per")
+print("second per core: (states + afterstates) / pass seconds / threads. Output is every file")
+print("of the data directory (Parquet, indexes, manifests); work is the peak of `.work/`.\n")
+print("| date | commit | board | variants | threads | wall s | forward s | backward s | states | afterstates "
+      "| fwd M/s/core | bwd M/s/core | peak RSS MB | peak work MB | output MB | bytes/board out | load |")
+print("|" + "---|" * 17)
+for r in rows:
+    n = int(r["states"]) + int(r["afterstates"])
+    th = max(1, int(r["threads"]))
+    rate = lambda s: f"{n / float(s) / th / 1e6:.2f}" if float(s) >= 1 else "—"
+    f, b = rate(r["forward_s"]), rate(r["backward_s"])
+    v = r["variants"] + (f" {r['args']}" if r["args"] else "")
+    print(f"| {r['date']} | {r['commit']} | {r['board']} | {v} | {th} | {float(r['wall_s']):.0f} "
+          f"| {float(r['forward_s']):.0f} | {float(r['backward_s']):.0f} | {int(r['states']):,} "
+          f"| {int(r['afterstates']):,} | {f} | {b} | {r['peak_rss_mb']} | {r['peak_work_mb']} "
+          f"| {r['output_mb']} | {int(r['output_mb']) * 2**20 / max(1, n):.1f} | {r['load']} |")
+EOF
+echo "wrote $out/scale.md" >&2
