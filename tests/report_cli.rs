@@ -683,3 +683,38 @@ fn copy_dir(from: &Path, to: &Path) {
         }
     }
 }
+
+/// `compare` merge-joins two variants' states on their sorted ids: its per-age series equal
+/// a DuckDB join of the same partitions.
+#[test]
+fn compare_series_equal_a_duckdb_join() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("c");
+    let data = fixture();
+    let o = run(&[
+        "compare",
+        "--board",
+        "2x3",
+        "--variants",
+        "expectation,pessimistic",
+        "--data",
+        data.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let series = out.join("compare-2x3-expectation-vs-pessimistic.csv");
+    let rows = sql_csv(
+        data,
+        "SELECT 'pessimistic' AS variant, 'expectation' AS base, a.age, count(*) AS n, \
+         avg(b.value - a.value) AS mean_value_diff, \
+         avg(CASE WHEN coalesce(a.best, '-') <> coalesce(b.best, '-') THEN 1.0 ELSE 0.0 END) AS frac_best_differs \
+         FROM states a JOIN states b ON a.board = b.board AND a.age = b.age AND a.id = b.id \
+         WHERE a.board = '2x3' AND a.variant = 'expectation' AND b.variant = 'pessimistic' \
+         GROUP BY a.age ORDER BY a.age",
+    );
+    assert!(rows.len() > 10, "too few ages joined: {rows:?}");
+    // Pessimistic spawns change the best move somewhere: the series is not trivially zero.
+    assert!(rows[1..].iter().any(|r| r[5] != "0.0" && r[5] != "0"));
+    assert_same_series(&series, &rows);
+}

@@ -2,21 +2,23 @@
 //!
 //! For each variant: the values at the starts (from the manifests). For each later variant
 //! against the first, per age: the mean difference of state values and the share of states
-//! whose best move differs — Polars joins the two variants' `states` partitions on `id`
-//! (inner join: goal variants stop at the goal tile, so they hold fewer states). The series
-//! are written as CSV and drawn as one figure (SVG and PNG).
+//! whose best move differs, over the states both hold (goal variants stop at the goal tile,
+//! so they hold fewer). The two `states` partitions of an age are merge-joined on `id`: the
+//! store writes every part in ascending id order, so the join is one linear pass, summed in
+//! id order. The series are written as CSV and drawn as one figure (SVG and PNG).
 
+use std::cmp::Ordering;
 use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use polars::prelude::*;
+use rayon::prelude::*;
 
 use super::frames::{age_files, partition_dir};
 use super::render::{self, Figure, Line, Panel, PALETTE};
 use super::{write_atomic, ReportError};
 use crate::rules::Shape;
-use crate::store::{ColumnData, Store};
+use crate::store::{ColumnData, Store, StoreError};
 
 /// Per-age comparison of `variant` against `base`.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -43,16 +45,11 @@ pub struct Comparison {
     pub files: Vec<PathBuf>,
 }
 
-fn polars_err(ctx: &str, e: PolarsError) -> ReportError {
-    ReportError::Polars {
-        context: ctx.to_string(),
-        message: e.to_string(),
-    }
-}
+/// `id`, `value` and `best` of one age's states, read through the store (which owns the
+/// schema); the ids are checked to be strictly ascending, as the store writes them.
+type StateCols = (Vec<u64>, Vec<Option<f64>>, Vec<Option<String>>);
 
-/// `id`, `value` and `best` (null as "-") of one age's states, with the value and best
-/// columns suffixed, read through the store (which owns the schema).
-fn states_frame(path: &Path, suffix: &str, ctx: &str) -> Result<DataFrame, ReportError> {
+fn states_columns(path: &Path) -> Result<StateCols, ReportError> {
     let cols = crate::store::parquet::read_columns(path, &["id", "value", "best"])?;
     let mut it = cols.into_iter();
     let (Some(ColumnData::U64(id)), Some(ColumnData::F64(value)), Some(ColumnData::Utf8(best))) =
@@ -63,46 +60,45 @@ fn states_frame(path: &Path, suffix: &str, ctx: &str) -> Result<DataFrame, Repor
             what: "unexpected column types in a states part".into(),
         });
     };
-    let best: Vec<String> = best
-        .into_iter()
-        .map(|b| b.unwrap_or_else(|| "-".into()))
-        .collect();
-    DataFrame::new_infer_height(vec![
-        Column::new("id".into(), id),
-        Column::new(format!("value{suffix}").into(), value),
-        Column::new(format!("best{suffix}").into(), best),
-    ])
-    .map_err(|e| polars_err(ctx, e))
+    let id: Option<Vec<u64>> = id.into_iter().collect();
+    let ascending = id
+        .as_ref()
+        .is_some_and(|id| id.windows(2).all(|w| w[0] < w[1]));
+    match id {
+        Some(id) if ascending => Ok((id, value, best)),
+        _ => Err(StoreError::corrupt(path, "state ids are not strictly ascending").into()),
+    }
 }
 
-/// One age: join the two variants' states on `id`.
+/// One age: the two variants' states merge-joined on their sorted ids; the differences are
+/// summed in id order (the same bits on every run).
 fn diff_age(base: &Path, other: &Path, age: u64) -> Result<AgeDiff, ReportError> {
-    let ctx = format!("comparing age {age}");
-    let a = states_frame(base, "_a", &ctx)?;
-    let b = states_frame(other, "_b", &ctx)?;
-    let joined = a
-        .join(&b, ["id"], ["id"], JoinArgs::new(JoinType::Inner), None)
-        .map_err(|e| polars_err(&ctx, e))?;
-    let col = |name: &str| -> Result<Series, ReportError> {
-        Ok(joined
-            .column(name)
-            .map_err(|e| polars_err(&ctx, e))?
-            .as_materialized_series()
-            .clone())
-    };
-    let n = joined.height() as u64;
-    let diff = (&col("value_b")? - &col("value_a")?).map_err(|e| polars_err(&ctx, e))?;
-    let differs = col("best_a")?
-        .not_equal(&col("best_b")?)
-        .map_err(|e| polars_err(&ctx, e))?
-        .into_series()
-        .cast(&DataType::Float64)
-        .map_err(|e| polars_err(&ctx, e))?;
+    let (a, b) = rayon::join(|| states_columns(base), || states_columns(other));
+    let ((a_id, a_value, a_best), (b_id, b_value, b_best)) = (a?, b?);
+    let (mut i, mut j) = (0, 0);
+    let (mut n, mut valued, mut differs, mut sum) = (0u64, 0u64, 0u64, 0.0f64);
+    while i < a_id.len() && j < b_id.len() {
+        match a_id[i].cmp(&b_id[j]) {
+            Ordering::Less => i += 1,
+            Ordering::Greater => j += 1,
+            Ordering::Equal => {
+                n += 1;
+                if let (Some(a), Some(b)) = (a_value[i], b_value[j]) {
+                    sum += b - a;
+                    valued += 1;
+                }
+                differs += u64::from(a_best[i] != b_best[j]);
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    let ratio = |x: f64, d: u64| if d > 0 { x / d as f64 } else { f64::NAN };
     Ok(AgeDiff {
         age,
         n,
-        mean_value_diff: diff.mean().unwrap_or(f64::NAN),
-        frac_best_differs: differs.mean().unwrap_or(f64::NAN),
+        mean_value_diff: ratio(sum, valued),
+        frac_best_differs: ratio(differs as f64, n),
     })
 }
 
@@ -152,23 +148,22 @@ pub fn compare(
     let base_files = states_dir(&variants[0])
         .map(|d| age_files(&d))
         .unwrap_or_default();
-    let mut diffs = Vec::new();
+    let mut diffs: Vec<Vec<AgeDiff>> = Vec::new();
     for v in &variants[1..] {
         let other: std::collections::BTreeMap<u64, PathBuf> = states_dir(v)
             .map(|d| age_files(&d))
             .unwrap_or_default()
             .into_iter()
             .collect();
-        let mut series = Vec::new();
-        for (age, base) in &base_files {
-            if let Some(o) = other.get(age) {
-                let d = diff_age(base, o, *age)?;
-                if d.n > 0 {
-                    series.push(d);
-                }
-            }
-        }
-        diffs.push(series);
+        let pairs: Vec<(u64, &PathBuf, &PathBuf)> = base_files
+            .iter()
+            .filter_map(|(age, base)| other.get(age).map(|o| (*age, base, o)))
+            .collect();
+        let series: Vec<AgeDiff> = pairs
+            .par_iter()
+            .map(|&(age, base, o)| diff_age(base, o, age))
+            .collect::<Result<Vec<_>, _>>()?;
+        diffs.push(series.into_iter().filter(|d| d.n > 0).collect());
     }
 
     fs::create_dir_all(out).map_err(|e| ReportError::io("writing", out, e))?;

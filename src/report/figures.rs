@@ -1,16 +1,18 @@
 //! The report's figures: one per quantity, one line per board (or per variant where that is
 //! the point), each written as SVG, PNG and the CSV of the exact series drawn.
 //!
-//! Per-age series come from `sql/per_age.sql` (DuckDB); the variants side by side and the
-//! quantile band come from Polars scans ([`super::frames`]).
+//! Per-age series come from `sql/per_age.sql` (DuckDB), the quantile band from
+//! `sql/state_value_quantiles.sql` (DuckDB), the variants side by side from Polars frames
+//! ([`super::frames`]).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use arrow::array::{ArrayRef, Float64Array, StringArray, UInt64Array};
 
+use super::data::QuantileBand;
 use super::data::{board_key, variant_key, AgeRow};
-use super::frames::{QuantileBand, VariantSeries};
+use super::frames::VariantSeries;
 use super::render::{Band, Figure, Line, Panel, VLines, PALETTE};
 use super::{csv_bytes, ReportError};
 use crate::rules::variant::Given;
@@ -439,7 +441,7 @@ fn quantile_figure(q: &QuantileBand) -> Result<FigureSpec, ReportError> {
         ),
         csv: long_csv(&rows, &["n", "q05", "q25", "q50", "q75", "q95", "mean"], &[true])?,
         source: format!(
-            "Polars group_by(age) quantiles over states/board={}/variant={}/ (DuckDB reference: sql/state_value_quantiles.sql)",
+            "DuckDB quantile_cont over states/board={}/variant={}/, mean from ages (sql/state_value_quantiles.sql)",
             q.board, q.variant
         ),
     })

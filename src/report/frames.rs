@@ -1,9 +1,11 @@
-//! Polars lazy scans of the solver's Parquet files, for the dataframe work of the report:
-//! quantiles of the state values per age, and the per-age series of several variants stacked
-//! side by side.
+//! Polars frames of the solver's per-age tables, for the dataframe work of the report: the
+//! per-age series of several variants stacked side by side; and where the partitions of a
+//! board and variant lie.
 //!
 //! The store reads the Parquet files (it owns their schema) and Polars gets the columns; it
-//! never exchanges buffers with DuckDB.
+//! never exchanges buffers with DuckDB. Work over every state (quantiles) runs in DuckDB
+//! ([`super::data`]), whose library arrives built with optimisations: Polars and the crates
+//! only the report uses are compiled at -O0 to keep a clean build short (Cargo.toml).
 
 use std::path::{Path, PathBuf};
 
@@ -12,21 +14,6 @@ use polars::prelude::*;
 use super::ReportError;
 use crate::store::layout::{ages_in, PART};
 use crate::store::{ColumnData, Store};
-
-/// Quantiles of the state values at each age of one board and variant.
-#[derive(Debug, Clone, Default)]
-pub struct QuantileBand {
-    pub board: String,
-    pub variant: String,
-    pub age: Vec<u64>,
-    pub n: Vec<u64>,
-    pub q05: Vec<f64>,
-    pub q25: Vec<f64>,
-    pub q50: Vec<f64>,
-    pub q75: Vec<f64>,
-    pub q95: Vec<f64>,
-    pub mean: Vec<f64>,
-}
 
 /// The partition folder of a board and variant of `table`, if it exists.
 pub fn partition_dir(store: &Store, table: &str, board: &str, variant: &str) -> Option<PathBuf> {
@@ -72,52 +59,6 @@ fn f64s(df: &DataFrame, name: &str, ctx: &str) -> Result<Vec<Option<f64>>, Repor
         .map_err(|e| ReportError::polars(ctx, e))?;
     let ca = s.f64().map_err(|e| ReportError::polars(ctx, e))?;
     Ok(ca.iter().collect())
-}
-
-fn scalar_f64(s: PolarsResult<Scalar>, ctx: &str) -> Result<Option<f64>, ReportError> {
-    let s = s.map_err(|e| ReportError::polars(ctx, e))?;
-    Ok(s.value().extract::<f64>())
-}
-
-/// Quantiles (5, 25, 50, 75, 95 %, linear interpolation as DuckDB's `quantile_cont`) and mean
-/// of `value` per age over `DIR/states/board=B/variant=V/age=*/`.
-pub fn state_value_quantiles(
-    store: &Store,
-    board: &str,
-    variant: &str,
-) -> Result<QuantileBand, ReportError> {
-    let ctx = format!("state value quantiles of {board} {variant}");
-    let files = partition_dir(store, "states", board, variant)
-        .map(|d| age_files(&d))
-        .unwrap_or_default();
-    let mut band = QuantileBand {
-        board: board.into(),
-        variant: variant.into(),
-        ..Default::default()
-    };
-    for (age, f) in &files {
-        let values = f64_column(f, "value")?;
-        let s = values.as_materialized_series();
-        // Ages without states have no quantiles: skip them.
-        if s.len() == s.null_count() {
-            continue;
-        }
-        let q = |p: f64| scalar_f64(s.quantile_reduce(p, QuantileMethod::Linear), &ctx);
-        let (Some(v05), Some(v25), Some(v50), Some(v75), Some(v95), Some(m)) =
-            (q(0.05)?, q(0.25)?, q(0.50)?, q(0.75)?, q(0.95)?, s.mean())
-        else {
-            continue;
-        };
-        band.age.push(*age);
-        band.n.push((s.len() - s.null_count()) as u64);
-        band.q05.push(v05);
-        band.q25.push(v25);
-        band.q50.push(v50);
-        band.q75.push(v75);
-        band.q95.push(v95);
-        band.mean.push(m);
-    }
-    Ok(band)
 }
 
 /// One per-age series of one board and variant.

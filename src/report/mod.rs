@@ -2,8 +2,9 @@
 //! `index.html` and `README.md` from a solved data directory.
 //!
 //! Data flow: DuckDB runs the queries in `sql/` over the views of [`crate::query::catalog`]
-//! (per-age series, board totals); Polars scans the same Parquet files for the dataframe work
-//! (quantiles of the state values, the variants side by side); the manifests give values,
+//! (per-age series, board totals, quantiles of the state values); Polars frames the per-age
+//! tables for the variants side by side; `compare` merge-joins two variants' states on their
+//! sorted ids ([`compare`]); the manifests give values,
 //! timings, index sizes and digests. Every file is written to a temporary name and renamed, so
 //! re-running over an existing folder is idempotent and never leaves a half-written file.
 //!
@@ -221,11 +222,11 @@ pub fn run_report(
     let best = frames::ages_column_by_variant(&store, &pairs, "best_afterstate_value")?;
     progress.step("best afterstate value by variant (Polars)");
     let quantiles = match &qboard {
-        Some(b) => Some(frames::state_value_quantiles(&store, &b.board, &b.variant)?),
+        Some(b) => Some(data::state_value_quantiles(&conn, &b.board, &b.variant)?),
         None => None,
     };
     progress.step(&format!(
-        "state value quantiles (Polars{})",
+        "state value quantiles (DuckDB{})",
         qboard
             .as_ref()
             .map(|b| format!(", board {}", b.board))
