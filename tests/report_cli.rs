@@ -487,6 +487,23 @@ fn report_writes_every_file() {
         "progress shown: {}",
         stderr(&o)
     );
+    // Regression: the total was guessed before the figures were known ("[3/12]" then
+    // "[4/13]"). Every step line counts 1, 2, … up to one and the same total.
+    let steps: Vec<(usize, usize)> = stderr(&o)
+        .lines()
+        .filter_map(|l| l.strip_prefix("report: [")?.split_once(']'))
+        .map(|(k, _)| {
+            let (done, total) = k.split_once('/').expect("[done/total]");
+            (done.parse().unwrap(), total.parse().unwrap())
+        })
+        .collect();
+    let total = steps.last().expect("progress lines").1;
+    assert_eq!(
+        steps,
+        (1..=total).map(|k| (k, total)).collect::<Vec<_>>(),
+        "{}",
+        stderr(&o)
+    );
     let mut expected = vec![out.join("index.html"), out.join("README.md")];
     for f in FIGURES {
         for ext in ["svg", "png", "csv"] {

@@ -377,8 +377,11 @@ fn goal_tile(variant: &str) -> Option<u8> {
     Variant::parse(variant, Given::default()).ok()?.goal()
 }
 
-/// Quantile band of the state values per age for one board.
-fn quantile_figure(q: &QuantileBand) -> Result<FigureSpec, ReportError> {
+/// Quantile band of the state values per age for one board; `None` when no age has values.
+pub fn quantile_figure(q: &QuantileBand) -> Result<Option<FigureSpec>, ReportError> {
+    if q.age.is_empty() {
+        return Ok(None);
+    }
     let x: Vec<f64> = q.age.iter().map(|&a| a as f64).collect();
     let zip = |v: &[f64]| x.iter().copied().zip(v.iter().copied()).collect::<Vec<_>>();
     let mut p = Panel::new("age (sum of the tiles)", "state value");
@@ -426,7 +429,7 @@ fn quantile_figure(q: &QuantileBand) -> Result<FigureSpec, ReportError> {
             )
         })
         .collect();
-    Ok(FigureSpec {
+    Ok(Some(FigureSpec {
         figure: Figure {
             name: format!("state_value_quantiles_{}", q.board),
             title: format!("Distribution of state values per age — board {}, variant {}", q.board, q.variant),
@@ -444,15 +447,15 @@ fn quantile_figure(q: &QuantileBand) -> Result<FigureSpec, ReportError> {
             "DuckDB quantile_cont over states/board={}/variant={}/, mean from ages (sql/state_value_quantiles.sql)",
             q.board, q.variant
         ),
-    })
+    }))
 }
 
-/// Builds every figure.
+/// Builds every figure of the per-age tables (the quantile figure, which needs a query over
+/// every state, is [`quantile_figure`]).
 pub fn build_figures(
     rows: &[AgeRow],
     boards: &[BoardInfo],
     best_by_variant: &[VariantSeries],
-    quantiles: Option<&QuantileBand>,
 ) -> Result<Vec<FigureSpec>, ReportError> {
     let mut boards = boards.to_vec();
     boards.sort_by_key(|b| board_key(&b.board));
@@ -512,9 +515,6 @@ pub fn build_figures(
          of each age with at least two moves: how much the choice of move matters.",
         SeriesLabelPosition::UpperRight,
     )?);
-    if let Some(q) = quantiles.filter(|q| !q.age.is_empty()) {
-        out.push(quantile_figure(q)?);
-    }
     Ok(out)
 }
 

@@ -200,15 +200,6 @@ pub fn run_report(
         .collect();
 
     let qboard = figures::quantile_board(&infos, &store);
-    let mut progress = Progress {
-        total: 0,
-        done: 0,
-        start,
-        say,
-    };
-    progress.total = 3 + 7 + 2;
-    progress.step("per-age series and board totals (DuckDB)");
-
     let pairs: Vec<(String, String)> = board_rows
         .iter()
         .filter(|r| {
@@ -220,21 +211,34 @@ pub fn run_report(
         .map(|r| (r.board.clone(), r.variant.clone()))
         .collect();
     let best = frames::ages_column_by_variant(&store, &pairs, "best_afterstate_value")?;
-    progress.step("best afterstate value by variant (Polars)");
-    let quantiles = match &qboard {
-        Some(b) => Some(data::state_value_quantiles(&conn, &b.board, &b.variant)?),
-        None => None,
+    let mut specs = figures::build_figures(&rows, &infos, &best)?;
+    // Every step is counted before the first is shown: the two reads above, the quantiles and
+    // their figure (when a board has states), one step a figure, the tables and the pages.
+    let quantile_steps = if qboard.is_some() { 2 } else { 0 };
+    let mut progress = Progress {
+        total: 2 + quantile_steps + specs.len() + 2,
+        done: 0,
+        start,
+        say,
     };
-    progress.step(&format!(
-        "state value quantiles (DuckDB{})",
-        qboard
-            .as_ref()
-            .map(|b| format!(", board {}", b.board))
-            .unwrap_or_default()
-    ));
-
-    let specs = figures::build_figures(&rows, &infos, &best, quantiles.as_ref())?;
-    progress.total = 3 + specs.len() + 2;
+    progress.step("per-age series and board totals (DuckDB)");
+    progress.step("best afterstate value by variant (Polars)");
+    let mut quantile_spec = None;
+    if let Some(b) = &qboard {
+        let q = data::state_value_quantiles(&conn, &b.board, &b.variant)?;
+        progress.step(&format!(
+            "state value quantiles (DuckDB, board {})",
+            b.board
+        ));
+        quantile_spec = figures::quantile_figure(&q)?;
+        if quantile_spec.is_none() {
+            progress.step(&format!(
+                "figure state_value_quantiles_{}: no state has a value, not drawn",
+                b.board
+            ));
+        }
+    }
+    specs.extend(quantile_spec);
 
     let fig_dir = out.join("figures");
     let tab_dir = out.join("tables");
