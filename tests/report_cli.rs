@@ -644,7 +644,8 @@ fn report_series_equal_the_sql_results() {
              AND variant IN ('expectation', 'optimistic', 'pessimistic') ORDER BY board, variant, age",
         ),
     );
-    // The quantile band (Polars) equals DuckDB's quantile_cont over the same states.
+    // The quantile band (type 7, sorted in our crate) equals DuckDB's quantile_cont over the
+    // same states, to the last bit or so (the two round the interpolation differently).
     assert_same_series(
         &fig("state_value_quantiles_2x3"),
         &sql_csv(

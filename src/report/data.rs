@@ -1,5 +1,6 @@
-//! Loading what the report draws: manifests (serde) and the SQL results (DuckDB, queries in
-//! `sql/`): per age, per board, and the quantiles of the state values of one board.
+//! Loading what the report draws: manifests (serde) and the per-age and per-board SQL results
+//! (DuckDB, queries in `sql/`). The quantile band and the variants side by side are frames
+//! ([`super::frames`]).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -20,7 +21,8 @@ pub const PER_AGE_SQL: &str = include_str!("../../sql/per_age.sql");
 pub const BOARDS_SQL: &str = include_str!("../../sql/boards.sql");
 /// `sql/largest_tile.sql`: largest tile per board and variant from the codes.
 pub const LARGEST_TILE_SQL: &str = include_str!("../../sql/largest_tile.sql");
-/// `sql/state_value_quantiles.sql`: the quantile band of the state values per age.
+/// `sql/state_value_quantiles.sql`: DuckDB reference of the quantile band (for users' ad-hoc
+/// queries; `quantile_cont` may round the interpolation differently in the last bit).
 pub const STATE_VALUE_QUANTILES_SQL: &str = include_str!("../../sql/state_value_quantiles.sql");
 
 /// A manifest with the board and variant of its path.
@@ -247,76 +249,4 @@ pub fn largest_tiles(conn: &Connection) -> Result<BTreeMap<(String, String), u64
     Ok((0..b.num_rows())
         .filter_map(|i| t[i].map(|t| ((board[i].clone(), variant[i].clone()), t)))
         .collect())
-}
-
-/// Quantiles of the state values at each age of one board and variant, with the mean the
-/// solver recorded for the age.
-#[derive(Debug, Clone, Default)]
-pub struct QuantileBand {
-    pub board: String,
-    pub variant: String,
-    pub age: Vec<u64>,
-    pub n: Vec<u64>,
-    pub q05: Vec<f64>,
-    pub q25: Vec<f64>,
-    pub q50: Vec<f64>,
-    pub q75: Vec<f64>,
-    pub q95: Vec<f64>,
-    pub mean: Vec<f64>,
-}
-
-/// Runs `sql/state_value_quantiles.sql` for one board and variant (ages without states have
-/// no row).
-pub fn state_value_quantiles(
-    conn: &Connection,
-    board: &str,
-    variant: &str,
-) -> Result<QuantileBand, ReportError> {
-    let ctx = "sql/state_value_quantiles.sql";
-    let lit = |s: &str| format!("'{}'", s.replace('\'', "''"));
-    let statement = format!(
-        "SELECT * FROM ({}\n) WHERE board = {} AND variant = {} ORDER BY age",
-        STATE_VALUE_QUANTILES_SQL.trim_end().trim_end_matches(';'),
-        lit(board),
-        lit(variant)
-    );
-    let b = query(conn, &statement)
-        .map_err(|e| ReportError::DuckDb {
-            context: ctx.into(),
-            message: e.to_string(),
-        })?
-        .concat()
-        .map_err(ReportError::Query)?;
-    let age = col_u64(&b, "age", ctx)?;
-    let n = col_u64(&b, "n", ctx)?;
-    let q = |name: &str| col_f64(&b, name, ctx);
-    let (q05, q25, q50, q75, q95, mean) = (
-        q("q05")?,
-        q("q25")?,
-        q("q50")?,
-        q("q75")?,
-        q("q95")?,
-        q("mean")?,
-    );
-    let mut band = QuantileBand {
-        board: board.into(),
-        variant: variant.into(),
-        ..Default::default()
-    };
-    for i in 0..b.num_rows() {
-        let (Some(a), Some(n), Some(v05), Some(v25), Some(v50), Some(v75), Some(v95), Some(m)) = (
-            age[i], n[i], q05[i], q25[i], q50[i], q75[i], q95[i], mean[i],
-        ) else {
-            continue;
-        };
-        band.age.push(a);
-        band.n.push(n);
-        band.q05.push(v05);
-        band.q25.push(v25);
-        band.q50.push(v50);
-        band.q75.push(v75);
-        band.q95.push(v95);
-        band.mean.push(m);
-    }
-    Ok(band)
 }

@@ -1,18 +1,16 @@
 //! The report's figures: one per quantity, one line per board (or per variant where that is
 //! the point), each written as SVG, PNG and the CSV of the exact series drawn.
 //!
-//! Per-age series come from `sql/per_age.sql` (DuckDB), the quantile band from
-//! `sql/state_value_quantiles.sql` (DuckDB), the variants side by side from Polars frames
-//! ([`super::frames`]).
+//! Per-age series come from `sql/per_age.sql` (DuckDB); the quantile band and the variants
+//! side by side come from frames over the Parquet files ([`super::frames`]).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use arrow::array::{ArrayRef, Float64Array, StringArray, UInt64Array};
 
-use super::data::QuantileBand;
 use super::data::{board_key, variant_key, AgeRow};
-use super::frames::VariantSeries;
+use super::frames::{QuantileBand, VariantSeries};
 use super::render::{Band, Figure, Line, Panel, VLines, PALETTE};
 use super::{csv_bytes, ReportError};
 use crate::rules::variant::Given;
@@ -444,7 +442,7 @@ pub fn quantile_figure(q: &QuantileBand) -> Result<Option<FigureSpec>, ReportErr
         ),
         csv: long_csv(&rows, &["n", "q05", "q25", "q50", "q75", "q95", "mean"], &[true])?,
         source: format!(
-            "DuckDB quantile_cont over states/board={}/variant={}/, mean from ages (sql/state_value_quantiles.sql)",
+            "type-7 quantiles and Polars mean per age over states/board={}/variant={}/ (DuckDB reference: sql/state_value_quantiles.sql)",
             q.board, q.variant
         ),
     }))

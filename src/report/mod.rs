@@ -2,10 +2,10 @@
 //! `index.html` and `README.md` from a solved data directory.
 //!
 //! Data flow: DuckDB runs the queries in `sql/` over the views of [`crate::query::catalog`]
-//! (per-age series, board totals, quantiles of the state values); Polars frames the per-age
-//! tables for the variants side by side; `compare` merge-joins two variants' states on their
-//! sorted ids ([`compare`]); the manifests give values,
-//! timings, index sizes and digests. Every file is written to a temporary name and renamed, so
+//! (per-age series, board totals); [`frames`] computes the quantile band of the state values
+//! (sorted and interpolated in our crate, the mean by Polars) and frames the per-age tables of
+//! the variants side by side; `compare` merge-joins two variants' states on their sorted ids
+//! ([`compare`]); the manifests give values, timings, index sizes and digests. Every file is written to a temporary name and renamed, so
 //! re-running over an existing folder is idempotent and never leaves a half-written file.
 //!
 //! Output layout of `OUT/`:
@@ -225,11 +225,8 @@ pub fn run_report(
     progress.step("best afterstate value by variant (Polars)");
     let mut quantile_spec = None;
     if let Some(b) = &qboard {
-        let q = data::state_value_quantiles(&conn, &b.board, &b.variant)?;
-        progress.step(&format!(
-            "state value quantiles (DuckDB, board {})",
-            b.board
-        ));
+        let q = frames::state_value_quantiles(&store, &b.board, &b.variant)?;
+        progress.step(&format!("state value quantiles (board {})", b.board));
         quantile_spec = figures::quantile_figure(&q)?;
         if quantile_spec.is_none() {
             progress.step(&format!(
