@@ -102,6 +102,17 @@ pub struct AgeOutput {
     pub after_values: Vec<f64>,
 }
 
+impl AgeOutput {
+    /// The bytes the age holds (its vectors' lengths; what it hands the writer).
+    pub fn bytes(&self) -> usize {
+        use std::mem::size_of;
+        self.states.len() * size_of::<u64>()
+            + self.afterstates.len() * size_of::<u64>()
+            + self.state_recs.len() * size_of::<StateRec>()
+            + self.after_values.len() * size_of::<f64>()
+    }
+}
+
 /// The backward pass over ages `max_age, max_age - 2, …, min_age`.
 pub struct Backward<'g> {
     game: &'g Game,
@@ -151,8 +162,13 @@ impl<'g> Backward<'g> {
             debug_assert_eq!(next4.age, age + 4);
             let (states, afterstates) = load(age)?;
             let after_values = self.afterstate_values(age, &afterstates, &next2, &next4)?;
+            // Each table goes as soon as nothing reads it, before the next is built, so that
+            // at most two big tables exist at once: age n + 4's is read only by age n's
+            // afterstates, the afterstates' only by age n's states.
+            drop(std::mem::replace(&mut next4, Level::empty(age + 4)));
             let after_table = ValueTable::new(&afterstates, &after_values, self.k());
             let recs = self.state_records(age, &states, &after_table)?;
+            drop(after_table);
             let values: Vec<f64> = recs.iter().map(|r| r.value).collect();
             let level = Level::new(age, &states, &values);
             drop(values);

@@ -56,7 +56,9 @@ pub fn sort_dedup_pieces(pieces: Vec<Vec<u64>>) -> Vec<u64> {
         s
     };
     let k = splitters.len() + 1;
-    // Cut each piece into the k ranges.
+    // Cut each piece into the k ranges (each piece is freed once it is cut), then hand every
+    // range its parts, so that a range's parts are freed as soon as it is gathered: the peak
+    // is the ids once plus the ranges being sorted, not the ids twice.
     let cut: Vec<Vec<Vec<u64>>> = pieces
         .into_par_iter()
         .map(|piece| {
@@ -67,16 +69,23 @@ pub fn sort_dedup_pieces(pieces: Vec<Vec<u64>>) -> Vec<u64> {
             out
         })
         .collect();
+    let mut by_range: Vec<Vec<Vec<u64>>> = (0..k).map(|_| Vec::with_capacity(cut.len())).collect();
+    for parts in cut {
+        for (range, part) in by_range.iter_mut().zip(parts) {
+            range.push(part);
+        }
+    }
     // Gather, sort and deduplicate each range.
-    let sorted: Vec<Vec<u64>> = (0..k)
+    let sorted: Vec<Vec<u64>> = by_range
         .into_par_iter()
-        .map(|j| {
-            let mut v: Vec<u64> = Vec::with_capacity(cut.iter().map(|c| c[j].len()).sum());
-            for c in &cut {
-                v.extend_from_slice(&c[j]);
+        .map(|parts| {
+            let mut v: Vec<u64> = Vec::with_capacity(parts.iter().map(Vec::len).sum());
+            for part in parts {
+                v.extend_from_slice(&part);
             }
             radix_sort(&mut v);
             v.dedup();
+            v.shrink_to_fit();
             v
         })
         .collect();
@@ -211,20 +220,28 @@ const BUILD_AHEAD: usize = 16;
 /// Maps the ids of one layer to their values (`k` per id, one per variant), one cache line a
 /// lookup.
 ///
-/// Linear probing at load ≤ 1/2 with a multiplicative (Fibonacci) hash: expected probes for
-/// a hit are about 1.5 (Knuth, TAOCP 6.4). A slot is the id followed by its `k` values (as
-/// bits), padded to a power-of-two number of words so that no slot straddles a cache line:
-/// a lookup reads one line where an id → rank table and a separate value array read two,
-/// which is most of the cost of a backward pass whose layers outgrow the caches.
+/// Linear probing at load ≈ [`LOAD`] (3/4) with a multiplicative (Fibonacci) hash mapped onto
+/// the slots by a multiply-shift (Lemire's fast range reduction, so the number of slots need
+/// not be a power of two): expected probes for a hit are `(1 + 1/(1 − α))/2` = 2.5 at α = 3/4
+/// (Knuth, TAOCP 6.4), neighbouring slots mostly in the same cache line. A slot is the id
+/// followed by its `k` values (as bits), padded to a power-of-two number of words so that no
+/// slot straddles a cache line: a lookup reads one line where an id → rank table and a
+/// separate value array read two, which is most of the cost of a backward pass whose layers
+/// outgrow the caches. With one variant a slot is 16 bytes, so an id costs about 21 bytes
+/// (at load 1/2 to 1/4, as when the slots were a power of two: 32 to 64).
 /// `u64::MAX` marks an empty slot; it is never an id (it would be a board of sixteen 32768
 /// tiles).
 pub struct ValueTable {
     words: Vec<u64>,
+    /// Number of slots (at least one more than the ids, so that a probe always ends).
+    slots: usize,
     /// Words per slot: `k + 1` rounded up to a power of two.
     stride: usize,
     k: usize,
-    shift: u32,
 }
+
+/// The largest load of a [`ValueTable`] (ids over slots).
+pub const LOAD: f64 = 0.75;
 
 impl ValueTable {
     /// The table of a layer `ids` (sorted, deduplicated) with `values[i * k + v]` the value of
@@ -232,24 +249,19 @@ impl ValueTable {
     pub fn new(ids: &[u64], values: &[f64], k: usize) -> ValueTable {
         debug_assert!(is_layer(ids), "a layer must be sorted and deduplicated");
         debug_assert_eq!(values.len(), ids.len() * k);
-        let bits = (ids.len().max(1) * 2)
-            .next_power_of_two()
-            .trailing_zeros()
-            .max(4);
+        let slots = ((ids.len() as f64 / LOAD).ceil() as usize).max(ids.len() + 1).max(16);
         let stride = (k + 1).next_power_of_two();
-        let mut words = vec![EMPTY; stride << bits];
-        let mask = (1usize << bits) - 1;
-        let shift = 64 - bits;
+        let mut words = vec![EMPTY; stride * slots];
         for (rank, &id) in ids.iter().enumerate() {
             debug_assert_ne!(id, EMPTY);
             // The ids are sorted, their slots scattered: ask for the slot of an id a few
             // places ahead, so that its cache miss overlaps the inserts in between.
             if let Some(&ahead) = ids.get(rank + BUILD_AHEAD) {
-                prefetch(&words[hash(ahead, shift) * stride]);
+                prefetch(&words[home(ahead, slots) * stride]);
             }
-            let mut h = hash(id, shift);
+            let mut h = home(id, slots);
             while words[h * stride] != EMPTY {
-                h = (h + 1) & mask;
+                h = next(h, slots);
             }
             let slot = &mut words[h * stride..h * stride + 1 + k];
             slot[0] = id;
@@ -259,25 +271,28 @@ impl ValueTable {
         }
         ValueTable {
             words,
+            slots,
             stride,
             k,
-            shift,
         }
+    }
+
+    /// Bytes the table holds.
+    pub fn bytes(&self) -> usize {
+        self.words.len() * 8
     }
 
     /// Asks the CPU to start loading the slot a lookup of `id` reads first, so that a batch of
     /// lookups overlaps its cache misses instead of paying them one after another.
     #[inline(always)]
     pub fn prefetch(&self, id: u64) {
-        prefetch(&self.words[hash(id, self.shift) * self.stride]);
+        prefetch(&self.words[home(id, self.slots) * self.stride]);
     }
 
     /// The values of `id` (one per variant), if `id` is in the layer.
     #[inline]
     pub fn get(&self, id: u64) -> Option<Values<'_>> {
-        let slots = self.words.len() / self.stride;
-        let mask = slots - 1;
-        let mut h = hash(id, self.shift);
+        let mut h = home(id, self.slots);
         loop {
             let at = h * self.stride;
             let key = self.words[at];
@@ -287,7 +302,7 @@ impl ValueTable {
             if key == EMPTY {
                 return None;
             }
-            h = (h + 1) & mask;
+            h = next(h, self.slots);
         }
     }
 }
@@ -319,9 +334,22 @@ pub fn prefetch<T>(x: &T) {
     let _ = x;
 }
 
+/// The first slot of `id` among `slots`: the high half of the product of its Fibonacci hash
+/// and the number of slots (uniform over `0..slots` when the hash is uniform over `u64`).
 #[inline(always)]
-fn hash(id: u64, shift: u32) -> usize {
-    (id.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> shift) as usize
+fn home(id: u64, slots: usize) -> usize {
+    let h = id.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    ((u128::from(h) * slots as u128) >> 64) as usize
+}
+
+/// The slot after `h`, wrapping around.
+#[inline(always)]
+fn next(h: usize, slots: usize) -> usize {
+    if h + 1 == slots {
+        0
+    } else {
+        h + 1
+    }
 }
 
 #[cfg(test)]

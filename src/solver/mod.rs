@@ -7,11 +7,13 @@
 //! - [`output`]: one finished age as files (Parquet, index) and per-age figures;
 //! - [`run`]: the orchestration of one solve, resumable after any finished age;
 //! - [`checkpoint`]: finished ages made durable on a thread of their own;
+//! - [`budget`]: how many bytes of finished ages may wait for the writer;
 //! - [`guaranteed`]: the largest tile a player can force, from small in-memory solves.
 //!
 //! The passes do no I/O; [`run`] reaches the disk only through the store.
 
 pub mod backward;
+mod budget;
 mod checkpoint;
 mod error;
 pub mod forward;

@@ -27,16 +27,17 @@ pub fn write_age(
     // Probabilities are stored in [0, 1], whatever the rounding of the sums behind them
     // (the pass itself keeps the unrounded sums).
     let clamp = |x: f64| if v.scored() { x } else { x.clamp(0.0, 1.0) };
-    let recs: Vec<_> = out
-        .state_recs
-        .iter()
-        .skip(vi)
-        .step_by(k)
-        .map(|r| StateRec {
+    // The records of this variant, read in place (a copy would hold 24 bytes a state).
+    let n = out.states.len();
+    debug_assert_eq!(out.state_recs.len(), n * k);
+    let rec = |i: usize| {
+        let r = out.state_recs[i * k + vi];
+        StateRec {
             value: clamp(r.value),
-            ..*r
-        })
-        .collect();
+            ..r
+        }
+    };
+    let recs = || (0..n).map(rec);
     let after_values: Vec<f64> = out
         .after_values
         .iter()
@@ -59,24 +60,21 @@ pub fn write_age(
     if out.states.is_empty() && out.afterstates.is_empty() {
         return Ok((st, Vec::new())); // an age no board has: nothing to write
     }
-    st.n_terminal_states = recs.iter().filter(|r| r.terminal).count() as u64;
+    st.n_terminal_states = recs().filter(|r| r.terminal).count() as u64;
     if !after_empty.is_empty() {
         st.mean_empty_cells_afterstates =
             Some(after_empty.iter().map(|&e| f64::from(e)).sum::<f64>() / after_empty.len() as f64);
         st.best_afterstate_value = after_values.iter().copied().reduce(f64::max);
     }
-    if !recs.is_empty() {
-        st.mean_state_value = Some(recs.iter().map(|r| r.value).sum::<f64>() / recs.len() as f64);
+    if n > 0 {
+        // Summed in row order, as always (the same bits on every run).
+        st.mean_state_value = Some(recs().map(|r| r.value).sum::<f64>() / n as f64);
     }
-    let gaps: Vec<f64> = recs
-        .iter()
-        .filter(|r| r.moves >= 2)
-        .map(|r| r.gap)
-        .collect();
-    if !gaps.is_empty() {
-        st.mean_action_gap = Some(gaps.iter().sum::<f64>() / gaps.len() as f64);
-        st.frac_gap_lt_1 =
-            Some(gaps.iter().filter(|&&g| g < 1.0).count() as f64 / gaps.len() as f64);
+    let gaps = || recs().filter(|r| r.moves >= 2).map(|r| r.gap);
+    let n_gaps = gaps().count();
+    if n_gaps > 0 {
+        st.mean_action_gap = Some(gaps().sum::<f64>() / n_gaps as f64);
+        st.frac_gap_lt_1 = Some(gaps().filter(|&g| g < 1.0).count() as f64 / n_gaps as f64);
     }
 
     let layout = store.layout();
@@ -119,40 +117,36 @@ pub fn write_age(
             rayon::join(
                 || {
                     {
-                        parquet::states_parquet(
-                            &states_path,
+                        parquet::states_parquet(&states_path, n, |range| {
+                            let recs = || range.clone().map(rec);
                             StatesColumns {
-                                id: out.states.to_vec(),
-                                value: recs.iter().map(|r| r.value).collect(),
-                                terminal: recs.iter().map(|r| r.terminal).collect(),
-                                moves: recs.iter().map(|r| r.moves).collect(),
-                                best: recs
-                                    .iter()
+                                id: out.states[range.clone()].to_vec(),
+                                value: recs().map(|r| r.value).collect(),
+                                terminal: recs().map(|r| r.terminal).collect(),
+                                moves: recs().map(|r| r.moves).collect(),
+                                best: recs()
                                     .map(|r| {
                                         (r.best != NO_MOVE)
                                             .then(|| ["L", "R", "U", "D"][r.best as usize])
                                     })
                                     .collect(),
-                                gap: recs
-                                    .iter()
-                                    .map(|r| (r.moves >= 2).then_some(r.gap))
-                                    .collect(),
-                                empty: out
-                                    .states
+                                gap: recs().map(|r| (r.moves >= 2).then_some(r.gap)).collect(),
+                                empty: out.states[range.clone()]
                                     .iter()
                                     .map(|&s| board::count_empty(s, cells) as u8)
                                     .collect(),
-                            },
-                        )
+                            }
+                        })
                     }
                 },
                 || {
-                    parquet::afterstates_parquet(
-                        &after_path,
-                        out.afterstates.to_vec(),
-                        after_values.clone(),
-                        after_empty.clone(),
-                    )
+                    parquet::afterstates_parquet(&after_path, out.afterstates.len(), |range| {
+                        (
+                            out.afterstates[range.clone()].to_vec(),
+                            after_values[range.clone()].to_vec(),
+                            after_empty[range].to_vec(),
+                        )
+                    })
                 },
             )
         },

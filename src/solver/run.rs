@@ -15,6 +15,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::backward::{AgeOutput, Backward, Level};
+use super::budget::Budget;
 use super::checkpoint::Checkpointer;
 use super::forward::{self, AgeLayer, Start};
 use super::output::write_age;
@@ -65,6 +66,11 @@ pub enum Event {
 /// How often finished ages are made durable and recorded as done: often enough that a kill
 /// loses little, rarely enough that syncing costs little.
 const CHECKPOINT: Duration = Duration::from_millis(1000);
+
+/// How many bytes of finished ages the backward pass may hand over before the writer has
+/// written them (one age of any size always goes): small boards keep the pass and the writer
+/// busy together; on big ones the pass waits rather than queueing ages of gigabytes.
+const WRITE_AHEAD_BYTES: usize = 512 << 20;
 
 /// The record of one finished age, for all variants of the pass.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -375,10 +381,14 @@ fn solve_class(
         // Writing an age (Parquet, index, digests) runs on its own thread while the pass
         // values the next age; the age's record is written only after its files.
         let (tx, rx) = std::sync::mpsc::sync_channel::<AgeOutput>(2);
+        // … and its queue is bounded in bytes too: big ages wait for the writer (budget.rs).
+        let budget = Budget::new(WRITE_AHEAD_BYTES);
+        let budget = &budget;
         let bwd = &mut bwd;
         let work = &work;
         let (run, written) = std::thread::scope(|scope| {
             let writer = scope.spawn(|| -> Result<()> {
+                let _closer = budget.closer();
                 std::thread::scope(|inner| -> Result<()> {
                     // Ages above 8 whose state values are on disk and not yet known to be
                     // unneeded (the checkpoint thread's own).
@@ -463,6 +473,9 @@ fn solve_class(
                             age: job.age,
                             boards: (job.states.len() + job.afterstates.len()) as u64,
                         });
+                        let bytes = job.bytes();
+                        drop(job);
+                        budget.release(bytes);
                     }
                     if pending {
                         bwd.seconds = base_seconds + t.elapsed().as_secs_f64();
@@ -478,8 +491,11 @@ fn solve_class(
                 next,
                 |age| Ok(work.load_layers(age)?),
                 |out: AgeOutput| {
-                    tx.send(out)
-                        .map_err(|_| SolveError::Internal("the writer stopped".into()))
+                    let stopped = || SolveError::Internal("the writer stopped".into());
+                    if !budget.acquire(out.bytes()) {
+                        return Err(stopped());
+                    }
+                    tx.send(out).map_err(|_| stopped())
                 },
             );
             drop(tx);

@@ -2,13 +2,14 @@
 //! [`super::schema`]), and a reader of named columns for the report and `compare`.
 
 use std::fs;
+use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
 
 use arrow::array::{
     ArrayRef, BooleanArray, Float64Array, StringArray, UInt32Array, UInt64Array, UInt8Array,
 };
-use arrow::datatypes::{DataType, Field, Schema};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
 use parquet::arrow::arrow_writer::{compute_leaves, ArrowColumnChunk};
 use parquet::arrow::ArrowWriter;
@@ -41,9 +42,7 @@ pub(super) fn writer_props(delta_cols: &[&str], plain_cols: &[&str]) -> WriterPr
     b.build()
 }
 
-/// The Parquet file of one batch. The columns of each row group are encoded in parallel
-/// (`ArrowWriter`'s own column writers, one task per column) and appended in order, which gives
-/// the bytes `ArrowWriter::write` + `close` would give (same row groups, pages, metadata).
+/// The Parquet file of one batch (see [`parquet_bytes_by_group`]).
 pub(super) fn parquet_bytes(
     path: &Path,
     batch: &RecordBatch,
@@ -53,25 +52,64 @@ pub(super) fn parquet_bytes(
         path: path.to_path_buf(),
         source,
     };
-    let mut buf = Vec::new();
     if props.max_row_group_bytes().is_some() {
         // Row groups cut by size: leave the cutting to the writer itself.
+        let mut buf = Vec::new();
         let mut w = ArrowWriter::try_new(&mut buf, batch.schema(), Some(props)).map_err(err)?;
         w.write(batch).map_err(err)?;
         w.close().map_err(err)?;
         return Ok(buf);
     }
+    let schema = batch.schema();
+    write_groups(path, schema, batch.num_rows(), props, |range| {
+        Ok(batch.slice(range.start, range.len()))
+    })
+}
+
+/// The Parquet file of `rows` rows of `table` whose columns `columns(range)` builds one row
+/// group at a time, so that only one group's Arrow arrays exist at once (an age of 4x4
+/// `goal-32` holds 60 M states: its columns at once took ≈ 2.5 GB). The bytes are those of
+/// [`parquet_bytes`] over the whole batch, which are those of `ArrowWriter::write` + `close`.
+pub(super) fn parquet_bytes_by_group(
+    path: &Path,
+    table: &Table,
+    rows: usize,
+    props: WriterProperties,
+    columns: impl Fn(Range<usize>) -> Vec<ArrayRef> + Sync,
+) -> Result<Vec<u8>> {
+    debug_assert!(props.max_row_group_bytes().is_none());
+    write_groups(path, arrow_schema(table), rows, props, |range| {
+        batch(path, table, columns(range))
+    })
+}
+
+/// Writes `rows` rows in row groups of the writer's row count, the group of `range` made by
+/// `group(range)`. The columns of each row group are encoded in parallel (`ArrowWriter`'s own
+/// column writers, one task per column) and appended in order, which gives the bytes
+/// `ArrowWriter::write` + `close` would give (same row groups, pages, metadata).
+fn write_groups(
+    path: &Path,
+    schema: SchemaRef,
+    rows: usize,
+    props: WriterProperties,
+    group: impl Fn(Range<usize>) -> Result<RecordBatch>,
+) -> Result<Vec<u8>> {
+    let err = |source| StoreError::Parquet {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut buf = Vec::new();
     let rows_per_group = props.max_row_group_row_count().unwrap_or(usize::MAX).max(1);
-    let (mut writer, factory) = ArrowWriter::try_new(&mut buf, batch.schema(), Some(props))
+    let (mut writer, factory) = ArrowWriter::try_new(&mut buf, schema.clone(), Some(props))
         .and_then(ArrowWriter::into_serialized_writer)
         .map_err(err)?;
-    let schema = batch.schema();
     let mut start = 0;
-    let mut group = 0;
-    while start < batch.num_rows() {
-        let rows = rows_per_group.min(batch.num_rows() - start);
-        let slice = batch.slice(start, rows);
-        let writers = factory.create_column_writers(group).map_err(err)?;
+    let mut index = 0;
+    while start < rows {
+        let n = rows_per_group.min(rows - start);
+        let slice = group(start..start + n)?;
+        debug_assert_eq!(slice.num_rows(), n);
+        let writers = factory.create_column_writers(index).map_err(err)?;
         let chunks: Vec<ArrowColumnChunk> = writers
             .into_par_iter()
             .zip(slice.columns().par_iter().zip(schema.fields().par_iter()))
@@ -83,26 +121,32 @@ pub(super) fn parquet_bytes(
             })
             .collect::<std::result::Result<_, _>>()
             .map_err(err)?;
+        drop(slice);
         let mut rg = writer.next_row_group().map_err(err)?;
         for chunk in chunks {
             chunk.append_to_row_group(&mut rg).map_err(err)?;
         }
         rg.close().map_err(err)?;
-        start += rows;
-        group += 1;
+        start += n;
+        index += 1;
     }
     writer.close().map_err(err)?;
     Ok(buf)
 }
 
-/// A batch of `table`'s columns (the schema comes from [`super::schema`]).
-pub(super) fn batch(path: &Path, table: &Table, cols: Vec<ArrayRef>) -> Result<RecordBatch> {
+/// The Arrow schema of `table` (from [`super::schema`]).
+fn arrow_schema(table: &Table) -> SchemaRef {
     let fields: Vec<Field> = table
         .columns
         .iter()
         .map(|c| Field::new(c.name, c.ty.arrow(), c.nullable))
         .collect();
-    RecordBatch::try_new(Arc::new(Schema::new(fields)), cols).map_err(|source| StoreError::Arrow {
+    Arc::new(Schema::new(fields))
+}
+
+/// A batch of `table`'s columns (the schema comes from [`super::schema`]).
+pub(super) fn batch(path: &Path, table: &Table, cols: Vec<ArrayRef>) -> Result<RecordBatch> {
+    RecordBatch::try_new(arrow_schema(table), cols).map_err(|source| StoreError::Arrow {
         path: path.to_path_buf(),
         source,
     })
@@ -119,33 +163,52 @@ pub struct StatesColumns {
     pub empty: Vec<u8>,
 }
 
-pub fn states_parquet(path: &Path, c: StatesColumns) -> Result<Vec<u8>> {
-    let cols: Vec<ArrayRef> = vec![
-        Arc::new(UInt64Array::from(c.id)),
-        Arc::new(Float64Array::from(c.value)),
-        Arc::new(BooleanArray::from(c.terminal)),
-        Arc::new(UInt8Array::from(c.moves)),
-        Arc::new(StringArray::from(c.best)),
-        Arc::new(Float64Array::from(c.gap)),
-        Arc::new(UInt8Array::from(c.empty)),
-    ];
-    let b = batch(path, &STATES, cols)?;
-    parquet_bytes(path, &b, writer_props(&["id"], &["value", "gap"]))
+pub fn states_parquet(
+    path: &Path,
+    rows: usize,
+    columns: impl Fn(Range<usize>) -> StatesColumns + Sync,
+) -> Result<Vec<u8>> {
+    parquet_bytes_by_group(
+        path,
+        &STATES,
+        rows,
+        writer_props(&["id"], &["value", "gap"]),
+        |range| {
+            let c = columns(range);
+            vec![
+                Arc::new(UInt64Array::from(c.id)),
+                Arc::new(Float64Array::from(c.value)),
+                Arc::new(BooleanArray::from(c.terminal)),
+                Arc::new(UInt8Array::from(c.moves)),
+                Arc::new(StringArray::from(c.best)),
+                Arc::new(Float64Array::from(c.gap)),
+                Arc::new(UInt8Array::from(c.empty)),
+            ]
+        },
+    )
 }
 
+/// The `afterstates` file of one age: `columns(range)` gives the ids, values and empty
+/// cells of the afterstates in `range` (asked one row group at a time).
 pub fn afterstates_parquet(
     path: &Path,
-    id: Vec<u64>,
-    value: Vec<f64>,
-    empty: Vec<u8>,
+    rows: usize,
+    columns: impl Fn(Range<usize>) -> (Vec<u64>, Vec<f64>, Vec<u8>) + Sync,
 ) -> Result<Vec<u8>> {
-    let cols: Vec<ArrayRef> = vec![
-        Arc::new(UInt64Array::from(id)),
-        Arc::new(Float64Array::from(value)),
-        Arc::new(UInt8Array::from(empty)),
-    ];
-    let b = batch(path, &AFTERSTATES, cols)?;
-    parquet_bytes(path, &b, writer_props(&["id"], &["value"]))
+    parquet_bytes_by_group(
+        path,
+        &AFTERSTATES,
+        rows,
+        writer_props(&["id"], &["value"]),
+        |range| {
+            let (id, value, empty) = columns(range);
+            vec![
+                Arc::new(UInt64Array::from(id)),
+                Arc::new(Float64Array::from(value)),
+                Arc::new(UInt8Array::from(empty)),
+            ]
+        },
+    )
 }
 
 pub fn ages_parquet(path: &Path, ages: &[AgeStats]) -> Result<Vec<u8>> {
