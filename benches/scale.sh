@@ -3,7 +3,8 @@
 # data directory, with its wall time, peak memory, the peak size of its work files (sampled
 # every 2 s) and its output, and the per-core rates of both passes from its manifest; rows
 # are appended to reports/bench/scale.tsv (one line per solve, kept across runs) and
-# reports/bench/scale.md is rewritten from that table. Far too long for CI: run it by hand.
+# reports/bench/scale.md is rewritten from that table, with projections to bigger boards
+# (benches/scale_report.py). Far too long for CI: run it by hand.
 #
 # Usage: benches/scale.sh DATA_ROOT "BOARD VARIANTS [EXTRA ARGS…]" …
 #   e.g. benches/scale.sh /var/tmp/scale "4x3 goal-64" "3x4 goal-64" "4x4 goal-32"
@@ -63,31 +64,10 @@ print("\t".join(str(x) for x in [
     datetime.date.today().isoformat(), commit, board, variants, extra, m["threads"],
     f"{float(wall):.1f}", f"{t['forward_s']:.1f}", f"{t['backward_s']:.1f}",
     m["n_states"], m["n_afterstates"], f"{int(rss_kb) / 1024:.0f}", work_mb,
-    f"{out / 2**20:.0f}", load]))
+    f"{out / 2**20:.0f}", load, max(a["n_states"] for a in m["ages"])]))
 EOF
   rm -f "$peak" "$peak.time"
 done
 
-python3 - "$tsv" > "$out/scale.md" <<'EOF'
-import csv, sys
-rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
-print("# Big solves\n")
-print("Written by `benches/scale.sh` from `reports/bench/scale.tsv` (one row per solve, release")
-print("build without the reporting layer, this 2-core machine). Rates are (after)states per")
-print("second per core: (states + afterstates) / pass seconds / threads. Output is every file")
-print("of the data directory (Parquet, indexes, manifests); work is the peak of `.work/`.\n")
-print("| date | commit | board | variants | threads | wall s | forward s | backward s | states | afterstates "
-      "| fwd M/s/core | bwd M/s/core | peak RSS MB | peak work MB | output MB | bytes/board out | load |")
-print("|" + "---|" * 17)
-for r in rows:
-    n = int(r["states"]) + int(r["afterstates"])
-    th = max(1, int(r["threads"]))
-    rate = lambda s: f"{n / float(s) / th / 1e6:.2f}" if float(s) >= 1 else "—"
-    f, b = rate(r["forward_s"]), rate(r["backward_s"])
-    v = r["variants"] + (f" {r['args']}" if r["args"] else "")
-    print(f"| {r['date']} | {r['commit']} | {r['board']} | {v} | {th} | {float(r['wall_s']):.0f} "
-          f"| {float(r['forward_s']):.0f} | {float(r['backward_s']):.0f} | {int(r['states']):,} "
-          f"| {int(r['afterstates']):,} | {f} | {b} | {r['peak_rss_mb']} | {r['peak_work_mb']} "
-          f"| {r['output_mb']} | {int(r['output_mb']) * 2**20 / max(1, n):.1f} | {r['load']} |")
-EOF
+python3 benches/scale_report.py "$tsv" > "$out/scale.md"
 echo "wrote $out/scale.md" >&2

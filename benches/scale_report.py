@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""Writes reports/bench/scale.md from reports/bench/scale.tsv (called by benches/scale.sh).
+
+The table is every measured big solve. The projections below it scale the measured rates and
+bytes of the biggest solve measured to boards too big for this machine, and print every input
+next to the result, so that a reader can redo the arithmetic or disagree with an assumption.
+"""
+import csv
+import sys
+
+rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
+
+
+def boards(r):
+    return int(r["states"]) + int(r["afterstates"])
+
+
+def rate(r, s):
+    """(after)states per second per core of a pass that took `s` seconds, in millions."""
+    th = max(1, int(r["threads"]))
+    return boards(r) / float(s) / th / 1e6 if float(s) >= 1 else None
+
+
+def n(x):
+    return f"{x:,.0f}"
+
+
+print("# Big solves\n")
+print("Written by `benches/scale.sh` from `reports/bench/scale.tsv` (one row per solve, release")
+print("build without the reporting layer, this 2-core machine). Rates are (after)states per")
+print("second per core: (states + afterstates) / pass seconds / threads. Output is every file")
+print("of the data directory (Parquet, indexes, manifests); work is the peak of `.work/`;")
+print("largest age is the most states of one age. A row of several variants solves them in")
+print("one pass each way, and its output holds all of them.\n")
+print("| date | commit | board | variants | threads | wall s | forward s | backward s | states "
+      "| afterstates | largest age | fwd M/s/core | bwd M/s/core | peak RSS MB | peak work MB "
+      "| output MB | bytes/board out | load |")
+print("|" + "---|" * 18)
+for r in rows:
+    f, b = rate(r, r["forward_s"]), rate(r, r["backward_s"])
+    v = r["variants"] + (f" {r['args']}" if r["args"] else "")
+    big = r.get("max_age_states") or ""
+    print(f"| {r['date']} | {r['commit']} | {r['board']} | {v} | {r['threads']} "
+          f"| {float(r['wall_s']):.0f} | {float(r['forward_s']):.0f} "
+          f"| {float(r['backward_s']):.0f} | {n(int(r['states']))} | {n(int(r['afterstates']))} "
+          f"| {n(int(big)) if big else '—'} | {f'{f:.2f}' if f else '—'} "
+          f"| {f'{b:.2f}' if b else '—'} | {r['peak_rss_mb']} | {r['peak_work_mb']} "
+          f"| {r['output_mb']} | {int(r['output_mb']) * 2**20 / max(1, boards(r)):.1f} "
+          f"| {r['load']} |")
+
+# The basis of a projection: the biggest solve measured on the same board (either orientation),
+# else the biggest of any board; one that knows its largest age, one variant, no `--discount`.
+measured = [r for r in rows if r.get("max_age_states") and "," not in r["variants"]
+            and "discount" not in r["variants"] + r["args"]]
+
+
+def basis_for(shapes):
+    for pool in ([r for r in measured if r["board"] in shapes], measured):
+        if pool:
+            top = max(boards(r) for r in pool)
+            return [r for r in pool if boards(r) == top][-1]
+    return None
+
+
+if not measured:
+    sys.exit(0)
+print("\n## Projections\n")
+print("Each projection scales the measured rates and bytes of one solve (its basis) to a board")
+print("too big to solve here. Assumptions: rates scale linearly with cores (measured on 2 cores")
+print("only); memory follows the largest age, because the backward pass holds the tables and")
+print("records of a few neighbouring ages; every forward layer stays in `.work/` until the solve")
+print("ends; output is the full layout (Parquet and indexes).\n")
+
+
+def project(title, shapes, states, afterstates, largest, cores, mem_gib, disk_gb, note, targets):
+    b = basis_for(shapes)
+    fwd, bwd = rate(b, b["forward_s"]), rate(b, b["backward_s"])
+    rss_per_state = int(b["peak_rss_mb"]) * 2**20 / int(b["max_age_states"])
+    work_bits = int(b["peak_work_mb"]) * 2**20 * 8 / boards(b)
+    out_bytes = int(b["output_mb"]) * 2**20 / boards(b)
+    if afterstates is None:
+        afterstates = round(states * int(b["afterstates"]) / int(b["states"]))
+        note += (f"; afterstates estimated at {afterstates / states:.2f} a state, the ratio of "
+                 "the basis")
+    total = states + afterstates
+    tf = total / (fwd * 1e6 * cores) / 3600
+    tb = total / (bwd * 1e6 * cores) / 3600
+    mem = largest * rss_per_state / 2**30
+    work = total * work_bits / 8 / 1e9
+    out = total * out_bytes / 1e9
+    print(f"### {title}\n")
+    print(f"{cores} cores, {mem_gib} GiB, {disk_gb:,} GB of disk. {n(states)} states + "
+          f"{n(afterstates)} afterstates, largest age {n(largest)} states ({note}).\n")
+    print(f"Basis: {b['board']} `{b['variants']}` of {b['date']} ({b['commit']}): forward "
+          f"{fwd:.2f} M and backward {bwd:.2f} M boards/s/core; peak RSS {rss_per_state:.0f} "
+          f"bytes a state of its largest age ({b['peak_rss_mb']} MB over "
+          f"{n(int(b['max_age_states']))}); work {work_bits:.1f} bits a board; output "
+          f"{out_bytes:.1f} bytes a board.\n")
+    print("| forward h | backward h | total h | peak memory GiB | peak work GB | output GB "
+          "| work + output GB | fits |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---|")
+    short = [] if mem <= mem_gib else ["memory"]
+    short += [] if work + out <= disk_gb else ["disk"]
+    print(f"| {tf:.1f} | {tb:.1f} | {tf + tb:.1f} | {mem:.0f} | {work:,.0f} | {out:,.0f} "
+          f"| {work + out:,.0f} | {'yes' if not short else 'no: ' + ', '.join(short)} |\n")
+    print(f"Targets: {targets}.\n")
+
+
+project("Full 4x3, expectation, on a 16-core workstation", ("4x3", "3x4"),
+        1_152_817_492_752, 739_648_886_170, 297_784_736, 16, 64, 4_000,
+        "counts and largest age: Kaneko & Yamashita, who took 25 h + 40 h on 16 cores",
+        "< 24 h; ≤ 16 GiB; output ≤ 4 TiB (the paper's size) with a compact layout")
+project("4x4 `goal-64`, on this machine", ("4x4",), 40_652_843_433, None, 856_000_000, 2, 24, 80,
+        "live states and largest age as published",
+        "run it here, discounted, if it fits")
