@@ -5,8 +5,9 @@
 //! (per-age series, board totals); [`frames`] computes the quantile band of the state values
 //! (sorted and interpolated in our crate, the mean by Polars) and frames the per-age tables of
 //! the variants side by side; `compare` merge-joins two variants' states on their sorted ids
-//! ([`compare`]); the manifests give values, timings, index sizes and digests. Every file is written to a temporary name and renamed, so
-//! re-running over an existing folder is idempotent and never leaves a half-written file.
+//! ([`compare`]); the manifests give values, timings, index sizes and digests. Every file is
+//! written to a temporary name and renamed, so re-running over an existing folder is
+//! idempotent and never leaves a half-written file.
 //!
 //! Output layout of `OUT/`:
 //! `figures/<name>.{svg,png,csv}`, `tables/<name>.{md,csv}`, `index.html`, `README.md`.

@@ -220,15 +220,16 @@ const BUILD_AHEAD: usize = 16;
 /// Maps the ids of one layer to their values (`k` per id, one per variant), one cache line a
 /// lookup.
 ///
-/// Linear probing at load [`load`] (1/2, or 3/4 for big layers) with a multiplicative (Fibonacci) hash mapped onto
-/// the slots by a multiply-shift (Lemire's fast range reduction, so the number of slots need
-/// not be a power of two): expected probes for a hit are `(1 + 1/(1 − α))/2`, 1.5 at α = 1/2
-/// and 2.5 at 3/4 (Knuth, TAOCP 6.4), neighbouring slots mostly in the same cache line. A slot is the id
-/// followed by its `k` values (as bits), padded to a power-of-two number of words so that no
-/// slot straddles a cache line: a lookup reads one line where an id → rank table and a
-/// separate value array read two, which is most of the cost of a backward pass whose layers
-/// outgrow the caches. With one variant a slot is 16 bytes, so an id costs 32 bytes, or about
-/// 21 in a big table (when the slots were a power of two: 32 to 64).
+/// Linear probing at load [`load`] (1/2, or 3/4 for big layers) with a multiplicative
+/// (Fibonacci) hash mapped onto the slots by a multiply-shift (Lemire's fast range reduction,
+/// so the number of slots need not be a power of two): expected probes for a hit are
+/// `(1 + 1/(1 − α))/2`, 1.5 at α = 1/2 and 2.5 at 3/4 (Knuth, TAOCP 6.4), neighbouring slots
+/// mostly in the same cache line. A slot is the id followed by its `k` values (as bits),
+/// padded to a power-of-two number of words so that no slot straddles a cache line: a lookup
+/// reads one line where an id → rank table and a separate value array read two, which is most
+/// of the cost of a backward pass whose layers outgrow the caches. With one variant a slot is
+/// 16 bytes, so an id costs 32 bytes, or about 21 in a big table (when the slots were a power
+/// of two: 32 to 64).
 /// `u64::MAX` marks an empty slot; it is never an id (it would be a board of sixteen 32768
 /// tiles).
 pub struct ValueTable {
@@ -242,7 +243,7 @@ pub struct ValueTable {
 
 /// The load of a [`ValueTable`] (ids over slots) of `n` ids: 1/2, or 3/4 from [`BIG_TABLE`]
 /// ids on. The load trades probes for bytes: at 3/4 a 3x3 `goal-1024` solve took 9 % longer
-/// than with power-of-two tables at load 1/4 to 1/2 (farm of 7 paired runs), at 1/2 1.7 %
+/// than with power-of-two tables at load 1/4 to 1/2 (7 paired runs side by side), at 1/2 1.7 %
 /// longer; bytes matter only where the layers are big (4x4 `goal-32`: 61 M states an age).
 pub fn load(n: usize) -> f64 {
     if n >= BIG_TABLE {
@@ -295,11 +296,6 @@ impl ValueTable {
             stride,
             k,
         }
-    }
-
-    /// Bytes the table holds.
-    pub fn bytes(&self) -> usize {
-        self.words.len() * 8
     }
 
     /// Asks the CPU to start loading the slot a lookup of `id` reads first, so that a batch of
