@@ -9,7 +9,7 @@ use std::hint::black_box;
 
 use age2048::rules::{Dir, Game, Group, Shape, Variant};
 use age2048::solver::layer::{sort_dedup, ValueTable};
-use age2048::solver::{solve, SolveConfig};
+use age2048::solver::{solve, SolveConfig, StorageRequest};
 use age2048::store::Store;
 use harness::{time, Rng};
 
@@ -55,6 +55,7 @@ fn main() {
             variants: vec![Variant::expectation()],
             force: true,
             min_free: 0,
+            storage: StorageRequest::FULL,
         };
         let m = solve(&Store::new(&dir), &cfg, &|_| {}).unwrap();
         let _ = std::fs::remove_dir_all(&dir);

@@ -10,12 +10,13 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use super::output::say;
 use super::{set_threads, CliError};
+use crate::index::MAX_FRACTION_BITS;
 use crate::rules::variant::Given;
 use crate::rules::{Group, Shape, Variant};
-use crate::solver::{solve, Event, SolveConfig, DEFAULT_MIN_FREE};
+use crate::solver::{solve, Event, Precision, SolveConfig, StorageRequest, DEFAULT_MIN_FREE};
 use crate::store::lock::{lock_writer, Wait};
 use crate::store::verify::{check_variant, Depth};
-use crate::store::{Manifest, Store, StoreError};
+use crate::store::{LayoutKind, Manifest, Store, StoreError};
 
 #[derive(Args, Debug)]
 pub struct SolveArgs {
@@ -60,6 +61,20 @@ pub struct SolveArgs {
     /// stops with status 2, and the same command resumes once there is room.
     #[arg(long, value_name = "SIZE")]
     pub min_free: Option<String>,
+    /// How to store the solve: `full` (every state and afterstate in Parquet, indexes with
+    /// state ids and f64 values) or `compact` for big boards (per age an index of the
+    /// afterstate ids and their values, the `ages` table and the manifest; Parquet only for
+    /// `--parquet-ages`; no state ids).
+    #[arg(long, default_value = "full", value_name = "LAYOUT")]
+    pub layout: String,
+    /// Compact layout: fraction bits of the stored values (fixed point, within 2^-(BITS+1);
+    /// default 16 for points, 32 for probabilities), or `f64` for every bit.
+    #[arg(long, value_name = "BITS")]
+    pub precision: Option<String>,
+    /// Compact layout: also write the `states` and `afterstates` Parquet of ages A to B
+    /// (inclusive), e.g. 4-100.
+    #[arg(long, value_name = "A-B")]
+    pub parquet_ages: Option<String>,
 }
 
 /// A checked `solve` configuration.
@@ -77,6 +92,66 @@ pub fn config(a: &SolveArgs) -> Result<SolveConfig, CliError> {
             Some(t) => parse_size(t)?,
             None => DEFAULT_MIN_FREE,
         },
+        storage: storage(a)?,
+    })
+}
+
+/// The checked `--layout`, `--precision` and `--parquet-ages`.
+fn storage(a: &SolveArgs) -> Result<StorageRequest, CliError> {
+    let layout = match a.layout.as_str() {
+        "full" => LayoutKind::Full,
+        "compact" => LayoutKind::Compact,
+        other => {
+            return Err(CliError::Usage(format!(
+                "--layout {other}: not a layout (full or compact)"
+            )))
+        }
+    };
+    if layout == LayoutKind::Full {
+        for (flag, given) in [
+            ("--precision", a.precision.is_some()),
+            ("--parquet-ages", a.parquet_ages.is_some()),
+        ] {
+            if given {
+                return Err(CliError::Usage(format!(
+                    "{flag} applies to --layout compact only (the full layout stores every value as f64, every age in Parquet)"
+                )));
+            }
+        }
+    }
+    let precision = match a.precision.as_deref() {
+        None => Precision::Default,
+        Some("f64") => Precision::F64,
+        Some(t) => match t.parse::<u8>() {
+            Ok(b) if b <= MAX_FRACTION_BITS => Precision::FractionBits(b),
+            _ => {
+                return Err(CliError::Usage(format!(
+                    "--precision {t}: not a number of fraction bits from 0 to {MAX_FRACTION_BITS}, or f64"
+                )))
+            }
+        },
+    };
+    let parquet_ages = match a.parquet_ages.as_deref() {
+        None => None,
+        Some(t) => {
+            let bad = || {
+                CliError::Usage(format!(
+                    "--parquet-ages {t}: not a range of ages A-B with A ≤ B (e.g. 4-100)"
+                ))
+            };
+            let (lo, hi) = t.split_once('-').ok_or_else(bad)?;
+            let lo: u32 = lo.trim().parse().map_err(|_| bad())?;
+            let hi: u32 = hi.trim().parse().map_err(|_| bad())?;
+            if lo > hi {
+                return Err(bad());
+            }
+            Some((lo, hi))
+        }
+    };
+    Ok(StorageRequest {
+        layout,
+        precision,
+        parquet_ages,
     })
 }
 
@@ -320,8 +395,17 @@ impl Progress {
 
 fn summary(m: &Manifest) -> String {
     let opt = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.6}"));
+    let storage = if m.storage.is_full() {
+        String::new()
+    } else {
+        format!(
+            "; {}, {:.1} GB",
+            m.storage.describe(),
+            m.total_bytes() as f64 / 1e9
+        )
+    };
     format!(
-        "{} {}: {} states, {} afterstates, {} terminal, ages {}..{}, largest tile {}; value from two 2-tiles {}, over the initial distribution {}, mean over the distinct initial states {}; forward {:.1} s, backward {:.1} s, peak memory {:.0} MB",
+        "{} {}: {} states, {} afterstates, {} terminal, ages {}..{}, largest tile {}; value from two 2-tiles {}, over the initial distribution {}, mean over the distinct initial states {}; forward {:.1} s, backward {:.1} s, peak memory {:.0} MB{storage}",
         m.board,
         m.variant,
         m.n_states,

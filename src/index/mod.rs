@@ -59,7 +59,7 @@ pub use compaction::{board_age, max_exponent, CodeSet, Compaction};
 pub use elias_fano::{encode_elias_fano, EfIter, EliasFano};
 pub use raw::{
     encode_age_index, encode_age_index_with_stats, AgeIndex, AgeIndexHeader, AgeIndexMeta,
-    AgeIndexStats,
+    AgeIndexStats, IndexOptions, ValueCoding, MAX_FRACTION_BITS,
 };
 
 /// Errors of this module.

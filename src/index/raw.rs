@@ -4,19 +4,29 @@
 //! One file per (board, variant, age). Fixed 176-byte header, little-endian:
 //!
 //! ```text
-//!   0  magic b"A2048IDX"          8  format version u32 (= 1)
-//!  12  rows u8  13 cols u8  14 base u8  15 reserved u8 (0)
+//!   0  magic b"A2048IDX"          8  format version u32 (1 or 2, see below)
+//!  12  rows u8  13 cols u8  14 base u8  15 flags u8 (version 1: 0)
 //!  16  age u32                    20  header length u32 (= 176)
 //!  24  n_states u64               32  n_afterstates u64
 //!  40  variant length u8, then 64 bytes of UTF-8 zero-padded; zero padding to 112
 //! 112  file length u64
 //! 120  states offset u64, 128 states length u64        (Elias–Fano of compact ids)
 //! 136  afterstates offset u64, 144 afterstates length u64
-//! 152  values offset u64, 160 values length u64        (f64 LE, one per afterstate)
+//! 152  values offset u64, 160 values length u64        (one per afterstate)
 //! 168  CRC32 (crc32fast / IEEE) of every byte of the file except these 4, u32
-//! 172  reserved u32 (0)
+//! 172  fraction bits u8, 173 value width u8, 174 reserved u16 (version 1: all 0)
 //! 176  sections, contiguous, in the order above, each 8-byte aligned
 //! ```
+//!
+//! Version 1 (the full layout) holds the state ids and every value as an f64. Version 2 (the
+//! compact layout, [`IndexOptions`]) says in `flags` what it holds: bit 0 set = the state ids
+//! are stored (clear: the states section is an empty set and `n_states` only counts them, as
+//! Kaneko & Yamashita store afterstates only); bit 1 set = values in fixed point, clear = f64.
+//! A fixed-point value `v` is stored as `q = round(v·2^f)` (`f` = fraction bits ≤ 52) in `w` =
+//! value-width bits (the fewest that hold the age's largest `q`, at most 53 so that `q·2^-f` is
+//! an exact f64), packed low bit first into words, with one padding word so that a value
+//! straddling two words is read from in-bounds memory. It reads back within `2^-(f+1)` of the
+//! value written.
 //!
 //! This room does no file I/O: the store writes the encoded bytes (atomically), readers hand
 //! in bytes (a vector, a memory map). Readers check magic, version, lengths (with
@@ -32,7 +42,18 @@ use super::select::{rd, words_of};
 use super::{corrupted, invalid, IndexError};
 
 pub(crate) const MAGIC: &[u8; 8] = b"A2048IDX";
+/// The full layout's files: state ids, f64 values.
 const FORMAT_VERSION: u32 = 1;
+/// Files written with other [`IndexOptions`]: what they hold is in the header's flags.
+const FORMAT_VERSION_OPTIONS: u32 = 2;
+/// Flag: the state ids are stored.
+const FLAG_STATE_IDS: u8 = 1;
+/// Flag: values in fixed point (else f64).
+const FLAG_FIXED: u8 = 2;
+/// The most fraction bits of a fixed-point value.
+pub const MAX_FRACTION_BITS: u8 = 52;
+/// The widest fixed-point value, in bits: `q < 2^53` converts to f64 exactly.
+const MAX_VALUE_WIDTH: u32 = 53;
 pub(crate) const HEADER_LEN: usize = 176;
 /// The longest variant name a header holds, in bytes (`Variant::parse` refuses longer names,
 /// so a solve never gets as far as writing one).
@@ -44,7 +65,7 @@ mod off {
     pub const ROWS: usize = 12;
     pub const COLS: usize = 13;
     pub const BASE: usize = 14;
-    pub const RESERVED8: usize = 15;
+    pub const FLAGS: usize = 15;
     pub const AGE: usize = 16;
     pub const HEADER_LEN: usize = 20;
     pub const N_STATES: usize = 24;
@@ -55,7 +76,51 @@ mod off {
     pub const STATES: usize = 120;
     pub const AFTER: usize = 136;
     pub const VALUES: usize = 152;
-    pub const RESERVED32: usize = 172;
+    pub const FRACTION: usize = 172;
+    pub const WIDTH: usize = 173;
+    pub const RESERVED16: usize = 174;
+}
+
+/// How values are stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ValueCoding {
+    /// Every bit of the f64.
+    F64,
+    /// `round(v·2^fraction_bits)` in as few bits as the age needs; reads back within
+    /// `2^-(fraction_bits+1)`. Values must be finite and ≥ 0.
+    Fixed { fraction_bits: u8 },
+}
+
+impl ValueCoding {
+    /// The most a stored value differs from the value written (0 for f64).
+    pub fn max_error(self) -> f64 {
+        match self {
+            ValueCoding::F64 => 0.0,
+            ValueCoding::Fixed { fraction_bits } => (-f64::from(fraction_bits) - 1.0).exp2(),
+        }
+    }
+}
+
+/// What an age index holds besides the afterstate ids.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IndexOptions {
+    /// Store the state ids (rank of a state, and whether a board is a reachable state).
+    pub state_ids: bool,
+    pub values: ValueCoding,
+}
+
+impl IndexOptions {
+    /// The full layout (format version 1): state ids and f64 values.
+    pub const FULL: IndexOptions = IndexOptions {
+        state_ids: true,
+        values: ValueCoding::F64,
+    };
+}
+
+impl Default for IndexOptions {
+    fn default() -> Self {
+        Self::FULL
+    }
 }
 
 /// What the caller says about an age index when writing it.
@@ -79,6 +144,8 @@ pub struct AgeIndexHeader {
     pub base: u8,
     pub n_states: u64,
     pub n_afterstates: u64,
+    /// What the file holds (state ids or not, how values are coded).
+    pub options: IndexOptions,
 }
 
 /// Sizes of an age index.
@@ -114,8 +181,68 @@ pub fn encode_age_index(
     afterstate_codes: &[u64],
     afterstate_values: &[f64],
 ) -> Result<Vec<u8>, IndexError> {
-    encode_age_index_with_stats(meta, state_codes, afterstate_codes, afterstate_values)
-        .map(|(bytes, _)| bytes)
+    encode_age_index_with_stats(
+        meta,
+        state_codes,
+        afterstate_codes,
+        afterstate_values,
+        IndexOptions::FULL,
+    )
+    .map(|(bytes, _)| bytes)
+}
+
+/// Fixed-point codes of `values` at `fraction_bits`, and the width that holds the largest.
+fn fixed_codes(values: &[f64], fraction_bits: u8) -> Result<(Vec<u64>, u32), IndexError> {
+    if fraction_bits > MAX_FRACTION_BITS {
+        return Err(invalid(format!(
+            "{fraction_bits} fraction bits, at most {MAX_FRACTION_BITS}"
+        )));
+    }
+    let scale = f64::from(fraction_bits).exp2();
+    let limit = (MAX_VALUE_WIDTH as f64).exp2();
+    let mut max = 0u64;
+    let mut codes = Vec::with_capacity(values.len());
+    for (i, &v) in values.iter().enumerate() {
+        // Multiplying by a power of two is exact; the rounding is the only error.
+        let q = (v * scale).round();
+        if !(q >= 0.0 && q < limit) {
+            return Err(invalid(format!(
+                "value {v} of afterstate {i} does not fit {MAX_VALUE_WIDTH} bits at 2^-{fraction_bits} (values must be finite and ≥ 0)"
+            )));
+        }
+        let q = q as u64;
+        max = max.max(q);
+        codes.push(q);
+    }
+    Ok((codes, 64 - max.leading_zeros()))
+}
+
+/// Words holding `m` values of `width` bits packed low bit first, with one padding word.
+fn packed_words(m: u64, width: u32) -> u64 {
+    (m * u64::from(width)).div_ceil(64) + 1
+}
+
+/// Reads the `i`-th `width`-bit value of packed words starting at word `at`.
+#[inline(always)]
+fn read_packed(words: &[super::select::Word], at: usize, i: usize, width: u32) -> u64 {
+    if width == 0 {
+        return 0;
+    }
+    let bit = i as u64 * u64::from(width);
+    let (w, o) = (at + (bit / 64) as usize, (bit % 64) as u32);
+    let lo = rd(words, w) >> o;
+    // The padding word makes `w + 1` in bounds; `o + width > 64` is the only case that needs it.
+    let hi = if o + width > 64 {
+        rd(words, w + 1) << (64 - o)
+    } else {
+        0
+    };
+    let mask = if width == 64 {
+        u64::MAX
+    } else {
+        (1u64 << width) - 1
+    };
+    (lo | hi) & mask
 }
 
 /// [`encode_age_index`], with the sizes of what it wrote (the same figures
@@ -125,6 +252,7 @@ pub fn encode_age_index_with_stats(
     state_codes: &[u64],
     afterstate_codes: &[u64],
     afterstate_values: &[f64],
+    options: IndexOptions,
 ) -> Result<(Vec<u8>, AgeIndexStats), IndexError> {
     if meta.variant.len() > MAX_VARIANT_LEN {
         return Err(invalid(format!(
@@ -146,16 +274,41 @@ pub fn encode_age_index_with_stats(
 
     let mut out = vec![0u8; HEADER_LEN];
     let states_off = out.len();
-    encode_elias_fano(&codec.compact_all(state_codes, "states")?, &mut out)?;
+    let stored_states: &[u64] = if options.state_ids { state_codes } else { &[] };
+    encode_elias_fano(&codec.compact_all(stored_states, "states")?, &mut out)?;
     let after_off = out.len();
     encode_elias_fano(
         &codec.compact_all(afterstate_codes, "afterstates")?,
         &mut out,
     )?;
     let values_off = out.len();
-    out.reserve(afterstate_values.len() * 8);
-    for v in afterstate_values {
-        out.extend_from_slice(&v.to_le_bytes());
+    let mut width = 0u32;
+    match options.values {
+        ValueCoding::F64 => {
+            out.reserve(afterstate_values.len() * 8);
+            for v in afterstate_values {
+                out.extend_from_slice(&v.to_le_bytes());
+            }
+        }
+        ValueCoding::Fixed { fraction_bits } => {
+            let (codes, w) = fixed_codes(afterstate_values, fraction_bits)?;
+            width = w;
+            let mut words = vec![0u64; packed_words(codes.len() as u64, w) as usize];
+            if w > 0 {
+                for (i, &q) in codes.iter().enumerate() {
+                    let bit = i as u64 * u64::from(w);
+                    let (k, o) = ((bit / 64) as usize, (bit % 64) as u32);
+                    words[k] |= q << o;
+                    if o + w > 64 {
+                        words[k + 1] |= q >> (64 - o);
+                    }
+                }
+            }
+            out.reserve(words.len() * 8);
+            for x in words {
+                out.extend_from_slice(&x.to_le_bytes());
+            }
+        }
     }
     let file_len = out.len();
 
@@ -163,7 +316,22 @@ pub fn encode_age_index_with_stats(
         out[at..at + 8].copy_from_slice(&v.to_le_bytes());
     };
     out[..8].copy_from_slice(MAGIC);
-    out[off::VERSION..off::VERSION + 4].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+    let version = if options == IndexOptions::FULL {
+        FORMAT_VERSION
+    } else {
+        let mut flags = 0;
+        if options.state_ids {
+            flags |= FLAG_STATE_IDS;
+        }
+        if let ValueCoding::Fixed { fraction_bits } = options.values {
+            flags |= FLAG_FIXED;
+            out[off::FRACTION] = fraction_bits;
+            out[off::WIDTH] = width as u8;
+        }
+        out[off::FLAGS] = flags;
+        FORMAT_VERSION_OPTIONS
+    };
+    out[off::VERSION..off::VERSION + 4].copy_from_slice(&version.to_le_bytes());
     out[off::ROWS] = meta.rows;
     out[off::COLS] = meta.cols;
     out[off::BASE] = base;
@@ -195,10 +363,14 @@ pub fn encode_age_index_with_stats(
         base,
         state_id_bytes: sb,
         afterstate_id_bytes: ab,
-        value_bytes: n_after * 8,
+        value_bytes: (file_len - values_off) as u64,
         file_bytes: out.len() as u64,
         bits_per_afterstate_id: bits_per(ab, n_after),
-        bits_per_state_id: bits_per(sb, n_states),
+        bits_per_state_id: if options.state_ids {
+            bits_per(sb, n_states)
+        } else {
+            0.0
+        },
     };
     Ok((out, stats))
 }
@@ -218,7 +390,12 @@ pub struct AgeIndex<B> {
     codec: Compaction,
     states: EfLayout,
     afters: EfLayout,
+    /// First word of the values section.
     values: usize,
+    /// Bits per fixed-point value (unused for f64).
+    width: u32,
+    /// `2^-fraction_bits` (unused for f64).
+    unit: f64,
 }
 
 impl<B> fmt::Debug for AgeIndex<B> {
@@ -254,7 +431,7 @@ impl<B: AsRef<[u8]>> AgeIndex<B> {
             )));
         }
         let version = le_u32(b, off::VERSION);
-        if version != FORMAT_VERSION {
+        if version != FORMAT_VERSION && version != FORMAT_VERSION_OPTIONS {
             return Err(corrupted(format!("unsupported format version {version}")));
         }
         let header_len = le_u32(b, off::HEADER_LEN);
@@ -289,9 +466,39 @@ impl<B: AsRef<[u8]>> AgeIndex<B> {
             b[off::BASE],
             le_u32(b, off::AGE),
         );
-        if b[off::RESERVED8] != 0 || le_u32(b, off::RESERVED32) != 0 {
-            return Err(corrupted("reserved header fields are not zero"));
-        }
+        let (flags, fraction, width) = (b[off::FLAGS], b[off::FRACTION], b[off::WIDTH]);
+        let reserved = [b[off::RESERVED16], b[off::RESERVED16 + 1]] != [0, 0];
+        let options = if version == FORMAT_VERSION {
+            if flags != 0 || fraction != 0 || width != 0 || reserved {
+                return Err(corrupted("reserved header fields are not zero"));
+            }
+            IndexOptions::FULL
+        } else {
+            if flags & !(FLAG_STATE_IDS | FLAG_FIXED) != 0 || reserved {
+                return Err(corrupted(format!(
+                    "unknown header flags {flags:#04x} or reserved bytes not zero"
+                )));
+            }
+            let fixed = flags & FLAG_FIXED != 0;
+            if fixed && (fraction > MAX_FRACTION_BITS || u32::from(width) > MAX_VALUE_WIDTH) {
+                return Err(corrupted(format!(
+                    "fixed-point values of {width} bits at 2^-{fraction}: at most {MAX_VALUE_WIDTH} bits and {MAX_FRACTION_BITS} fraction bits"
+                )));
+            }
+            if !fixed && (fraction != 0 || width != 0) {
+                return Err(corrupted("f64 values with a fixed-point width"));
+            }
+            IndexOptions {
+                state_ids: flags & FLAG_STATE_IDS != 0,
+                values: if fixed {
+                    ValueCoding::Fixed {
+                        fraction_bits: fraction,
+                    }
+                } else {
+                    ValueCoding::F64
+                },
+            }
+        };
         let codec = Compaction::new(rows, cols, age, base).map_err(|e| match e {
             IndexError::InvalidInput { what } => corrupted(format!("header: {what}")),
             e => e,
@@ -352,8 +559,9 @@ impl<B: AsRef<[u8]>> AgeIndex<B> {
         let w = words_of(b);
         let states = parse_ef(w, sections[0].0, sections[0].1, "states section")?;
         let afters = parse_ef(w, sections[1].0, sections[1].1, "afterstates section")?;
+        let stored_states = if options.state_ids { n_states } else { 0 };
         for (lay, n, name) in [
-            (&states, n_states, "states"),
+            (&states, stored_states, "states"),
             (&afters, n_after, "afterstates"),
         ] {
             if lay.len as u64 != n {
@@ -371,9 +579,13 @@ impl<B: AsRef<[u8]>> AgeIndex<B> {
             }
         }
         let values_words = (sections[2].1 - sections[2].0) as u64;
-        if values_words != n_after {
+        let expect_words = match options.values {
+            ValueCoding::F64 => n_after,
+            ValueCoding::Fixed { .. } => packed_words(n_after, u32::from(width)),
+        };
+        if values_words != expect_words {
             return Err(corrupted(format!(
-                "values section holds {values_words} values for {n_after} afterstates"
+                "values section holds {values_words} words for {n_after} afterstates, expected {expect_words}"
             )));
         }
         let header = AgeIndexHeader {
@@ -384,9 +596,16 @@ impl<B: AsRef<[u8]>> AgeIndex<B> {
             base,
             n_states,
             n_afterstates: n_after,
+            options,
+        };
+        let unit = match options.values {
+            ValueCoding::F64 => 1.0,
+            ValueCoding::Fixed { fraction_bits } => (-f64::from(fraction_bits)).exp2(),
         };
         Ok(Self {
             values: sections[2].0,
+            width: u32::from(width),
+            unit,
             bytes,
             header,
             codec,
@@ -424,7 +643,19 @@ impl<B: AsRef<[u8]>> AgeIndex<B> {
         &self.codec
     }
 
-    /// Rank of a state code, or `None` if it is not a state of this age.
+    /// Whether the file holds the state ids (the compact layout does not): without them
+    /// [`Self::state_rank`] knows no state.
+    pub fn has_state_ids(&self) -> bool {
+        self.header.options.state_ids
+    }
+
+    /// How the values are stored.
+    pub fn value_coding(&self) -> ValueCoding {
+        self.header.options.values
+    }
+
+    /// Rank of a state code, or `None` if it is not a state of this age (or the file holds no
+    /// state ids: see [`Self::has_state_ids`]).
     #[inline]
     pub fn state_rank(&self, code: u64) -> Option<usize> {
         self.ef(&self.states).rank_of(self.codec.compact(code)?)
@@ -447,7 +678,14 @@ impl<B: AsRef<[u8]>> AgeIndex<B> {
             "afterstate rank {rank} out of range (n_afterstates = {})",
             self.afters.len
         );
-        f64::from_bits(rd(words_of(self.bytes.as_ref()), self.values + rank))
+        let w = words_of(self.bytes.as_ref());
+        match self.header.options.values {
+            ValueCoding::F64 => f64::from_bits(rd(w, self.values + rank)),
+            // Exact: the code has at most 53 bits and the unit is a power of two.
+            ValueCoding::Fixed { .. } => {
+                read_packed(w, self.values, rank, self.width) as f64 * self.unit
+            }
+        }
     }
 
     /// The `i`-th smallest state code, or `None` if `i >= n_states`.
@@ -486,10 +724,14 @@ impl<B: AsRef<[u8]>> AgeIndex<B> {
             base: h.base,
             state_id_bytes: sb,
             afterstate_id_bytes: ab,
-            value_bytes: h.n_afterstates * 8,
+            value_bytes: self.bytes.as_ref().len() as u64 - self.values as u64 * 8,
             file_bytes: self.bytes.as_ref().len() as u64,
             bits_per_afterstate_id: bits_per(ab, h.n_afterstates),
-            bits_per_state_id: bits_per(sb, h.n_states),
+            bits_per_state_id: if h.options.state_ids {
+                bits_per(sb, h.n_states)
+            } else {
+                0.0
+            },
         }
     }
 

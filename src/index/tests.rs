@@ -377,7 +377,8 @@ fn age_index_round_trip() {
         let owned = AgeIndex::from_bytes(bytes.clone()).unwrap();
         assert_eq!(owned.stats(), st);
         // The sizes the encoder reports are the ones a reader finds.
-        let (again, encoded) = encode_age_index_with_stats(&meta, &s, &a, &v).unwrap();
+        let (again, encoded) =
+            encode_age_index_with_stats(&meta, &s, &a, &v, IndexOptions::FULL).unwrap();
         assert_eq!(again, bytes);
         assert_eq!(encoded, st);
     }
@@ -543,4 +544,153 @@ fn invalid_input_is_rejected() {
         AgeIndex::from_bytes(b).unwrap().meta().variant,
         "é".repeat(32)
     );
+}
+
+/// Every combination of what a compact index holds, against the data written: afterstate ids
+/// exact; values bit for bit in f64, within `2^-(f+1)` in fixed point (and exactly the naive
+/// rounding); state ids only when asked for, their count always.
+#[test]
+fn index_options_round_trip() {
+    let mut rng = StdRng::seed_from_u64(11);
+    let mut codings = vec![ValueCoding::F64];
+    codings.extend([0u8, 1, 16, 32, 40].map(|f| ValueCoding::Fixed { fraction_bits: f }));
+    for &(rows, cols, age, ns, na) in &[
+        (3u8, 3u8, 200u32, 500usize, 3000usize),
+        (4, 4, 1024, 100, 2000),
+        (2, 4, 60, 3, 0),
+        (2, 4, 60, 0, 1),
+    ] {
+        let (meta, s, a, mut v) = sample_index(&mut rng, rows, cols, age, ns, na);
+        // Edge values: 0, exact halves, the largest of the age.
+        for (i, x) in [0.0, 0.5, 1.0, 2.0f64.powi(-17)].into_iter().enumerate() {
+            if i < v.len() {
+                v[i] = x;
+            }
+        }
+        for state_ids in [true, false] {
+            for &values in &codings {
+                let options = IndexOptions { state_ids, values };
+                let (bytes, st) = encode_age_index_with_stats(&meta, &s, &a, &v, options).unwrap();
+                let idx = AgeIndex::from_bytes(&bytes[..]).unwrap();
+                assert_eq!(idx.meta().options, options);
+                assert_eq!(idx.has_state_ids(), state_ids);
+                assert_eq!(idx.value_coding(), values);
+                assert_eq!(idx.stats(), st);
+                assert_eq!(
+                    st.file_bytes,
+                    HEADER_LEN as u64 + st.state_id_bytes + st.afterstate_id_bytes + st.value_bytes
+                );
+                assert_eq!(idx.meta().n_states, s.len() as u64);
+                let version = u32::from_le_bytes(bytes[8..12].try_into().unwrap());
+                assert_eq!(version, if options == IndexOptions::FULL { 1 } else { 2 });
+                for (i, &c) in s.iter().enumerate() {
+                    let want = state_ids.then_some(i);
+                    assert_eq!(idx.state_rank(c), want);
+                }
+                assert_eq!(
+                    idx.state_codes().count(),
+                    if state_ids { s.len() } else { 0 }
+                );
+                for (i, &c) in a.iter().enumerate() {
+                    assert_eq!(idx.afterstate_rank(c), Some(i));
+                    let got = idx.afterstate_value(i);
+                    match values {
+                        ValueCoding::F64 => assert_eq!(got.to_bits(), v[i].to_bits()),
+                        ValueCoding::Fixed { fraction_bits } => {
+                            let scale = 2f64.powi(i32::from(fraction_bits));
+                            let naive = (v[i] * scale).round() / scale;
+                            assert_eq!(got, naive, "value {} at 2^-{fraction_bits}", v[i]);
+                            assert!((got - v[i]).abs() <= values.max_error());
+                        }
+                    }
+                }
+                if let ValueCoding::Fixed { fraction_bits } = values {
+                    // The values take the fewest bits that hold the largest code, packed.
+                    let scale = 2f64.powi(i32::from(fraction_bits));
+                    let max = v
+                        .iter()
+                        .map(|&x| (x * scale).round() as u64)
+                        .max()
+                        .unwrap_or(0);
+                    let width = u64::from(64 - max.leading_zeros());
+                    assert_eq!(
+                        st.value_bytes,
+                        ((a.len() as u64 * width).div_ceil(64) + 1) * 8
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn fixed_point_refuses_what_it_cannot_hold() {
+    let mut rng = StdRng::seed_from_u64(12);
+    let (meta, s, a, v) = sample_index(&mut rng, 3, 3, 64, 10, 10);
+    let fixed = |f| IndexOptions {
+        state_ids: false,
+        values: ValueCoding::Fixed { fraction_bits: f },
+    };
+    let inv = |values: &[f64], f| match encode_age_index_with_stats(&meta, &s, &a, values, fixed(f))
+    {
+        Err(IndexError::InvalidInput { what }) => what,
+        other => panic!("expected InvalidInput, got {:?}", other.map(|b| b.0.len())),
+    };
+    for bad in [-1.0, f64::NAN, f64::INFINITY, 2f64.powi(40)] {
+        let mut w = v.clone();
+        w[3] = bad;
+        let what = inv(&w, 16);
+        assert!(what.contains("afterstate 3"), "{what}");
+    }
+    assert!(inv(&v, 53).contains("fraction bits"));
+    // 2^36 at 2^-16 is 53 bits: the widest that reads back exactly.
+    let mut w = v.clone();
+    w[0] = 2f64.powi(37) - 1.0;
+    let b = encode_age_index_with_stats(&meta, &s, &a, &w, fixed(16))
+        .unwrap()
+        .0;
+    let idx = AgeIndex::from_bytes(&b[..]).unwrap();
+    assert_eq!(idx.afterstate_value(0), w[0]);
+}
+
+#[test]
+fn compact_index_corruption_is_detected() {
+    let mut rng = StdRng::seed_from_u64(13);
+    let (meta, s, a, v) = sample_index(&mut rng, 3, 3, 64, 40, 60);
+    let options = IndexOptions {
+        state_ids: false,
+        values: ValueCoding::Fixed { fraction_bits: 16 },
+    };
+    let good = encode_age_index_with_stats(&meta, &s, &a, &v, options)
+        .unwrap()
+        .0;
+    let mut buf = good.clone();
+    for i in 0..good.len() {
+        buf[i] ^= 0x01;
+        is_corrupted(AgeIndex::from_bytes(&buf[..]));
+        buf[i] ^= 0x01;
+    }
+    // Behind a valid checksum: unknown flags, too wide values, a width that does not match
+    // the section, fixed-point fields on f64 values.
+    for (at, x, want) in [
+        (15usize, 0x04u8, "unknown header flags"),
+        (173, 60, "at most 53 bits"),
+        (173, 3, "values section holds"),
+        (15, 0x00, "f64 values with a fixed-point width"),
+        (174, 1, "reserved bytes not zero"),
+    ] {
+        let mut b = good.clone();
+        b[at] = x;
+        reseal(&mut b);
+        let what = is_corrupted(AgeIndex::from_bytes(&b[..]));
+        assert!(what.contains(want), "byte {at} = {x}: {what}");
+    }
+    // A version-1 file with any of the new fields set is damaged.
+    let full = encode_age_index(&meta, &s, &a, &v).unwrap();
+    for at in [15usize, 172, 173, 174] {
+        let mut b = full.clone();
+        b[at] = 1;
+        reseal(&mut b);
+        assert!(is_corrupted(AgeIndex::from_bytes(&b[..])).contains("reserved"));
+    }
 }

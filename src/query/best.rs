@@ -2,7 +2,10 @@
 //!
 //! The board is taken exactly as given (its orientation matters for the move letters); each
 //! valid move's afterstate is normalised and looked up in the age's Elias-Fano index, whose
-//! rank gives the stored afterstate value. The reader works over any `AsRef<[u8]>`: the
+//! rank gives the stored afterstate value. An index of the compact layout holds no state ids:
+//! there a board counts as reachable when all its afterstates are (a board no game reaches
+//! whose moves all lead to reachable afterstates gets q-values, and a board without a move
+//! the value 0). The reader works over any `AsRef<[u8]>`: the
 //! [`super::tablebase`] memory-maps the files, tests may pass vectors.
 
 use super::{QueryError, Result};
@@ -51,21 +54,26 @@ pub fn evaluate<B: AsRef<[u8]>>(
     let Some(index) = index else {
         return Err(unreachable());
     };
-    if index.state_rank(game.canon(code)).is_none() {
+    // Without state ids (the compact layout) a board is taken as reachable when every
+    // afterstate of it is; one that is not is an unreachable board, not damage.
+    let states = index.has_state_ids();
+    if states && index.state_rank(game.canon(code)).is_none() {
         return Err(unreachable());
     }
     for (i, d) in Dir::ALL.iter().enumerate() {
         let Some((after, reward)) = game.rules.apply(code, *d) else {
             continue;
         };
-        let rank = index
-            .afterstate_rank(game.canon(after))
-            .ok_or_else(|| QueryError::Index {
-                path: format!("index of age {age}").into(),
-                source: crate::index::IndexError::Corrupted {
-                    what: format!("lacks an afterstate of the reachable board '{text}'"),
-                },
-            })?;
+        let rank = index.afterstate_rank(game.canon(after));
+        if rank.is_none() && !states {
+            return Err(unreachable());
+        }
+        let rank = rank.ok_or_else(|| QueryError::Index {
+            path: format!("index of age {age}").into(),
+            source: crate::index::IndexError::Corrupted {
+                what: format!("lacks an afterstate of the reachable board '{text}'"),
+            },
+        })?;
         // The solver's q-value: reward plus afterstate value, or γ times it (discounted goal).
         let q = variant.q(reward, index.afterstate_value(rank));
         ev.q[i] = Some(q);

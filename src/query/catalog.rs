@@ -15,7 +15,9 @@
 //! (every listed file there at its size, none missing or stray) passed for every one of them;
 //! a damaged solve makes [`open`] fail naming the file, so no query answers from it. Partitions
 //! without a manifest (a killed or running solve) are left out, and [`Contents`] lists them
-//! for a note. A directory with no finished solve is an error rather than views of nothing:
+//! for a note. A solve in the compact layout has rows in `states` and `afterstates` only for
+//! the ages it kept in Parquet (`solve --parquet-ages`), and always its `ages` rows. A
+//! directory with no finished solve is an error rather than views of nothing:
 //! zero rows would read as an answer. For goal and guaranteed variants, whose values are
 //! probabilities, the value columns are shown clamped to [0, 1].
 
@@ -89,7 +91,22 @@ CREATE OR REPLACE MACRO board_text(id, board) AS \
 ";
 
 fn view_sql(store: &Store, contents: &Contents, t: &Table) -> Result<String> {
-    if contents.solved.is_empty() {
+    // The solves with files in this table: a compact solve has `states` and `afterstates`
+    // rows only for the ages it keeps in Parquet, maybe none (a glob of no file is an error).
+    let layout = store.layout();
+    let solved: Vec<&Solved> = contents
+        .solved
+        .iter()
+        .filter(|s| {
+            let dir = layout.relative(&layout.partition(t.name, s.shape, &s.variant));
+            s.manifest.files.iter().any(|f| {
+                f.path
+                    .strip_prefix(&dir)
+                    .is_some_and(|r| r.starts_with('/'))
+            })
+        })
+        .collect();
+    if solved.is_empty() {
         let cols = t
             .all_columns()
             .map(|c| format!("NULL::{} AS {}", c.ty.duckdb(), c.name))
@@ -110,7 +127,7 @@ fn view_sql(store: &Store, contents: &Contents, t: &Table) -> Result<String> {
         .chain(["*.parquet".to_string()])
         .collect();
     let mut globs = Vec::new();
-    for s in &contents.solved {
+    for s in &solved {
         let dir = store.layout().partition(t.name, s.shape, &s.variant);
         let dir = dir.to_str().ok_or_else(|| {
             StoreError::corrupt(&dir, "the path is not valid UTF-8 (DuckDB globs are text)")
@@ -125,8 +142,7 @@ fn view_sql(store: &Store, contents: &Contents, t: &Table) -> Result<String> {
         .join(", ");
     let keys = t.keys.iter().map(|k| k.name).collect::<Vec<_>>().join(", ");
     // Probabilities shown in [0, 1] (a sum of products can round a hair past 1).
-    let probability_variants: Vec<String> = contents
-        .solved
+    let probability_variants: Vec<String> = solved
         .iter()
         .filter(|s| Variant::parse(&s.variant, Given::default()).is_ok_and(|v| !v.scored()))
         .map(|s| sql_str(&s.variant))

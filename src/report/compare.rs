@@ -5,31 +5,60 @@
 //! whose best move differs, over the states both hold (goal variants stop at the goal tile,
 //! so they hold fewer). The two `states` partitions of an age are merge-joined on `id`: the
 //! store writes every part in ascending id order, so the join is one linear pass, summed in
-//! id order. The series are written as CSV and drawn as one figure (SVG and PNG).
+//! id order. At an age one of the two solves has no states Parquet for (the compact layout),
+//! the afterstates of the two age indexes are joined instead: the mean difference is then of
+//! afterstate values, and the best move is not known (no state ids): such rows say
+//! `over = afterstates`. The series are written as CSV and drawn as one figure (SVG and PNG).
 
 use std::cmp::Ordering;
 use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use rayon::prelude::*;
 
 use super::frames::{age_files, partition_dir};
 use super::render::{self, Figure, Line, Panel, PALETTE};
 use super::{write_atomic, ReportError};
-use crate::rules::Shape;
+use crate::index::AgeIndex;
+use crate::query::Tablebase;
+use crate::rules::variant::Given;
+use crate::rules::{Shape, Variant};
 use crate::store::{ColumnData, Store, StoreError};
 
 /// Per-age comparison of `variant` against `base`.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct AgeDiff {
     pub age: u64,
-    /// States present in both variants.
+    /// What was joined: states (from Parquet) or, where a solve has no states Parquet of the
+    /// age, afterstates (from the age indexes).
+    pub over: Over,
+    /// States (afterstates) present in both variants.
     pub n: u64,
-    /// Mean of value(variant) − value(base) over those states.
+    /// Mean of value(variant) − value(base) over those states (afterstates).
     pub mean_value_diff: f64,
-    /// Share of those states whose best move differs (a terminal state has none).
+    /// Share of those states whose best move differs (a terminal state has none); NaN over
+    /// afterstates.
     pub frac_best_differs: f64,
+}
+
+/// The boards an [`AgeDiff`] joins.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Over {
+    #[default]
+    States,
+    Afterstates,
+}
+
+impl Over {
+    pub fn name(self) -> &'static str {
+        match self {
+            Over::States => "states",
+            Over::Afterstates => "afterstates",
+        }
+    }
 }
 
 /// What `compare` produced.
@@ -96,10 +125,48 @@ fn diff_age(base: &Path, other: &Path, age: u64) -> Result<AgeDiff, ReportError>
     let ratio = |x: f64, d: u64| if d > 0 { x / d as f64 } else { f64::NAN };
     Ok(AgeDiff {
         age,
+        over: Over::States,
         n,
         mean_value_diff: ratio(sum, valued),
         frac_best_differs: ratio(differs as f64, n),
     })
+}
+
+/// One age over the afterstates of two age indexes, merge-joined on their ascending ids and
+/// summed in id order.
+fn diff_age_afterstates<B: AsRef<[u8]>>(
+    base: &AgeIndex<B>,
+    other: &AgeIndex<B>,
+    age: u64,
+) -> AgeDiff {
+    let (mut a, mut b) = (
+        base.afterstate_codes().enumerate().peekable(),
+        other.afterstate_codes().enumerate().peekable(),
+    );
+    let (mut n, mut sum) = (0u64, 0.0f64);
+    while let (Some(&(i, x)), Some(&(j, y))) = (a.peek(), b.peek()) {
+        match x.cmp(&y) {
+            Ordering::Less => {
+                a.next();
+            }
+            Ordering::Greater => {
+                b.next();
+            }
+            Ordering::Equal => {
+                n += 1;
+                sum += other.afterstate_value(j) - base.afterstate_value(i);
+                a.next();
+                b.next();
+            }
+        }
+    }
+    AgeDiff {
+        age,
+        over: Over::Afterstates,
+        n,
+        mean_value_diff: if n > 0 { sum / n as f64 } else { f64::NAN },
+        frac_best_differs: f64::NAN,
+    }
 }
 
 /// Compares `variants` (the first is the base) of `board`, writing CSV and figures into `out`.
@@ -145,23 +212,48 @@ pub fn compare(
         )));
     }
     let states_dir = |v: &str| partition_dir(store, "states", &board, v);
-    let base_files = states_dir(&variants[0])
-        .map(|d| age_files(&d))
-        .unwrap_or_default();
-    let mut diffs: Vec<Vec<AgeDiff>> = Vec::new();
-    for v in &variants[1..] {
-        let other: std::collections::BTreeMap<u64, PathBuf> = states_dir(v)
+    let states_files = |v: &str| -> BTreeMap<u64, PathBuf> {
+        states_dir(v)
             .map(|d| age_files(&d))
             .unwrap_or_default()
             .into_iter()
-            .collect();
-        let pairs: Vec<(u64, &PathBuf, &PathBuf)> = base_files
+            .collect()
+    };
+    let tablebases = variants
+        .iter()
+        .map(|v| {
+            let variant = Variant::parse(v, Given::default())
+                .map_err(|e| ReportError::Input(format!("variant {v}: {e}")))?;
+            Ok(Tablebase::open(store, shape, variant)?)
+        })
+        .collect::<Result<Vec<_>, ReportError>>()?;
+    let ages = |tb: &Tablebase| -> BTreeSet<u64> {
+        tb.manifest()
+            .ages
             .iter()
-            .filter_map(|(age, base)| other.get(age).map(|o| (*age, base, o)))
-            .collect();
-        let series: Vec<AgeDiff> = pairs
+            .map(|a| u64::from(a.age))
+            .collect()
+    };
+    let base_files = states_files(&variants[0]);
+    let base_ages = ages(&tablebases[0]);
+    let mut diffs: Vec<Vec<AgeDiff>> = Vec::new();
+    for (v, tb) in variants[1..].iter().zip(&tablebases[1..]) {
+        let other = states_files(v);
+        let series: Vec<AgeDiff> = base_ages
+            .intersection(&ages(tb))
+            .copied()
+            .collect::<Vec<u64>>()
             .par_iter()
-            .map(|&(age, base, o)| diff_age(base, o, age))
+            .map(|&age| match (base_files.get(&age), other.get(&age)) {
+                (Some(base), Some(o)) => diff_age(base, o, age),
+                _ => {
+                    let missing =
+                        || ReportError::Input(format!("{board} has no index of age {age}"));
+                    let a = tablebases[0].index(age as u32)?.ok_or_else(missing)?;
+                    let b = tb.index(age as u32)?.ok_or_else(missing)?;
+                    Ok(diff_age_afterstates(a, b, age))
+                }
+            })
             .collect::<Result<Vec<_>, _>>()?;
         diffs.push(series.into_iter().filter(|d| d.n > 0).collect());
     }
@@ -179,13 +271,22 @@ pub fn compare(
     write_atomic(&starts_path, csv.as_bytes())?;
     files.push(starts_path);
     // Per-age series.
-    let mut csv = String::from("variant,base,age,n,mean_value_diff,frac_best_differs\n");
+    let mut csv = String::from("variant,base,age,over,n,mean_value_diff,frac_best_differs\n");
     for (v, series) in variants[1..].iter().zip(&diffs) {
         for d in series {
+            let best = if d.frac_best_differs.is_nan() {
+                String::new()
+            } else {
+                d.frac_best_differs.to_string()
+            };
             let _ = writeln!(
                 csv,
-                "{v},{},{},{},{},{}",
-                variants[0], d.age, d.n, d.mean_value_diff, d.frac_best_differs
+                "{v},{},{},{},{},{},{best}",
+                variants[0],
+                d.age,
+                d.over.name(),
+                d.n,
+                d.mean_value_diff
             );
         }
     }
@@ -193,9 +294,18 @@ pub fn compare(
     write_atomic(&series_path, csv.as_bytes())?;
     files.push(series_path);
 
+    let compact = diffs.iter().flatten().any(|d| d.over == Over::Afterstates);
     let mut value = Panel::new(
         "age (sum of tiles)",
-        &format!("mean state value − {}", variants[0]),
+        &format!(
+            "mean {} value − {}",
+            if compact {
+                "state (afterstate where compact)"
+            } else {
+                "state"
+            },
+            variants[0]
+        ),
     );
     value.y_from_zero = false;
     let mut best = Panel::new(
@@ -219,6 +329,7 @@ pub fn compare(
             dashed: false,
             points: series
                 .iter()
+                .filter(|d| d.over == Over::States)
                 .map(|d| (d.age as f64, d.frac_best_differs))
                 .collect(),
         });
@@ -270,9 +381,9 @@ pub fn print_summary(c: &Comparison, out: &mut dyn std::io::Write) -> std::io::R
         .map_err(io)?;
     }
     for (v, series) in c.variants[1..].iter().zip(&c.diffs) {
-        let n: u64 = series.iter().map(|d| d.n).sum();
-        let differs: f64 = series
-            .iter()
+        let states = || series.iter().filter(|d| d.over == Over::States);
+        let n: u64 = states().map(|d| d.n).sum();
+        let differs: f64 = states()
             .map(|d| d.frac_best_differs * d.n as f64)
             .sum::<f64>();
         let share = if n > 0 { differs / n as f64 } else { f64::NAN };
@@ -283,6 +394,20 @@ pub fn print_summary(c: &Comparison, out: &mut dyn std::io::Write) -> std::io::R
             100.0 * share
         )
         .map_err(io)?;
+        let after: Vec<&AgeDiff> = series
+            .iter()
+            .filter(|d| d.over == Over::Afterstates)
+            .collect();
+        if !after.is_empty() {
+            writeln!(
+                out,
+                "{v} against {}: {} ages without states Parquet (compact layout) compared over {} common afterstates; their best moves are not known without state ids",
+                c.variants[0],
+                after.len(),
+                after.iter().map(|d| d.n).sum::<u64>()
+            )
+            .map_err(io)?;
+        }
     }
     for p in &c.files {
         writeln!(out, "wrote {}", p.display()).map_err(io)?;

@@ -246,15 +246,17 @@ pub fn variants_table(rows: &[BoardRow], manifests: &[ManifestEntry]) -> Table {
                 Cell::Float(m.map(|m| m.timings.backward_s), 2),
                 Cell::Float(m.map(|m| m.timings.total_s), 2),
                 Cell::Float(m.map(|m| m.peak_rss_bytes as f64 / (1024.0 * 1024.0)), 1),
+                Cell::Text(m.map_or_else(String::new, |m| layout_text(&m.storage))),
             ]
         })
         .collect();
+    let compact = manifests.iter().any(|e| !e.manifest.storage.is_full());
     Table {
         name: "variants".into(),
         title: "Variants".into(),
         description: "One row per board and solved variant: its values from two 2-tiles, over the \
-                      initial distribution and averaged over the distinct initial states, and the \
-                      time and memory the solve took."
+                      initial distribution and averaged over the distinct initial states, the \
+                      time and memory the solve took, and its layout."
             .into(),
         headers: [
             "board",
@@ -267,13 +269,35 @@ pub fn variants_table(rows: &[BoardRow], manifests: &[ManifestEntry]) -> Table {
             "backward_s",
             "solve_time_s",
             "peak_rss_mib",
+            "layout",
         ]
         .map(String::from)
         .to_vec(),
         rows: out,
         shown: None,
-        note: None,
+        note: compact.then(|| {
+            "A compact solve (`solve --layout compact`) stores per age the afterstate ids and \
+             their values, in fixed point at 2^-f where it says so, and per-state Parquet only \
+             for the ages it names: its per-age figures come from the `ages` table as for every \
+             solve, and the quantiles of state values are drawn only over the ages it kept in \
+             Parquet."
+                .to_string()
+        }),
     }
+}
+
+/// A solve's layout in a few words: `full`, or `compact` with its precision and Parquet ages.
+fn layout_text(s: &crate::store::Storage) -> String {
+    if s.is_full() {
+        return "full".into();
+    }
+    let values = s
+        .value_fraction_bits
+        .map_or("f64".to_string(), |f| format!("2^-{f}"));
+    let parquet = s.parquet_ages.map_or("no Parquet".to_string(), |(lo, hi)| {
+        format!("Parquet {lo}..{hi}")
+    });
+    format!("compact ({values}, {parquet})")
 }
 
 /// One age of an index as the storage tables show it.

@@ -23,4 +23,7 @@ pub mod output;
 pub mod run;
 
 pub use error::{Result, SolveError};
-pub use run::{solve, Event, SolveConfig, DEFAULT_MIN_FREE};
+pub use run::{
+    solve, Event, Precision, SolveConfig, StorageRequest, DEFAULT_MIN_FREE,
+    DEFAULT_POINTS_FRACTION_BITS, DEFAULT_PROBABILITY_FRACTION_BITS,
+};

@@ -1,17 +1,29 @@
-//! One finished age as files: the `states` and `afterstates` Parquet parts and the age index of
-//! each variant, with the age's figures (a row of the `ages` table). The files are written in
-//! a batch: the caller syncs before it records the age as done.
+//! One finished age as files: the `states` and `afterstates` Parquet parts (in the compact
+//! layout only at the ages it keeps in Parquet) and the age index of each variant, with the
+//! age's figures (a row of the `ages` table, computed from every board whatever the layout).
+//! The files are written in a batch: the caller syncs before it records the age as done.
 
 use super::backward::{AgeOutput, StateRec, NO_MOVE};
 use super::{Result, SolveError};
-use crate::index::{encode_age_index_with_stats, AgeIndexMeta};
+use crate::index::{encode_age_index_with_stats, AgeIndexMeta, IndexOptions, ValueCoding};
 use crate::rules::board;
 use crate::rules::{Game, Variant};
 use crate::store::parquet::{self, StatesColumns};
-use crate::store::{AgeStats, FileEntry, IndexEntry, Store};
+use crate::store::{AgeStats, FileEntry, IndexEntry, Storage, Store};
 
-/// Writes one age of one variant: states and afterstates Parquet, the age index. Returns the
-/// age's figures with the files' digests.
+/// What the index files of `storage` hold.
+pub fn index_options(storage: &Storage) -> IndexOptions {
+    IndexOptions {
+        state_ids: storage.state_ids(),
+        values: match storage.value_fraction_bits {
+            Some(fraction_bits) => ValueCoding::Fixed { fraction_bits },
+            None => ValueCoding::F64,
+        },
+    }
+}
+
+/// Writes one age of one variant: states and afterstates Parquet (if `storage` keeps this age
+/// in Parquet), the age index. Returns the age's figures with the files' digests.
 pub fn write_age(
     store: &Store,
     game: &Game,
@@ -19,6 +31,7 @@ pub fn write_age(
     k: usize,
     vi: usize,
     v: &Variant,
+    storage: &Storage,
 ) -> Result<(AgeStats, Vec<FileEntry>)> {
     let shape = game.shape();
     let cells = game.cells();
@@ -99,6 +112,7 @@ pub fn write_age(
                     &out.states,
                     &out.afterstates,
                     &after_values,
+                    index_options(storage),
                 )
                 .map_err(index_err)?;
                 let entry = IndexEntry {
@@ -114,6 +128,9 @@ pub fn write_age(
             }
         },
         || {
+            if !storage.parquet_at(age) {
+                return (Ok(Vec::new()), Ok(Vec::new()));
+            }
             rayon::join(
                 || {
                     {
@@ -155,12 +172,15 @@ pub fn write_age(
     let states_pq = states_pq?;
     let after_pq = after_pq?;
     let mut files = Vec::with_capacity(3);
-    for (path, bytes) in [
-        (&states_path, &states_pq),
-        (&after_path, &after_pq),
-        (&index_path, &index_bytes),
+    let parquet = storage.parquet_at(age);
+    for (path, bytes, keep) in [
+        (&states_path, &states_pq, parquet),
+        (&after_path, &after_pq, parquet),
+        (&index_path, &index_bytes, true),
     ] {
-        files.push(store.write_file_batched(path, bytes)?);
+        if keep {
+            files.push(store.write_file_batched(path, bytes)?);
+        }
     }
     st.index = index_entry;
     Ok((st, files))

@@ -24,7 +24,9 @@ use crate::rules::board;
 use crate::rules::{ForwardClass, Game, Group, Kind, Shape, Symmetry, Variant};
 use crate::store::parquet::ages_parquet;
 use crate::store::work::{BackwardProgress, ForwardProgress, WorkDir, WorkMeta};
-use crate::store::{AgeStats, FileEntry, Manifest, Store, StoreError, Timings, LAYOUT_VERSION};
+use crate::store::{
+    AgeStats, FileEntry, LayoutKind, Manifest, Storage, Store, StoreError, Timings, LAYOUT_VERSION,
+};
 
 /// What to solve.
 #[derive(Clone, Debug)]
@@ -38,6 +40,63 @@ pub struct SolveConfig {
     /// the solve checks that its files fit with this much to spare, and stops (resumably)
     /// otherwise.
     pub min_free: u64,
+    /// How the solve is stored (the full layout by default).
+    pub storage: StorageRequest,
+}
+
+/// How to store a solve, as asked: the layout, and for the compact one the precision of its
+/// values and the ages it also writes as Parquet. [`StorageRequest::for_variant`] gives the
+/// [`Storage`] of each variant (the default precision depends on what the values are).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StorageRequest {
+    pub layout: LayoutKind,
+    pub precision: Precision,
+    pub parquet_ages: Option<(u32, u32)>,
+}
+
+/// The precision of a compact solve's stored values.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Precision {
+    /// [`DEFAULT_POINTS_FRACTION_BITS`] for points, [`DEFAULT_PROBABILITY_FRACTION_BITS`]
+    /// for probabilities.
+    #[default]
+    Default,
+    /// Every bit of the f64.
+    F64,
+    /// Fixed point at `2^-bits`.
+    FractionBits(u8),
+}
+
+/// Fraction bits of points in the compact layout: Kaneko & Yamashita's 2^-16 (a 4x3 value
+/// below 65,536 in 32 bits).
+pub const DEFAULT_POINTS_FRACTION_BITS: u8 = 16;
+/// Fraction bits of probabilities in the compact layout (33 bits a value: 1 is 2^32).
+pub const DEFAULT_PROBABILITY_FRACTION_BITS: u8 = 32;
+
+impl StorageRequest {
+    /// The full layout.
+    pub const FULL: StorageRequest = StorageRequest {
+        layout: LayoutKind::Full,
+        precision: Precision::Default,
+        parquet_ages: None,
+    };
+
+    /// The storage of variant `v`.
+    pub fn for_variant(&self, v: &Variant) -> Storage {
+        match self.layout {
+            LayoutKind::Full => Storage::FULL,
+            LayoutKind::Compact => Storage {
+                layout: LayoutKind::Compact,
+                value_fraction_bits: match self.precision {
+                    Precision::F64 => None,
+                    Precision::FractionBits(b) => Some(b),
+                    Precision::Default if v.scored() => Some(DEFAULT_POINTS_FRACTION_BITS),
+                    Precision::Default => Some(DEFAULT_PROBABILITY_FRACTION_BITS),
+                },
+                parquet_ages: self.parquet_ages,
+            },
+        }
+    }
 }
 
 /// The default of [`SolveConfig::min_free`]: 256 MiB.
@@ -96,19 +155,13 @@ pub fn solve(
     let mut manifests = Vec::new();
     for (class, variants) in classes {
         if !cfg.force {
-            if let Some(done) = already_solved(store, cfg.shape, cfg.group, &variants) {
+            if let Some(done) = already_solved(store, cfg, &variants) {
                 manifests.extend(done);
                 continue;
             }
         }
         manifests.extend(solve_class(
-            store,
-            &game,
-            cfg.group,
-            &class,
-            &variants,
-            cfg.min_free,
-            on_event,
+            store, &game, cfg.group, &class, &variants, cfg, on_event,
         )?);
     }
     let order = |m: &Manifest| cfg.variants.iter().position(|v| v.name() == m.variant);
@@ -116,22 +169,21 @@ pub fn solve(
     Ok(manifests)
 }
 
-/// The manifests of a finished solve of these variants (same group and layout, and the
+/// The manifests of a finished solve of these variants (same group, layout and storage, and the
 /// store's cheap check clean: the manifest matches the layout, every listed file is there with
 /// its size, no unlisted file lies in its partitions), so that solving again is a no-op;
 /// `None` otherwise, and the class is solved again. Digests are not computed here (that reads
 /// every byte): `solve --verify` checks them first and clears a damaged solve.
-fn already_solved(
-    store: &Store,
-    shape: Shape,
-    group: Group,
-    variants: &[Variant],
-) -> Option<Vec<Manifest>> {
+fn already_solved(store: &Store, cfg: &SolveConfig, variants: &[Variant]) -> Option<Vec<Manifest>> {
+    let (shape, group) = (cfg.shape, cfg.group);
     let mut out = Vec::new();
     for v in variants {
         let name = v.name();
         let m = store.read_manifest(shape, &name).ok()?;
-        if m.symmetry != group.name() || m.layout_version != LAYOUT_VERSION {
+        if m.symmetry != group.name()
+            || m.layout_version != LAYOUT_VERSION
+            || m.storage != cfg.storage.for_variant(v)
+        {
             return None;
         }
         let problems = crate::store::verify::check_manifest(
@@ -155,10 +207,15 @@ fn solve_class(
     group: Group,
     class: &ForwardClass,
     variants: &[Variant],
-    min_free: u64,
+    cfg: &SolveConfig,
     on_event: &(dyn Fn(Event) + Sync),
 ) -> Result<Vec<Manifest>> {
     let t0 = Instant::now();
+    let min_free = cfg.min_free;
+    let storages: Vec<Storage> = variants
+        .iter()
+        .map(|v| cfg.storage.for_variant(v))
+        .collect();
     let shape = game.shape();
     let work = WorkDir::new(store.layout(), shape, &class.key());
     let meta = WorkMeta {
@@ -319,7 +376,8 @@ fn solve_class(
         }
     };
     let k = variants.len();
-    if !redo_backward && bwd.variants == names && bwd.top == max_age {
+    let same_pass = bwd.variants == names && bwd.top == max_age && bwd.storage == storages;
+    if !redo_backward && same_pass {
         if let Some(done) = bwd.done_age {
             if let Err(e) = check_backward(&work, &fwd.ages, done, max_age, k) {
                 damaged(&e, "starting the backward pass over");
@@ -327,9 +385,10 @@ fn solve_class(
             }
         }
     }
-    if redo_backward || bwd.variants != names || bwd.top != max_age {
+    if redo_backward || !same_pass {
         bwd = BackwardProgress {
             variants: names.clone(),
+            storage: storages.clone(),
             top: max_age,
             done_age: None,
             seconds: 0.0,
@@ -439,13 +498,13 @@ fn solve_class(
                         let boards = (out.states.len() + out.afterstates.len()) as u64;
                         store.ensure_free(
                             &format!("age {}", out.age),
-                            Store::age_bytes_estimate(boards, k),
+                            Store::age_bytes_estimate(boards, &storages, out.age),
                             min_free,
                         )?;
                         let written: Vec<(AgeStats, Vec<FileEntry>)> = variants
                             .par_iter()
                             .enumerate()
-                            .map(|(vi, v)| write_age(store, game, out, k, vi, v))
+                            .map(|(vi, v)| write_age(store, game, out, k, vi, v, &storages[vi]))
                             .collect::<Result<_>>()?;
                         let values: Vec<f64> = job.state_recs.iter().map(|r| r.value).collect();
                         if job.age <= 8 {
@@ -572,6 +631,7 @@ fn solve_class(
                 total_s: t0.elapsed().as_secs_f64(),
             },
             peak_rss_bytes: peak_rss_bytes(),
+            storage: storages[vi].clone(),
             ages,
             files,
             manifest_sha256: String::new(),

@@ -5,7 +5,8 @@
 //! One type for writers and readers; reading is tolerant (a missing field takes its default),
 //! so a report over an older manifest still renders what it can. `layout_version` says which
 //! layout the files follow; a solve of another layout is not reused. A field added without a
-//! new layout (`discount`, `value_initial_distinct`) changes no data file: an older manifest
+//! new layout (`discount`, `value_initial_distinct`, `storage`) changes no data file of a
+//! full solve: an older manifest
 //! reads as undiscounted, with no distinct-start mean (shown as missing, not as 0, until the
 //! variant is solved again: `solve` reuses a finished solve as it is).
 //!
@@ -67,6 +68,89 @@ pub struct AgeStats {
     pub index: IndexEntry,
 }
 
+/// How a solve is stored. The full layout (the default) writes every state and afterstate in
+/// Parquet and indexes with the state ids and f64 values. The compact layout, for boards whose
+/// full output would not fit a disk, writes per age only the index of the afterstate ids and
+/// their values (in fixed point at `2^-value_fraction_bits`, or f64 if that is `None`), the
+/// `ages` table and the manifest; the `states` and `afterstates` Parquet of the ages in
+/// `parquet_ages` (inclusive) only. What a compact solve lacks: per-state rows outside those
+/// ages, the state ids (so `best` cannot tell a reachable board from an unreachable one whose
+/// moves all lead to reachable afterstates), and, in fixed point, the values' last bits.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(default)]
+pub struct Storage {
+    /// `full` or `compact`.
+    pub layout: LayoutKind,
+    /// Compact layout: fraction bits of the fixed-point afterstate values (`None`: f64).
+    pub value_fraction_bits: Option<u8>,
+    /// Compact layout: the first and last age also written as Parquet (`None`: no age).
+    pub parquet_ages: Option<(u32, u32)>,
+}
+
+/// The two layouts of a solve.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum LayoutKind {
+    #[default]
+    Full,
+    Compact,
+}
+
+impl LayoutKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            LayoutKind::Full => "full",
+            LayoutKind::Compact => "compact",
+        }
+    }
+}
+
+impl Storage {
+    /// The full layout.
+    pub const FULL: Storage = Storage {
+        layout: LayoutKind::Full,
+        value_fraction_bits: None,
+        parquet_ages: None,
+    };
+
+    pub fn is_full(&self) -> bool {
+        self.layout == LayoutKind::Full
+    }
+
+    /// Whether age `age` has `states` and `afterstates` Parquet files.
+    pub fn parquet_at(&self, age: u32) -> bool {
+        match self.layout {
+            LayoutKind::Full => true,
+            LayoutKind::Compact => self
+                .parquet_ages
+                .is_some_and(|(lo, hi)| (lo..=hi).contains(&age)),
+        }
+    }
+
+    /// Whether the index files hold the state ids.
+    pub fn state_ids(&self) -> bool {
+        self.is_full()
+    }
+
+    /// One line saying what the layout holds, for summaries and errors.
+    pub fn describe(&self) -> String {
+        match self.layout {
+            LayoutKind::Full => "full layout".into(),
+            LayoutKind::Compact => {
+                let values = match self.value_fraction_bits {
+                    Some(f) => format!("values in fixed point at 2^-{f}"),
+                    None => "f64 values".into(),
+                };
+                let parquet = match self.parquet_ages {
+                    Some((lo, hi)) => format!("Parquet for ages {lo}..{hi}"),
+                    None => "no per-state Parquet".into(),
+                };
+                format!("compact layout (afterstate index, {values}, {parquet}, no state ids)")
+            }
+        }
+    }
+}
+
 /// Seconds spent in each pass.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 #[serde(default)]
@@ -108,6 +192,10 @@ pub struct Manifest {
     pub value_initial_distinct: Option<f64>,
     pub timings: Timings,
     pub peak_rss_bytes: u64,
+    /// How the files are stored; absent (the full layout) in manifests of full solves, so
+    /// that they read as they always did.
+    #[serde(skip_serializing_if = "Storage::is_full")]
+    pub storage: Storage,
     /// Per-age figures, ages with states or afterstates only.
     pub ages: Vec<AgeStats>,
     /// Every file of this board and variant, each listed once.

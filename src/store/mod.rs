@@ -35,7 +35,9 @@ use crate::rules::Shape;
 
 pub use error::{Result, StoreError};
 pub use layout::{Layout, Partition};
-pub use manifest::{AgeStats, FileEntry, IndexEntry, Manifest, Timings, LAYOUT_VERSION};
+pub use manifest::{
+    AgeStats, FileEntry, IndexEntry, LayoutKind, Manifest, Storage, Timings, LAYOUT_VERSION,
+};
 pub use parquet::{ColumnData, StatesColumns};
 
 /// A data directory.
@@ -144,10 +146,16 @@ impl Store {
     }
 
     /// An upper estimate of the bytes one age of `boards` states and afterstates takes on disk,
-    /// for `variants` variants: per board and variant its Parquet rows (≈ 12.5 bytes measured on
-    /// 3x3) and index entry, with room to spare, and the state values a resume keeps (8 bytes).
-    pub fn age_bytes_estimate(boards: u64, variants: usize) -> u64 {
-        boards.saturating_mul(24 * variants as u64 + 8)
+    /// for variants stored as `storages` say: per board and variant its Parquet rows (≈ 12.5
+    /// bytes measured on 3x3) and index entry, with room to spare, or in the compact layout
+    /// without Parquet at that age the index alone (an afterstate id and a value of at most 8
+    /// bytes); and the state values a resume keeps (8 bytes a variant).
+    pub fn age_bytes_estimate(boards: u64, storages: &[Storage], age: u32) -> u64 {
+        let per_board: u64 = storages
+            .iter()
+            .map(|s| if s.parquet_at(age) { 32 } else { 20 })
+            .sum();
+        boards.saturating_mul(per_board)
     }
 
     /// Checks that the data directory's file system has room for `need` bytes of `what`

@@ -246,12 +246,14 @@ fn check_manifest_with(
     // The files the layout gives for the manifest's ages, against the files it lists.
     let mut expected: BTreeSet<String> = BTreeSet::new();
     for a in &m.ages {
-        for p in [
-            layout.states_file(shape, variant, a.age),
-            layout.afterstates_file(shape, variant, a.age),
-            layout.index_file(shape, variant, a.age),
-        ] {
-            expected.insert(layout.relative(&p));
+        expected.insert(layout.relative(&layout.index_file(shape, variant, a.age)));
+        if m.storage.parquet_at(a.age) {
+            for p in [
+                layout.states_file(shape, variant, a.age),
+                layout.afterstates_file(shape, variant, a.age),
+            ] {
+                expected.insert(layout.relative(&p));
+            }
         }
         let index = layout.relative(&layout.index_file(shape, variant, a.age));
         if a.index.file != index {

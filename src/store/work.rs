@@ -60,6 +60,10 @@ pub struct ForwardProgress {
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct BackwardProgress {
     pub variants: Vec<String>,
+    /// How the finished ages were stored, per variant: a resume with another layout starts
+    /// the pass over.
+    #[serde(default)]
+    pub storage: Vec<super::Storage>,
     pub top: u32,
     pub done_age: Option<u32>,
     pub seconds: f64,
