@@ -19,7 +19,7 @@ bin="$CARGO_TARGET_DIR/release/age2048"
 out=reports/bench
 mkdir -p "$out" "$root"
 tsv=$out/scale.tsv
-[ -f "$tsv" ] || printf 'date\tcommit\tboard\tvariants\targs\tthreads\twall_s\tforward_s\tbackward_s\tstates\tafterstates\tpeak_rss_mb\tpeak_work_mb\toutput_mb\tload\n' > "$tsv"
+[ -f "$tsv" ] || printf 'date\tcommit\tboard\tvariants\targs\tthreads\twall_s\tforward_s\tbackward_s\tstates\tafterstates\tpeak_rss_mb\tpeak_work_mb\toutput_mb\tload\tmax_age_states\tid_bits\n' > "$tsv"
 commit=$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src Cargo.toml || echo "+")
 
 for spec in "$@"; do
@@ -60,11 +60,13 @@ m = next(m for m in manifests()
 out = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(data)
           if "/.work" not in d for f in fs)
 t = m["timings"]
+# Bits an afterstate id in the age indexes (the Elias-Fano sets and their inventories).
+id_bits = 8 * sum(a["index"]["afterstate_id_bytes"] for a in m["ages"]) / max(1, m["n_afterstates"])
 print("\t".join(str(x) for x in [
     datetime.date.today().isoformat(), commit, board, variants, extra, m["threads"],
     f"{float(wall):.1f}", f"{t['forward_s']:.1f}", f"{t['backward_s']:.1f}",
     m["n_states"], m["n_afterstates"], f"{int(rss_kb) / 1024:.0f}", work_mb,
-    f"{out / 2**20:.0f}", load, max(a["n_states"] for a in m["ages"])]))
+    f"{out / 2**20:.0f}", load, max(a["n_states"] for a in m["ages"]), f"{id_bits:.2f}"]))
 EOF
   rm -f "$peak" "$peak.time"
 done

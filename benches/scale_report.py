@@ -54,8 +54,13 @@ measured = [r for r in rows if r.get("max_age_states") and "," not in r["variant
             and "discount" not in r["variants"] + r["args"]]
 
 
-def basis_for(shapes):
-    for pool in ([r for r in measured if r["board"] in shapes], measured):
+def compact(r):
+    return "--layout compact" in r["args"]
+
+
+def basis_for(shapes, pick=lambda r: True):
+    for pool in ([r for r in measured if r["board"] in shapes and pick(r)],
+                 [r for r in measured if pick(r)]):
         if pool:
             top = max(boards(r) for r in pool)
             return [r for r in pool if boards(r) == top][-1]
@@ -69,11 +74,17 @@ print("Each projection scales the measured rates and bytes of one solve (its bas
 print("too big to solve here. Assumptions: rates scale linearly with cores (measured on 2 cores")
 print("only); memory follows the largest age, because the backward pass holds the tables and")
 print("records of a few neighbouring ages; every forward layer stays in `.work/` until the solve")
-print("ends; output is the full layout (Parquet and indexes).\n")
+print("ends. Output is projected for both layouts: the full one (Parquet and indexes) from the")
+print("bytes a board of a full solve, the compact one (`--layout compact`: afterstate ids and")
+print("values, no Parquet) from the bits an afterstate id of a compact solve plus the value")
+print("width of the projected variant (an upper bound: each age takes only the bits its largest")
+print("value needs).\n")
 
 
-def project(title, shapes, states, afterstates, largest, cores, mem_gib, disk_gb, note, targets):
-    b = basis_for(shapes)
+def project(title, shapes, states, afterstates, largest, cores, mem_gib, disk_gb, note, targets,
+            value_bits, value_why, other_id_bits=None):
+    b = basis_for(shapes, lambda r: not compact(r))
+    c = basis_for(shapes, lambda r: compact(r) and r.get("id_bits"))
     fwd, bwd = rate(b, b["forward_s"]), rate(b, b["backward_s"])
     rss_per_state = int(b["peak_rss_mb"]) * 2**20 / int(b["max_age_states"])
     work_bits = int(b["peak_work_mb"]) * 2**20 * 8 / boards(b)
@@ -96,20 +107,49 @@ def project(title, shapes, states, afterstates, largest, cores, mem_gib, disk_gb
           f"bytes a state of its largest age ({b['peak_rss_mb']} MB over "
           f"{n(int(b['max_age_states']))}); work {work_bits:.1f} bits a board; output "
           f"{out_bytes:.1f} bytes a board.\n")
+    compact_out = None
+    if c:
+        id_bits = float(c["id_bits"])
+        compact_out = afterstates * (id_bits + value_bits) / 8 / 1e9
+        cf, cb = rate(c, c["forward_s"]), rate(c, c["backward_s"])
+        tcf = total / (cf * 1e6 * cores) / 3600
+        tcb = total / (cb * 1e6 * cores) / 3600
+        print(f"Compact layout: {id_bits:.1f} bits an afterstate id, measured on {c['board']} "
+              f"`{c['variants']} {c['args']}` of {c['date']} ({c['commit']}), plus "
+              f"{value_bits} bits a value ({value_why}). That solve's rates, forward "
+              f"{cf:.2f} M and backward {cb:.2f} M boards/s/core (no Parquet to write), give "
+              f"{tcf:.1f} h + {tcb:.1f} h = {tcf + tcb:.1f} h.")
+        if other_id_bits:
+            bits, why = other_id_bits
+            o = afterstates * (bits + value_bits) / 8
+            print(f"At {bits} bits an id ({why}) the compact output is {o / 1e9:,.0f} GB "
+                  f"({o / 2**40:.2f} TiB).")
+        print()
     print("| forward h | backward h | total h | peak memory GiB | peak work GB | output GB "
-          "| work + output GB | fits |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---|")
-    short = [] if mem <= mem_gib else ["memory"]
-    short += [] if work + out <= disk_gb else ["disk"]
+          "| work + output GB | fits | compact output GB (TiB) | work + compact GB | fits compact |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|")
+
+    def fits(disk):
+        short = [] if mem <= mem_gib else ["memory"]
+        short += [] if disk <= disk_gb else ["disk"]
+        return 'yes' if not short else 'no: ' + ', '.join(short)
+    cells = "| — | — | — |"
+    if compact_out is not None:
+        cells = (f"| {compact_out:,.0f} ({compact_out * 1e9 / 2**40:.2f}) "
+                 f"| {work + compact_out:,.0f} | {fits(work + compact_out)} |")
     print(f"| {tf:.1f} | {tb:.1f} | {tf + tb:.1f} | {mem:.0f} | {work:,.0f} | {out:,.0f} "
-          f"| {work + out:,.0f} | {'yes' if not short else 'no: ' + ', '.join(short)} |\n")
+          f"| {work + out:,.0f} | {fits(work + out)} {cells}\n")
     print(f"Targets: {targets}.\n")
 
 
 project("Full 4x3, expectation, on a 16-core workstation", ("4x3", "3x4"),
         1_152_817_492_752, 739_648_886_170, 297_784_736, 16, 64, 4_000,
         "counts and largest age: Kaneko & Yamashita, who took 25 h + 40 h on 16 cores",
-        "< 24 h; ≤ 16 GiB; output ≤ 4 TiB (the paper's size) with a compact layout")
+        "< 24 h; ≤ 16 GiB; output ≤ 4 TiB (the paper's size) with a compact layout",
+        32, "points at 2^-16: values below 65,536, as the paper's 32-bit values",
+        (16.6, "the measured basis has ages up to 460 only; Kaneko & Yamashita's Elias-Fano "
+         "sets took 1.4 TiB for all 739.6 G afterstates"))
 project("4x4 `goal-64`, on this machine", ("4x4",), 40_652_843_433, None, 856_000_000, 2, 24, 80,
         "live states and largest age as published",
-        "run it here, discounted, if it fits")
+        "run it here, discounted, if it fits",
+        33, "probabilities at 2^-32: 1 is 2^32")

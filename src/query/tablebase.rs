@@ -107,6 +107,17 @@ impl Tablebase {
         Ok(slot.open.get())
     }
 
+    /// The afterstates of `age` with their stored values, in ascending id order (none if the
+    /// solve has no board of that age).
+    pub fn afterstates(&self, age: u32) -> Result<impl Iterator<Item = (u64, f64)> + '_> {
+        let index = self.index(age)?;
+        Ok(index.into_iter().flat_map(|ix| {
+            ix.afterstate_codes()
+                .enumerate()
+                .map(move |(i, code)| (code, ix.afterstate_value(i)))
+        }))
+    }
+
     /// The q-values, value and best move of a board (exactly as given: its orientation names
     /// the moves). `text` is how the board is shown in errors.
     pub fn evaluate(&self, code: u64, text: &str) -> Result<Evaluation> {

@@ -22,7 +22,6 @@ use rayon::prelude::*;
 use super::frames::{age_files, partition_dir};
 use super::render::{self, Figure, Line, Panel, PALETTE};
 use super::{write_atomic, ReportError};
-use crate::index::AgeIndex;
 use crate::query::Tablebase;
 use crate::rules::variant::Given;
 use crate::rules::{Shape, Variant};
@@ -132,19 +131,16 @@ fn diff_age(base: &Path, other: &Path, age: u64) -> Result<AgeDiff, ReportError>
     })
 }
 
-/// One age over the afterstates of two age indexes, merge-joined on their ascending ids and
-/// summed in id order.
-fn diff_age_afterstates<B: AsRef<[u8]>>(
-    base: &AgeIndex<B>,
-    other: &AgeIndex<B>,
+/// One age over the afterstates of two solves' age indexes, merge-joined on their ascending
+/// ids and summed in id order.
+fn diff_age_afterstates(
+    base: impl Iterator<Item = (u64, f64)>,
+    other: impl Iterator<Item = (u64, f64)>,
     age: u64,
 ) -> AgeDiff {
-    let (mut a, mut b) = (
-        base.afterstate_codes().enumerate().peekable(),
-        other.afterstate_codes().enumerate().peekable(),
-    );
+    let (mut a, mut b) = (base.peekable(), other.peekable());
     let (mut n, mut sum) = (0u64, 0.0f64);
-    while let (Some(&(i, x)), Some(&(j, y))) = (a.peek(), b.peek()) {
+    while let (Some(&(x, vx)), Some(&(y, vy))) = (a.peek(), b.peek()) {
         match x.cmp(&y) {
             Ordering::Less => {
                 a.next();
@@ -154,7 +150,7 @@ fn diff_age_afterstates<B: AsRef<[u8]>>(
             }
             Ordering::Equal => {
                 n += 1;
-                sum += other.afterstate_value(j) - base.afterstate_value(i);
+                sum += vy - vx;
                 a.next();
                 b.next();
             }
@@ -246,13 +242,11 @@ pub fn compare(
             .par_iter()
             .map(|&age| match (base_files.get(&age), other.get(&age)) {
                 (Some(base), Some(o)) => diff_age(base, o, age),
-                _ => {
-                    let missing =
-                        || ReportError::Input(format!("{board} has no index of age {age}"));
-                    let a = tablebases[0].index(age as u32)?.ok_or_else(missing)?;
-                    let b = tb.index(age as u32)?.ok_or_else(missing)?;
-                    Ok(diff_age_afterstates(a, b, age))
-                }
+                _ => Ok(diff_age_afterstates(
+                    tablebases[0].afterstates(age as u32)?,
+                    tb.afterstates(age as u32)?,
+                    age,
+                )),
             })
             .collect::<Result<Vec<_>, _>>()?;
         diffs.push(series.into_iter().filter(|d| d.n > 0).collect());
