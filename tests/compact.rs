@@ -286,6 +286,30 @@ fn compact_best_refuses_boards_whose_afterstates_are_not_reached() {
         }
         o.status.success()
     };
+    // `best` says once what the compact layout cannot tell, on standard error.
+    let o = run(&[
+        "best",
+        "--board",
+        "2x2",
+        "--data",
+        compact.to_str().unwrap(),
+        "2 2/. .",
+    ]);
+    assert!(
+        stderr(&o).starts_with("note: 2x2 expectation is stored in the compact layout")
+            && stderr(&o).lines().count() == 1,
+        "{}",
+        stderr(&o)
+    );
+    let o = run(&[
+        "best",
+        "--board",
+        "2x2",
+        "--data",
+        full.to_str().unwrap(),
+        "2 2/. .",
+    ]);
+    assert_eq!(stderr(&o), "");
     for (board, in_full, in_compact) in [
         ("2 2/. .", true, true),
         // Age 16 is solved, but merging the 8s makes an afterstate no game reaches.

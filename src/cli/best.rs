@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::output::{csv_field, Format};
+use super::output::{csv_field, say, Format};
 use super::solved::SolvedArgs;
 use super::CliError;
 use crate::query::{Evaluation, Tablebase};
@@ -63,6 +63,19 @@ pub fn run(a: &BestArgs) -> Result<(), CliError> {
     let (shape, variant) = a.solved.check()?;
     let store = Store::open(&a.solved.data)?;
     let tb = Tablebase::open(&store, shape, variant)?;
+    let storage = &tb.manifest().storage;
+    if !storage.is_full() {
+        // What a compact solve cannot say, once, on standard error (the answers stay clean).
+        let values = storage
+            .value_fraction_bits
+            .map_or("exact".to_string(), |f| {
+                format!("within 2^-{}", u32::from(f) + 1)
+            });
+        say(&format!(
+            "note: {shape} {} is stored in the compact layout: afterstate values {values}; a board counts as reachable when all its afterstates are",
+            variant.name()
+        ));
+    }
     let boards = read_boards(a)?;
     let mut rows: Vec<(String, Evaluation)> = Vec::with_capacity(boards.len());
     for text in boards {
