@@ -724,7 +724,7 @@ fn compare_series_equal_a_duckdb_join() {
     let series = out.join("compare-2x3-expectation-vs-pessimistic.csv");
     let rows = sql_csv(
         data,
-        "SELECT 'pessimistic' AS variant, 'expectation' AS base, a.age, count(*) AS n, \
+        "SELECT 'pessimistic' AS variant, 'expectation' AS base, a.age, 'states' AS over, count(*) AS n, \
          avg(b.value - a.value) AS mean_value_diff, \
          avg(CASE WHEN coalesce(a.best, '-') <> coalesce(b.best, '-') THEN 1.0 ELSE 0.0 END) AS frac_best_differs \
          FROM states a JOIN states b ON a.board = b.board AND a.age = b.age AND a.id = b.id \
@@ -733,6 +733,6 @@ fn compare_series_equal_a_duckdb_join() {
     );
     assert!(rows.len() > 10, "too few ages joined: {rows:?}");
     // Pessimistic spawns change the best move somewhere: the series is not trivially zero.
-    assert!(rows[1..].iter().any(|r| r[5] != "0.0" && r[5] != "0"));
+    assert!(rows[1..].iter().any(|r| r[6] != "0.0" && r[6] != "0"));
     assert_same_series(&series, &rows);
 }

@@ -313,13 +313,16 @@ fn solve_class(
                     });
                     let mut checkpoint = Instant::now();
                     for layer in rx {
-                        let boards = (layer.states.len() + layer.afterstates.len()) as u64;
+                        // Encoded first, so that the check asks for the bytes the file takes.
+                        let bytes =
+                            WorkDir::encode_layers(layer.age, &layer.states, &layer.afterstates);
                         store.ensure_free(
                             &format!("the forward layers of age {}", layer.age),
-                            WorkDir::layer_bytes(boards),
+                            bytes.len() as u64,
                             min_free,
                         )?;
-                        work.save_layers(layer.age, &layer.states, &layer.afterstates)?;
+                        work.write_layers(layer.age, &bytes)?;
+                        drop(bytes);
                         progress.ages.push(layer.age);
                         progress.min_age =
                             Some(progress.min_age.map_or(layer.age, |m| m.min(layer.age)));

@@ -129,8 +129,18 @@ impl WorkDir {
     /// One work file per age holds both layers, compressed ([`super::idcodec`]: ≈ 5 bits an
     /// id, where the ids themselves take 64).
     pub fn save_layers(&self, age: u32, states: &[u64], afterstates: &[u64]) -> Result<()> {
-        let bytes = idcodec::encode(age, states, afterstates);
-        super::atomic::write_batched(&self.layer_path(age), &bytes).map(|_| ())
+        self.write_layers(age, &Self::encode_layers(age, states, afterstates))
+    }
+
+    /// The layer file of an age, encoded in memory: its length is what a free-disk check
+    /// before [`Self::write_layers`] needs.
+    pub fn encode_layers(age: u32, states: &[u64], afterstates: &[u64]) -> Vec<u8> {
+        idcodec::encode(age, states, afterstates)
+    }
+
+    /// Writes a layer file made by [`Self::encode_layers`] (batched: the caller syncs).
+    pub fn write_layers(&self, age: u32, bytes: &[u8]) -> Result<()> {
+        super::atomic::write_batched(&self.layer_path(age), bytes).map(|_| ())
     }
 
     /// Checks the layer file of an age (its header, checksum and block sizes) without
@@ -165,12 +175,6 @@ impl WorkDir {
         read.ok()
             .and_then(|_| idcodec::counts(&header))
             .map_or(0, |(s, a)| s.saturating_add(a))
-    }
-
-    /// At most the bytes of the layer file of an age of `boards` states and afterstates
-    /// (for the free-disk check before it is written; files are ≈ 12 times smaller).
-    pub fn layer_bytes(boards: u64) -> u64 {
-        idcodec::max_bytes(boards)
     }
 
     /// Ages with a layer file, ascending.
@@ -360,7 +364,7 @@ mod tests {
         work.check_layers(6).unwrap();
         let lp = work.layer_path(6);
         let good = fs::read(&lp).unwrap();
-        assert!(good.len() as u64 <= WorkDir::layer_bytes(5));
+        assert_eq!(good, WorkDir::encode_layers(6, &s, &a));
         let damaged = |bytes: &[u8]| {
             fs::write(&lp, bytes).unwrap();
             matches!(work.check_layers(6), Err(StoreError::Corrupt { .. }))
