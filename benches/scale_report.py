@@ -107,18 +107,21 @@ def project(title, shapes, states, afterstates, largest, cores, mem_gib, disk_gb
           f"bytes a state of its largest age ({b['peak_rss_mb']} MB over "
           f"{n(int(b['max_age_states']))}); work {work_bits:.1f} bits a board; output "
           f"{out_bytes:.1f} bytes a board.\n")
-    compact_out = None
+    compact_out, mem_c = None, mem
     if c:
         id_bits = float(c["id_bits"])
         compact_out = afterstates * (id_bits + value_bits) / 8 / 1e9
         cf, cb = rate(c, c["forward_s"]), rate(c, c["backward_s"])
         tcf = total / (cf * 1e6 * cores) / 3600
         tcb = total / (cb * 1e6 * cores) / 3600
+        c_rss = int(c["peak_rss_mb"]) * 2**20 / int(c["max_age_states"])
+        mem_c = largest * c_rss / 2**30
         print(f"Compact layout: {id_bits:.1f} bits an afterstate id, measured on {c['board']} "
               f"`{c['variants']} {c['args']}` of {c['date']} ({c['commit']}), plus "
               f"{value_bits} bits a value ({value_why}). That solve's rates, forward "
               f"{cf:.2f} M and backward {cb:.2f} M boards/s/core (no Parquet to write), give "
-              f"{tcf:.1f} h + {tcb:.1f} h = {tcf + tcb:.1f} h.")
+              f"{tcf:.1f} h + {tcb:.1f} h = {tcf + tcb:.1f} h; its peak RSS, {c_rss:.0f} bytes "
+              f"a state of its largest age, gives {mem_c:.0f} GiB.")
         if other_id_bits:
             bits, why = other_id_bits
             o = afterstates * (bits + value_bits) / 8
@@ -129,14 +132,14 @@ def project(title, shapes, states, afterstates, largest, cores, mem_gib, disk_gb
           "| work + output GB | fits | compact output GB (TiB) | work + compact GB | fits compact |")
     print("|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|")
 
-    def fits(disk):
+    def fits(disk, mem=mem):
         short = [] if mem <= mem_gib else ["memory"]
         short += [] if disk <= disk_gb else ["disk"]
         return 'yes' if not short else 'no: ' + ', '.join(short)
     cells = "| — | — | — |"
     if compact_out is not None:
         cells = (f"| {compact_out:,.0f} ({compact_out * 1e9 / 2**40:.2f}) "
-                 f"| {work + compact_out:,.0f} | {fits(work + compact_out)} |")
+                 f"| {work + compact_out:,.0f} | {fits(work + compact_out, mem_c)} |")
     print(f"| {tf:.1f} | {tb:.1f} | {tf + tb:.1f} | {mem:.0f} | {work:,.0f} | {out:,.0f} "
           f"| {work + out:,.0f} | {fits(work + out)} {cells}\n")
     print(f"Targets: {targets}.\n")
