@@ -169,9 +169,12 @@ impl<'g> Backward<'g> {
             let after_table = ValueTable::new(&afterstates, &after_values, self.k());
             let recs = self.state_records(age, &states, &after_table)?;
             drop(after_table);
-            let values: Vec<f64> = recs.iter().map(|r| r.value).collect();
-            let level = Level::new(age, &states, &values);
-            drop(values);
+            // The values straight from the records (a vector of them would hold 8 bytes a
+            // state more at the pass's peak).
+            let level = Level {
+                age,
+                table: ValueTable::from_fn(&states, |j| recs[j].value, self.k()),
+            };
             sink(AgeOutput {
                 age,
                 states,

@@ -260,13 +260,19 @@ impl ValueTable {
     /// The table of a layer `ids` (sorted, deduplicated) with `values[i * k + v]` the value of
     /// id `i` under variant `v`.
     pub fn new(ids: &[u64], values: &[f64], k: usize) -> ValueTable {
-        ValueTable::with_load(ids, values, k, load(ids.len()))
+        debug_assert_eq!(values.len(), ids.len() * k);
+        ValueTable::with_load(ids, |j| values[j], k, load(ids.len()))
     }
 
-    /// [`ValueTable::new`] at load `alpha` (at least one slot stays empty whatever `alpha`).
-    fn with_load(ids: &[u64], values: &[f64], k: usize, alpha: f64) -> ValueTable {
+    /// [`ValueTable::new`] with `value(rank * k + v)` the value of variant `v` of the id of
+    /// rank `rank`: the values need not sit in a vector of their own.
+    pub fn from_fn(ids: &[u64], value: impl Fn(usize) -> f64, k: usize) -> ValueTable {
+        ValueTable::with_load(ids, value, k, load(ids.len()))
+    }
+
+    /// [`ValueTable::from_fn`] at load `alpha` (at least one slot stays empty whatever `alpha`).
+    fn with_load(ids: &[u64], value: impl Fn(usize) -> f64, k: usize, alpha: f64) -> ValueTable {
         debug_assert!(is_layer(ids), "a layer must be sorted and deduplicated");
-        debug_assert_eq!(values.len(), ids.len() * k);
         debug_assert!(alpha > 0.0 && alpha <= 1.0);
         let slots = ((ids.len() as f64 / alpha).ceil() as usize)
             .max(ids.len() + 1)
@@ -286,8 +292,8 @@ impl ValueTable {
             }
             let slot = &mut words[h * stride..h * stride + 1 + k];
             slot[0] = id;
-            for (w, v) in slot[1..].iter_mut().zip(&values[rank * k..(rank + 1) * k]) {
-                *w = v.to_bits();
+            for (v, w) in slot[1..].iter_mut().enumerate() {
+                *w = value(rank * k + v).to_bits();
             }
         }
         ValueTable {
@@ -381,7 +387,7 @@ mod tests {
                 let ids = sort_dedup((0..n).map(|_| rng.gen_range(0..1u64 << 36)).collect());
                 let values: Vec<f64> = (0..ids.len() * k).map(|_| rng.gen::<f64>()).collect();
                 for alpha in [load(n), 0.75, 1.0] {
-                    let table = ValueTable::with_load(&ids, &values, k, alpha);
+                    let table = ValueTable::with_load(&ids, |j| values[j], k, alpha);
                     for (r, &id) in ids.iter().enumerate() {
                         let got = table.get(id).expect("an id of the layer");
                         for v in 0..k {

@@ -18,7 +18,7 @@ use super::backward::{AgeOutput, Backward, Level};
 use super::budget::Budget;
 use super::checkpoint::Checkpointer;
 use super::forward::{self, AgeLayer, Start};
-use super::output::write_age;
+use super::output::{write_age, Job};
 use super::{Result, SolveError};
 use crate::rules::board;
 use crate::rules::{ForwardClass, Game, Group, Kind, Shape, Symmetry, Variant};
@@ -442,7 +442,7 @@ fn solve_class(
         });
         // Writing an age (Parquet, index, digests) runs on its own thread while the pass
         // values the next age; the age's record is written only after its files.
-        let (tx, rx) = std::sync::mpsc::sync_channel::<AgeOutput>(2);
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Job>(2);
         // … and its queue is bounded in bytes too: big ages wait for the writer (budget.rs).
         let budget = Budget::new(WRITE_AHEAD_BYTES);
         let budget = &budget;
@@ -496,32 +496,35 @@ fn solve_class(
                     // (values of other ages never reach the disk).
                     let mut recent: Vec<(u32, Vec<f64>)> = Vec::new();
                     let mut pending = false;
-                    for job in rx {
-                        let out = &job;
-                        let boards = (out.states.len() + out.afterstates.len()) as u64;
+                    for mut job in rx {
+                        let age = job.out.age;
+                        let boards = (job.out.states.len() + job.out.afterstates.len()) as u64;
+                        // What the pass acquired for this job, released once it is written.
+                        let bytes = job.bytes();
                         store.ensure_free(
-                            &format!("age {}", out.age),
-                            Store::age_bytes_estimate(boards, &storages, out.age),
+                            &format!("age {age}"),
+                            Store::age_bytes_estimate(boards, &storages, age),
                             min_free,
                         )?;
                         let written: Vec<(AgeStats, Vec<FileEntry>)> = variants
                             .par_iter()
                             .enumerate()
-                            .map(|(vi, v)| write_age(store, game, out, k, vi, v, &storages[vi]))
+                            .map(|(vi, v)| write_age(store, game, &job, k, vi, v, &storages[vi]))
                             .collect::<Result<_>>()?;
-                        let values: Vec<f64> = job.state_recs.iter().map(|r| r.value).collect();
-                        if job.age <= 8 {
+                        let values = job.take_state_values();
+                        drop(job);
+                        if age <= 8 {
                             // Kept for the values at the initial states (never removed).
-                            work.save_values(job.age, &values)?;
+                            work.save_values(age, &values)?;
                         } else {
                             if recent.len() == 2 {
                                 recent.remove(0);
                             }
-                            recent.push((job.age, values));
+                            recent.push((age, values));
                         }
                         let (stats, files) = written.into_iter().unzip();
-                        work.save_record(job.age, &AgeRecord { stats, files })?;
-                        bwd.done_age = Some(job.age);
+                        work.save_record(age, &AgeRecord { stats, files })?;
+                        bwd.done_age = Some(age);
                         pending = true;
                         if checkpoint.elapsed() >= CHECKPOINT && cp.idle() {
                             bwd.seconds = base_seconds + t.elapsed().as_secs_f64();
@@ -531,12 +534,7 @@ fn solve_class(
                             pending = false;
                             checkpoint = Instant::now();
                         }
-                        on_event(Event::Backward {
-                            age: job.age,
-                            boards: (job.states.len() + job.afterstates.len()) as u64,
-                        });
-                        let bytes = job.bytes();
-                        drop(job);
+                        on_event(Event::Backward { age, boards });
                         budget.release(bytes);
                     }
                     if pending {
@@ -554,10 +552,11 @@ fn solve_class(
                 |age| Ok(work.load_layers(age)?),
                 |out: AgeOutput| {
                     let stopped = || SolveError::Internal("the writer stopped".into());
-                    if !budget.acquire(out.bytes()) {
+                    let job = Job::new(out, variants, &storages);
+                    if !budget.acquire(job.bytes()) {
                         return Err(stopped());
                     }
-                    tx.send(out).map_err(|_| stopped())
+                    tx.send(job).map_err(|_| stopped())
                 },
             );
             drop(tx);
