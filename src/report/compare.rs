@@ -189,22 +189,34 @@ pub fn compare(
         )));
     }
     let board = shape.to_string();
-    let mut start_values = Vec::new();
-    let mut groups = Vec::new();
-    for v in variants {
-        // Only solves whose files match their manifest are compared.
-        let m = crate::store::verify::trusted(store, shape, v)?;
-        start_values.push((
-            m.value_two_2_tiles,
-            m.value_initial,
-            m.value_initial_distinct,
-        ));
-        groups.push((v, m.symmetry));
-    }
-    if let Some((v, g)) = groups.iter().find(|(_, g)| *g != groups[0].1) {
+    // Only solves whose files match their manifest are compared (`Tablebase::open` checks).
+    let tablebases = variants
+        .iter()
+        .map(|v| {
+            let variant = Variant::parse(v, Given::default())
+                .map_err(|e| ReportError::Input(format!("variant {v}: {e}")))?;
+            Ok(Tablebase::open(store, shape, variant)?)
+        })
+        .collect::<Result<Vec<_>, ReportError>>()?;
+    let start_values: Vec<(Option<f64>, Option<f64>, Option<f64>)> = tablebases
+        .iter()
+        .map(|tb| {
+            let m = tb.manifest();
+            (
+                m.value_two_2_tiles,
+                m.value_initial,
+                m.value_initial_distinct,
+            )
+        })
+        .collect();
+    let group = |i: usize| &tablebases[i].manifest().symmetry;
+    if let Some(i) = (1..variants.len()).find(|&i| group(i) != group(0)) {
         return Err(ReportError::Input(format!(
-            "{board} {} was solved under symmetry {}, {v} under {g}: ids of different groups cannot be joined",
-            groups[0].0, groups[0].1
+            "{board} {} was solved under symmetry {}, {} under {}: ids of different groups cannot be joined",
+            variants[0],
+            group(0),
+            variants[i],
+            group(i)
         )));
     }
     let states_dir = |v: &str| partition_dir(store, "states", &board, v);
@@ -215,14 +227,6 @@ pub fn compare(
             .into_iter()
             .collect()
     };
-    let tablebases = variants
-        .iter()
-        .map(|v| {
-            let variant = Variant::parse(v, Given::default())
-                .map_err(|e| ReportError::Input(format!("variant {v}: {e}")))?;
-            Ok(Tablebase::open(store, shape, variant)?)
-        })
-        .collect::<Result<Vec<_>, ReportError>>()?;
     let ages = |tb: &Tablebase| -> BTreeSet<u64> {
         tb.manifest()
             .ages

@@ -5,10 +5,10 @@
 //! One type for writers and readers; reading is tolerant (a missing field takes its default),
 //! so a report over an older manifest still renders what it can. `layout_version` says which
 //! layout the files follow; a solve of another layout is not reused. A field added without a
-//! new layout (`discount`, `value_initial_distinct`, `storage`) changes no data file of a
-//! full solve: an older manifest
-//! reads as undiscounted, with no distinct-start mean (shown as missing, not as 0, until the
-//! variant is solved again: `solve` reuses a finished solve as it is).
+//! new layout (`discount`, `value_initial_distinct`, `storage`) changes no data file of a full
+//! solve: an older manifest reads as undiscounted, in the full layout, with no distinct-start
+//! mean (shown as missing, not as 0, until the variant is solved again: `solve` reuses a
+//! finished solve as it is).
 //!
 //! A manifest vouches for itself too: its last field, `manifest_sha256`, is the SHA-256 of the
 //! file as written with that field's value all zeros, so any byte changed in it is caught
@@ -94,15 +94,6 @@ pub enum LayoutKind {
     #[default]
     Full,
     Compact,
-}
-
-impl LayoutKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            LayoutKind::Full => "full",
-            LayoutKind::Compact => "compact",
-        }
-    }
 }
 
 impl Storage {
