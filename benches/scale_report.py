@@ -50,6 +50,8 @@ for r in rows:
 
 # The basis of a projection: the biggest solve measured on the same board (either orientation),
 # else the biggest of any board; one that knows its largest age, one variant, no `--discount`.
+# Among equally big solves the latest wins, unless other work took a core's worth of its machine
+# (load above threads + 1) and a quieter one exists.
 measured = [r for r in rows if r.get("max_age_states") and "," not in r["variants"]
             and "discount" not in r["variants"] + r["args"]]
 
@@ -63,7 +65,9 @@ def basis_for(shapes, pick=lambda r: True):
                  [r for r in measured if pick(r)]):
         if pool:
             top = max(boards(r) for r in pool)
-            return [r for r in pool if boards(r) == top][-1]
+            tied = [r for r in pool if boards(r) == top]
+            quiet = [r for r in tied if float(r["load"] or "inf") <= int(r["threads"]) + 1]
+            return (quiet or tied)[-1]
     return None
 
 
