@@ -18,6 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use rayon::prelude::*;
 
+use super::figures::{state_figures, FigureSums, StateFigures, Summary};
 use super::forward::absorbed;
 use super::layer::{ValueTable, Values};
 use super::{Result, SolveError};
@@ -26,6 +27,10 @@ use crate::rules::{ForwardClass, Game, Kind, Variant};
 
 /// Boards per rayon task: enough work to amortise scheduling, small enough to balance.
 const CHUNK: usize = 1024;
+
+/// States whose records exist at once when the pass folds an age into a [`Summary`]: many
+/// chunks for the threads, a few megabytes of records.
+const SEGMENT: usize = 1 << 18;
 
 /// Boards whose look-ups are issued together (prefetched) within a chunk: enough to overlap
 /// many cache misses, few enough that the block's ids stay in L1.
@@ -96,20 +101,66 @@ pub struct AgeOutput {
     pub age: u32,
     pub states: Vec<u64>,
     pub afterstates: Vec<u64>,
-    /// `state_recs[i * k + v]`.
-    pub state_recs: Vec<StateRec>,
+    /// What the pass found of the states, `[i * k + v]`.
+    pub state_results: StateResults,
     /// `after_values[i * k + v]`.
     pub after_values: Vec<f64>,
+}
+
+/// The states' side of an [`AgeOutput`]: their records where the sink asked for them (the
+/// `states` Parquet stores them), else only their figures and values, which the pass folds as
+/// it goes so that an age's 24-byte records never exist at once.
+#[derive(Clone, Debug, PartialEq)]
+pub enum StateResults {
+    /// `recs[i * k + v]`.
+    Records(Vec<StateRec>),
+    Summary(Summary),
 }
 
 impl AgeOutput {
     /// The bytes the age holds (its vectors' lengths; what it hands the writer).
     pub fn bytes(&self) -> usize {
         use std::mem::size_of;
+        let states = match &self.state_results {
+            StateResults::Records(r) => r.len() * size_of::<StateRec>(),
+            StateResults::Summary(s) => s.values.len() * size_of::<f64>(),
+        };
         self.states.len() * size_of::<u64>()
             + self.afterstates.len() * size_of::<u64>()
-            + self.state_recs.len() * size_of::<StateRec>()
+            + states
             + self.after_values.len() * size_of::<f64>()
+    }
+
+    /// The value of state `i` for variant `v` as `[i * k + v]` (unclamped).
+    pub fn state_value(&self, j: usize) -> f64 {
+        match &self.state_results {
+            StateResults::Records(r) => r[j].value,
+            StateResults::Summary(s) => s.values[j],
+        }
+    }
+
+    /// The records, if the pass kept them.
+    pub fn records(&self) -> Option<&[StateRec]> {
+        match &self.state_results {
+            StateResults::Records(r) => Some(r),
+            StateResults::Summary(_) => None,
+        }
+    }
+
+    /// The state figures of variant `vi` of `k`.
+    pub fn figures(&self, k: usize, vi: usize, v: &Variant) -> StateFigures {
+        match &self.state_results {
+            StateResults::Records(r) => state_figures(r, self.states.len(), k, vi, v),
+            StateResults::Summary(s) => s.figures[vi],
+        }
+    }
+
+    /// The state values, `[i * k + v]` (taken out of a summary, copied out of records).
+    pub fn take_state_values(&mut self) -> Vec<f64> {
+        match &mut self.state_results {
+            StateResults::Records(r) => r.iter().map(|r| r.value).collect(),
+            StateResults::Summary(s) => std::mem::take(&mut s.values),
+        }
     }
 }
 
@@ -118,6 +169,8 @@ pub struct Backward<'g> {
     game: &'g Game,
     class: ForwardClass,
     variants: Vec<Variant>,
+    /// [`SEGMENT`], smaller in tests.
+    segment: usize,
 }
 
 impl<'g> Backward<'g> {
@@ -135,6 +188,7 @@ impl<'g> Backward<'g> {
             game,
             class,
             variants: variants.to_vec(),
+            segment: SEGMENT,
         })
     }
 
@@ -146,11 +200,15 @@ impl<'g> Backward<'g> {
     /// afterstate layers of an age (empty if the age has none). `next` holds the levels of ages
     /// `top + 2` and `top + 4` when resuming (empty levels otherwise). `sink` receives each age
     /// and returns after storing it; the level of that age is then kept for younger ages.
+    /// `records(age)` says whether the sink needs the age's state records, or only their
+    /// figures and values ([`StateResults`]).
+    #[allow(clippy::too_many_arguments)]
     pub fn run(
         &self,
         top: u32,
         min_age: u32,
         next: Option<(Level, Level)>,
+        records: impl Fn(u32) -> bool,
         mut load: impl FnMut(u32) -> Result<(Vec<u64>, Vec<u64>)>,
         mut sink: impl FnMut(AgeOutput) -> Result<()>,
     ) -> Result<()> {
@@ -167,21 +225,24 @@ impl<'g> Backward<'g> {
             // afterstates, the afterstates' only by age n's states.
             drop(std::mem::replace(&mut next4, Level::empty(age + 4)));
             let after_table = ValueTable::new(&afterstates, &after_values, self.k());
-            let recs = self.state_records(age, &states, &after_table)?;
-            drop(after_table);
-            // The values straight from the records (a vector of them would hold 8 bytes a
-            // state more at the pass's peak).
-            let level = Level {
-                age,
-                table: ValueTable::from_fn(&states, |j| recs[j].value, self.k()),
+            let state_results = if records(age) {
+                StateResults::Records(self.state_records(age, &states, &after_table)?)
+            } else {
+                StateResults::Summary(self.state_summary(age, &states, &after_table)?)
             };
-            sink(AgeOutput {
+            drop(after_table);
+            let out = AgeOutput {
                 age,
                 states,
                 afterstates,
-                state_recs: recs,
+                state_results,
                 after_values,
-            })?;
+            };
+            let level = Level {
+                age,
+                table: ValueTable::from_fn(&out.states, |j| out.state_value(j), self.k()),
+            };
+            sink(out)?;
             next4 = std::mem::replace(&mut next2, level);
             if age < 2 {
                 break;
@@ -361,21 +422,56 @@ impl<'g> Backward<'g> {
         states: &[u64],
         after_table: &ValueTable,
     ) -> Result<Vec<StateRec>> {
+        let mut out = vec![StateRec::default(); states.len() * self.k()];
+        self.records_into(age, states, after_table, &mut out)?;
+        Ok(out)
+    }
+
+    /// The figures and values of an age's states, their records made [`SEGMENT`] states at a
+    /// time and folded in row order (the bits of [`state_figures`] over all of them).
+    fn state_summary(&self, age: u32, states: &[u64], after_table: &ValueTable) -> Result<Summary> {
         let k = self.k();
-        let mut out = vec![StateRec::default(); states.len() * k];
+        let mut sums: Vec<FigureSums> = self.variants.iter().map(FigureSums::new).collect();
+        let mut values = Vec::with_capacity(states.len() * k);
+        let mut recs = vec![StateRec::default(); states.len().min(self.segment) * k];
+        for segment in states.chunks(self.segment) {
+            let recs = &mut recs[..segment.len() * k];
+            self.records_into(age, segment, after_table, recs)?;
+            for rec in recs.chunks_exact(k) {
+                for (sum, r) in sums.iter_mut().zip(rec) {
+                    sum.add(r);
+                    values.push(r.value);
+                }
+            }
+        }
+        Ok(Summary {
+            figures: sums.iter().map(FigureSums::figures).collect(),
+            values,
+        })
+    }
+
+    /// The records of `states` into `out` (`[i * k + v]`), in parallel.
+    fn records_into(
+        &self,
+        age: u32,
+        states: &[u64],
+        after_table: &ValueTable,
+        out: &mut [StateRec],
+    ) -> Result<()> {
+        let k = self.k();
+        debug_assert_eq!(out.len(), states.len() * k);
         let missing = AtomicBool::new(false);
-        let game = self.game;
         out.par_chunks_mut(k * CHUNK)
             .zip(states.par_chunks(CHUNK))
             .for_each(|(recs, ids)| self.state_chunk(ids, recs, after_table, &missing));
         if missing.load(Ordering::Relaxed) {
             return Err(SolveError::Inconsistent {
-                board: game.shape().to_string(),
+                board: self.game.shape().to_string(),
                 age,
                 step: "move",
             });
         }
-        Ok(out)
+        Ok(())
     }
 
     /// The records of one chunk of states (named, so profiles can tell it apart).
@@ -457,6 +553,100 @@ impl<'g> Backward<'g> {
                     };
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::rules::variant::Given;
+    use crate::rules::{Group, Shape};
+    use crate::solver::forward::{self, AgeLayer, Start};
+
+    /// Every age of a solve, in memory, with records everywhere or summaries everywhere.
+    fn solve(game: &Game, variants: &[Variant], records: bool, segment: usize) -> Vec<AgeOutput> {
+        let class = variants[0].forward_class();
+        let mut layers: BTreeMap<u32, (Vec<u64>, Vec<u64>)> = BTreeMap::new();
+        let top = forward::run(game, &class, Start::Fresh, |l: AgeLayer| {
+            layers.insert(l.age, (l.states, l.afterstates));
+            Ok(())
+        })
+        .unwrap();
+        let bottom = *layers.keys().next().unwrap();
+        let mut pass = Backward::new(game, variants).unwrap();
+        pass.segment = segment;
+        let mut out = Vec::new();
+        pass.run(
+            top,
+            bottom,
+            None,
+            |_| records,
+            |age| Ok(layers.remove(&age).unwrap_or_default()),
+            |o| {
+                out.push(o);
+                Ok(())
+            },
+        )
+        .unwrap();
+        out
+    }
+
+    #[test]
+    fn summaries_in_segments_are_the_records_figures_and_values() {
+        let game = Game::new(Shape::new(2, 3).unwrap(), Group::Full);
+        for names in [
+            &["expectation", "optimistic", "pessimistic"][..],
+            &["goal-64"],
+        ] {
+            let variants: Vec<Variant> = names
+                .iter()
+                .map(|n| Variant::parse(n, Given::default()).unwrap())
+                .collect();
+            check_summaries(&game, &variants);
+        }
+    }
+
+    fn check_summaries(game: &Game, variants: &[Variant]) {
+        let k = variants.len();
+        let full = solve(game, variants, true, SEGMENT);
+        for segment in [1, 7, 64] {
+            let summed = solve(game, variants, false, segment);
+            assert_eq!(full.len(), summed.len());
+            let mut segmented = 0;
+            for (f, s) in full.iter().zip(&summed) {
+                assert_eq!(
+                    (f.age, &f.states, &f.afterstates),
+                    (s.age, &s.states, &s.afterstates)
+                );
+                let StateResults::Summary(sum) = &s.state_results else {
+                    panic!("age {}: records where a summary was asked for", s.age);
+                };
+                let recs = f.records().expect("records where they were asked for");
+                let bits = |x: f64| x.to_bits();
+                let want: Vec<u64> = recs.iter().map(|r| bits(r.value)).collect();
+                assert_eq!(
+                    sum.values.iter().copied().map(bits).collect::<Vec<_>>(),
+                    want
+                );
+                for (vi, v) in variants.iter().enumerate() {
+                    let want = state_figures(recs, f.states.len(), k, vi, v);
+                    let got = sum.figures[vi];
+                    let b = |x: Option<f64>| x.map(f64::to_bits);
+                    assert_eq!(got.n_terminal_states, want.n_terminal_states);
+                    for (g, w) in [
+                        (got.mean_state_value, want.mean_state_value),
+                        (got.mean_action_gap, want.mean_action_gap),
+                        (got.frac_gap_lt_1, want.frac_gap_lt_1),
+                    ] {
+                        assert_eq!(b(g), b(w), "age {} variant {}", s.age, v.name());
+                    }
+                }
+                segmented += usize::from(s.states.len() > segment);
+            }
+            assert!(segmented > 0, "no age of more than {segment} states");
         }
     }
 }

@@ -42,6 +42,7 @@ pub fn start_values(game: &Game, variant: &Variant) -> Result<HashMap<u64, f64>>
         max_age,
         min_age,
         None,
+        |_| false,
         |age| Ok(layers.remove(&age).unwrap_or_default()),
         |o: AgeOutput| {
             if o.age <= 8 {
@@ -49,8 +50,8 @@ pub fn start_values(game: &Game, variant: &Variant) -> Result<HashMap<u64, f64>>
                 out.extend(
                     o.states
                         .iter()
-                        .copied()
-                        .zip(o.state_recs.iter().map(|r| r.value)),
+                        .enumerate()
+                        .map(|(i, &s)| (s, o.state_value(i))),
                 );
             }
             Ok(())

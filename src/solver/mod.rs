@@ -4,6 +4,7 @@
 //! - [`layer`]: sorted id layers (radix sort, union) and the rank hash of a layer;
 //! - [`forward`]: the forward pass, by increasing age (three layers kept);
 //! - [`backward`]: the backward pass, by decreasing age (ages n, n+2, n+4 kept);
+//! - [`figures`]: the per-age figures of the states, summed in row order;
 //! - [`output`]: one finished age as files (Parquet, index) and per-age figures;
 //! - [`run`]: the orchestration of one solve, resumable after any finished age;
 //! - [`checkpoint`]: finished ages made durable on a thread of their own;
@@ -16,6 +17,7 @@ pub mod backward;
 mod budget;
 mod checkpoint;
 mod error;
+pub mod figures;
 pub mod forward;
 pub mod guaranteed;
 pub mod layer;

@@ -4,6 +4,7 @@
 //! The files are written in a batch: the caller syncs before it records the age as done.
 
 use super::backward::{AgeOutput, StateRec, NO_MOVE};
+use super::figures::clamp_for;
 use super::{Result, SolveError};
 use crate::index::{encode_age_index_with_stats, AgeIndexMeta, IndexOptions, ValueCoding};
 use crate::rules::board;
@@ -22,116 +23,18 @@ pub fn index_options(storage: &Storage) -> IndexOptions {
     }
 }
 
-/// A finished age on its way to the writer: the pass's output and, at an age no variant
-/// keeps in Parquet, its state figures and values in place of the 24-byte records (which only
-/// the `states` Parquet needs), so that an age waiting for the writer holds less.
-pub struct Job {
-    pub out: AgeOutput,
-    pub summary: Option<Summary>,
-}
-
-/// What the writer needs of an age's state records when it writes no `states` Parquet.
-pub struct Summary {
-    /// Per variant, in the order of the pass.
-    pub figures: Vec<StateFigures>,
-    /// `values[i * k + v]`, as the pass found them (unclamped).
-    pub values: Vec<f64>,
-}
-
-/// The figures of one age's states for one variant (part of its row of the `ages` table).
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct StateFigures {
-    pub n_terminal_states: u64,
-    pub mean_state_value: Option<f64>,
-    pub mean_action_gap: Option<f64>,
-    pub frac_gap_lt_1: Option<f64>,
-}
-
-/// Probabilities are stored in [0, 1], whatever the rounding of the sums behind them (the pass
-/// itself keeps the unrounded sums).
-fn clamp_for(v: &Variant) -> impl Fn(f64) -> f64 {
-    let scored = v.scored();
-    move |x: f64| if scored { x } else { x.clamp(0.0, 1.0) }
-}
-
-/// The state figures of variant `vi` of `k`, from `recs[i * k + vi]` (`n` states), summed in
-/// row order (the same bits on every run).
-pub fn state_figures(
-    recs: &[StateRec],
-    n: usize,
-    k: usize,
-    vi: usize,
-    v: &Variant,
-) -> StateFigures {
-    let clamp = clamp_for(v);
-    let recs = || (0..n).map(|i| recs[i * k + vi]);
-    let mut f = StateFigures {
-        n_terminal_states: recs().filter(|r| r.terminal).count() as u64,
-        ..Default::default()
-    };
-    if n > 0 {
-        f.mean_state_value = Some(recs().map(|r| clamp(r.value)).sum::<f64>() / n as f64);
-    }
-    let gaps = || recs().filter(|r| r.moves >= 2).map(|r| r.gap);
-    let n_gaps = gaps().count();
-    if n_gaps > 0 {
-        f.mean_action_gap = Some(gaps().sum::<f64>() / n_gaps as f64);
-        f.frac_gap_lt_1 = Some(gaps().filter(|&g| g < 1.0).count() as f64 / n_gaps as f64);
-    }
-    f
-}
-
-impl Job {
-    /// The job of `out`: summarised if no variant keeps its age in Parquet.
-    pub fn new(mut out: AgeOutput, variants: &[Variant], storages: &[Storage]) -> Job {
-        if storages.iter().any(|s| s.parquet_at(out.age)) {
-            return Job { out, summary: None };
-        }
-        let (n, k) = (out.states.len(), variants.len());
-        let figures = variants
-            .iter()
-            .enumerate()
-            .map(|(vi, v)| state_figures(&out.state_recs, n, k, vi, v))
-            .collect();
-        let values = out.state_recs.iter().map(|r| r.value).collect();
-        out.state_recs = Vec::new();
-        Job {
-            out,
-            summary: Some(Summary { figures, values }),
-        }
-    }
-
-    /// The bytes the job holds.
-    pub fn bytes(&self) -> usize {
-        self.out.bytes()
-            + self
-                .summary
-                .as_ref()
-                .map_or(0, |s| s.values.len() * std::mem::size_of::<f64>())
-    }
-
-    /// The state values, `[i * k + v]` (taken out of a summary).
-    pub fn take_state_values(&mut self) -> Vec<f64> {
-        match &mut self.summary {
-            Some(s) => std::mem::take(&mut s.values),
-            None => self.out.state_recs.iter().map(|r| r.value).collect(),
-        }
-    }
-}
-
 /// Writes one age of one variant: states and afterstates Parquet (if `storage` keeps this age
 /// in Parquet), the age index. Returns the age's figures with the files' digests. The state
-/// figures come from `job`'s summary, or from its records.
+/// figures come from the pass's summary, or from its records.
 pub fn write_age(
     store: &Store,
     game: &Game,
-    job: &Job,
+    out: &AgeOutput,
     k: usize,
     vi: usize,
     v: &Variant,
     storage: &Storage,
 ) -> Result<(AgeStats, Vec<FileEntry>)> {
-    let out = &job.out;
     let shape = game.shape();
     let cells = game.cells();
     let name = v.name();
@@ -139,8 +42,9 @@ pub fn write_age(
     let clamp = clamp_for(v);
     // The records of this variant, read in place (a copy would hold 24 bytes a state).
     let n = out.states.len();
+    let recs = out.records().unwrap_or_default();
     let rec = |i: usize| {
-        let r = out.state_recs[i * k + vi];
+        let r = recs[i * k + vi];
         StateRec {
             value: clamp(r.value),
             ..r
@@ -168,13 +72,7 @@ pub fn write_age(
     if out.states.is_empty() && out.afterstates.is_empty() {
         return Ok((st, Vec::new())); // an age no board has: nothing to write
     }
-    let figures = match &job.summary {
-        Some(s) => s.figures[vi],
-        None => {
-            debug_assert_eq!(out.state_recs.len(), n * k);
-            state_figures(&out.state_recs, n, k, vi, v)
-        }
-    };
+    let figures = out.figures(k, vi, v);
     st.n_terminal_states = figures.n_terminal_states;
     st.mean_state_value = figures.mean_state_value;
     st.mean_action_gap = figures.mean_action_gap;
@@ -226,11 +124,7 @@ pub fn write_age(
             if !storage.parquet_at(age) {
                 return (Ok(Vec::new()), Ok(Vec::new()));
             }
-            debug_assert_eq!(
-                out.state_recs.len(),
-                n * k,
-                "records of an age kept in Parquet"
-            );
+            debug_assert_eq!(recs.len(), n * k, "records of an age kept in Parquet");
             rayon::join(
                 || {
                     {

@@ -18,7 +18,7 @@ use super::backward::{AgeOutput, Backward, Level};
 use super::budget::Budget;
 use super::checkpoint::Checkpointer;
 use super::forward::{self, AgeLayer, Start};
-use super::output::{write_age, Job};
+use super::output::write_age;
 use super::{Result, SolveError};
 use crate::rules::board;
 use crate::rules::{ForwardClass, Game, Group, Kind, Shape, Symmetry, Variant};
@@ -442,7 +442,7 @@ fn solve_class(
         });
         // Writing an age (Parquet, index, digests) runs on its own thread while the pass
         // values the next age; the age's record is written only after its files.
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Job>(2);
+        let (tx, rx) = std::sync::mpsc::sync_channel::<AgeOutput>(2);
         // … and its queue is bounded in bytes too: big ages wait for the writer (budget.rs).
         let budget = Budget::new(WRITE_AHEAD_BYTES);
         let budget = &budget;
@@ -497,8 +497,8 @@ fn solve_class(
                     let mut recent: Vec<(u32, Vec<f64>)> = Vec::new();
                     let mut pending = false;
                     for mut job in rx {
-                        let age = job.out.age;
-                        let boards = (job.out.states.len() + job.out.afterstates.len()) as u64;
+                        let age = job.age;
+                        let boards = (job.states.len() + job.afterstates.len()) as u64;
                         // What the pass acquired for this job, released once it is written.
                         let bytes = job.bytes();
                         store.ensure_free(
@@ -549,10 +549,11 @@ fn solve_class(
                 top,
                 min_age,
                 next,
+                // Records only where a `states` Parquet stores them.
+                |age| storages.iter().any(|s| s.parquet_at(age)),
                 |age| Ok(work.load_layers(age)?),
-                |out: AgeOutput| {
+                |job: AgeOutput| {
                     let stopped = || SolveError::Internal("the writer stopped".into());
-                    let job = Job::new(out, variants, &storages);
                     if !budget.acquire(job.bytes()) {
                         return Err(stopped());
                     }
