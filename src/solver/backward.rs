@@ -427,23 +427,41 @@ impl<'g> Backward<'g> {
         Ok(out)
     }
 
-    /// The figures and values of an age's states, their records made [`SEGMENT`] states at a
-    /// time and folded in row order (the bits of [`state_figures`] over all of them).
+    /// The figures and values of an age's states, their records made `segment` states at a
+    /// time ([`SEGMENT`]) and folded in row order (the bits of [`state_figures`] over all of
+    /// them). A segment is folded while the next one's records are made, so that no core waits
+    /// for the fold.
     fn state_summary(&self, age: u32, states: &[u64], after_table: &ValueTable) -> Result<Summary> {
         let k = self.k();
         let mut sums: Vec<FigureSums> = self.variants.iter().map(FigureSums::new).collect();
         let mut values = Vec::with_capacity(states.len() * k);
-        let mut recs = vec![StateRec::default(); states.len().min(self.segment) * k];
-        for segment in states.chunks(self.segment) {
-            let recs = &mut recs[..segment.len() * k];
-            self.records_into(age, segment, after_table, recs)?;
+        let fold = |sums: &mut [FigureSums], values: &mut Vec<f64>, recs: &[StateRec]| {
             for rec in recs.chunks_exact(k) {
                 for (sum, r) in sums.iter_mut().zip(rec) {
                     sum.add(r);
                     values.push(r.value);
                 }
             }
+        };
+        let len = states.len().min(self.segment) * k;
+        // The segment being made, and the one before it, waiting to be folded.
+        let (mut making, mut made) = (
+            vec![StateRec::default(); len],
+            vec![StateRec::default(); len],
+        );
+        let mut waiting = 0; // records in `made` not yet folded
+        for segment in states.chunks(self.segment) {
+            let recs = &mut making[..segment.len() * k];
+            let (done, ()) = rayon::join(
+                || self.records_into(age, segment, after_table, recs),
+                || fold(&mut sums, &mut values, &made[..waiting]),
+            );
+            done?;
+            waiting = segment.len() * k;
+            std::mem::swap(&mut making, &mut made);
         }
+        fold(&mut sums, &mut values, &made[..waiting]);
+        debug_assert_eq!(values.len(), states.len() * k);
         Ok(Summary {
             figures: sums.iter().map(FigureSums::figures).collect(),
             values,
