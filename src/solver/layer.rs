@@ -7,6 +7,8 @@
 //! an open-addressing table of ids and their values built once per layer (one cache line a
 //! lookup).
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use rayon::prelude::*;
 
 /// Below this many ids a comparison sort beats the radix sort's fixed costs.
@@ -217,6 +219,24 @@ const EMPTY: u64 = u64::MAX;
 /// How many ids ahead [`ValueTable::new`] prefetches the slot of.
 const BUILD_AHEAD: usize = 16;
 
+/// From this many ids on, a [`ValueTable`] is built by all threads (below, one thread is
+/// quicker than handing out the work).
+const PARALLEL_BUILD: usize = 1 << 15;
+
+/// Ids per task of a parallel [`ValueTable`] build.
+const BUILD_CHUNK: usize = 1 << 12;
+
+// `as_atomic` relies on this (true wherever `AtomicU64` exists with u64's alignment).
+const _: () = assert!(std::mem::align_of::<AtomicU64>() == std::mem::align_of::<u64>());
+
+/// The words of a table under construction as atomics, so that threads can claim slots.
+fn as_atomic(words: &mut [u64]) -> &[AtomicU64] {
+    // SAFETY: `AtomicU64` has the size and bit validity of `u64`, and the same alignment
+    // (asserted above); the exclusive borrow of `words` is held for as long as the atomic
+    // view lives, so nothing else reads or writes the words meanwhile.
+    unsafe { &*(words as *mut [u64] as *const [AtomicU64]) }
+}
+
 /// Maps the ids of one layer to their values (`k` per id, one per variant), one cache line a
 /// lookup.
 ///
@@ -266,12 +286,23 @@ impl ValueTable {
 
     /// [`ValueTable::new`] with `value(rank * k + v)` the value of variant `v` of the id of
     /// rank `rank`: the values need not sit in a vector of their own.
-    pub fn from_fn(ids: &[u64], value: impl Fn(usize) -> f64, k: usize) -> ValueTable {
+    pub fn from_fn(ids: &[u64], value: impl Fn(usize) -> f64 + Sync, k: usize) -> ValueTable {
         ValueTable::with_load(ids, value, k, load(ids.len()))
     }
 
     /// [`ValueTable::from_fn`] at load `alpha` (at least one slot stays empty whatever `alpha`).
-    fn with_load(ids: &[u64], value: impl Fn(usize) -> f64, k: usize, alpha: f64) -> ValueTable {
+    ///
+    /// A big table is filled by all threads at once: each claims a slot for its id with a
+    /// compare-and-swap on the slot's first word (empty → id), then writes the values. Which
+    /// slot an id lands in then depends on the order of the inserts, but every id still sits
+    /// after an unbroken run of full slots from its home (slots only ever fill), which is all
+    /// [`ValueTable::get`] needs: a look-up finds the same values whatever the threads did.
+    fn with_load(
+        ids: &[u64],
+        value: impl Fn(usize) -> f64 + Sync,
+        k: usize,
+        alpha: f64,
+    ) -> ValueTable {
         debug_assert!(is_layer(ids), "a layer must be sorted and deduplicated");
         debug_assert!(alpha > 0.0 && alpha <= 1.0);
         let slots = ((ids.len() as f64 / alpha).ceil() as usize)
@@ -279,22 +310,49 @@ impl ValueTable {
             .max(16);
         let stride = (k + 1).next_power_of_two();
         let mut words = vec![EMPTY; stride * slots];
-        for (rank, &id) in ids.iter().enumerate() {
-            debug_assert_ne!(id, EMPTY);
-            // The ids are sorted, their slots scattered: ask for the slot of an id a few
-            // places ahead, so that its cache miss overlaps the inserts in between.
-            if let Some(&ahead) = ids.get(rank + BUILD_AHEAD) {
-                prefetch(&words[home(ahead, slots) * stride]);
+        if ids.len() < PARALLEL_BUILD {
+            for (rank, &id) in ids.iter().enumerate() {
+                debug_assert_ne!(id, EMPTY);
+                // The ids are sorted, their slots scattered: ask for the slot of an id a few
+                // places ahead, so that its cache miss overlaps the inserts in between.
+                if let Some(&ahead) = ids.get(rank + BUILD_AHEAD) {
+                    prefetch(&words[home(ahead, slots) * stride]);
+                }
+                let mut h = home(id, slots);
+                while words[h * stride] != EMPTY {
+                    h = next(h, slots);
+                }
+                let slot = &mut words[h * stride..h * stride + 1 + k];
+                slot[0] = id;
+                for (v, w) in slot[1..].iter_mut().enumerate() {
+                    *w = value(rank * k + v).to_bits();
+                }
             }
-            let mut h = home(id, slots);
-            while words[h * stride] != EMPTY {
-                h = next(h, slots);
-            }
-            let slot = &mut words[h * stride..h * stride + 1 + k];
-            slot[0] = id;
-            for (v, w) in slot[1..].iter_mut().enumerate() {
-                *w = value(rank * k + v).to_bits();
-            }
+        } else {
+            let cells = as_atomic(&mut words);
+            ids.par_chunks(BUILD_CHUNK)
+                .enumerate()
+                .for_each(|(c, chunk)| {
+                    for (i, &id) in chunk.iter().enumerate() {
+                        debug_assert_ne!(id, EMPTY);
+                        if let Some(&ahead) = chunk.get(i + BUILD_AHEAD) {
+                            prefetch(&cells[home(ahead, slots) * stride]);
+                        }
+                        let mut h = home(id, slots);
+                        while cells[h * stride]
+                            .compare_exchange(EMPTY, id, Ordering::Relaxed, Ordering::Relaxed)
+                            .is_err()
+                        {
+                            h = next(h, slots);
+                        }
+                        let rank = c * BUILD_CHUNK + i;
+                        for v in 0..k {
+                            cells[h * stride + 1 + v]
+                                .store(value(rank * k + v).to_bits(), Ordering::Relaxed);
+                        }
+                    }
+                });
+            // The threads joined: what they stored is visible here.
         }
         ValueTable {
             words,
@@ -382,8 +440,11 @@ mod tests {
     #[test]
     fn value_table_agrees_with_binary_search() {
         let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+        // 50,000 and 200,000 ids are built by all threads (PARALLEL_BUILD), at loads up to a
+        // single empty slot.
+        assert!(50_000 > PARALLEL_BUILD);
         for k in [1usize, 2, 3, 6] {
-            for n in [0usize, 1, 2, 17, 1000, 50_000] {
+            for n in [0usize, 1, 2, 17, 1000, 50_000, 200_000] {
                 let ids = sort_dedup((0..n).map(|_| rng.gen_range(0..1u64 << 36)).collect());
                 let values: Vec<f64> = (0..ids.len() * k).map(|_| rng.gen::<f64>()).collect();
                 for alpha in [load(n), 0.75, 1.0] {
