@@ -18,9 +18,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use rayon::prelude::*;
 
-use super::figures::{state_figures, FigureSums, StateFigures, Summary};
 use super::forward::absorbed;
 use super::layer::{ValueTable, Values};
+use super::records::{state_figures, FigureSums, StateFigures, StateRec, Summary};
 use super::{Result, SolveError};
 use crate::rules::board;
 use crate::rules::{ForwardClass, Game, Kind, Variant};
@@ -41,35 +41,6 @@ const MAX_CELLS: usize = 16;
 
 /// No board: never an id (it would be a board of sixteen 32768 tiles).
 const NONE: u64 = u64::MAX;
-
-/// `best` when a state has no move to make.
-pub const NO_MOVE: u8 = 4;
-
-/// The solved record of one state for one variant.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct StateRec {
-    pub value: f64,
-    /// Best q minus second-best q; NaN with fewer than two valid moves.
-    pub gap: f64,
-    /// Index into [`crate::rules::Dir::ALL`] of the best move (the first of equal ones), or [`NO_MOVE`].
-    pub best: u8,
-    /// Number of valid moves (0 for a terminal or absorbed state).
-    pub moves: u8,
-    /// No decision left: no valid move, or (goal variants) the goal tile is on the board.
-    pub terminal: bool,
-}
-
-impl Default for StateRec {
-    fn default() -> Self {
-        StateRec {
-            value: 0.0,
-            gap: f64::NAN,
-            best: NO_MOVE,
-            moves: 0,
-            terminal: true,
-        }
-    }
-}
 
 /// A layer of states with its values, kept while younger ages need it: only its
 /// [`ValueTable`] (ids and values in one slot each), the ids and values as vectors go to the

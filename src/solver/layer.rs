@@ -442,7 +442,7 @@ mod tests {
         let mut rng = rand::rngs::StdRng::seed_from_u64(11);
         // 50,000 and 200,000 ids are built by all threads (PARALLEL_BUILD), at loads up to a
         // single empty slot.
-        assert!(50_000 > PARALLEL_BUILD);
+        const { assert!(50_000 > PARALLEL_BUILD) };
         for k in [1usize, 2, 3, 6] {
             for n in [0usize, 1, 2, 17, 1000, 50_000, 200_000] {
                 let ids = sort_dedup((0..n).map(|_| rng.gen_range(0..1u64 << 36)).collect());

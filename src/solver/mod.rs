@@ -4,7 +4,8 @@
 //! - [`layer`]: sorted id layers (radix sort, union) and the rank hash of a layer;
 //! - [`forward`]: the forward pass, by increasing age (three layers kept);
 //! - [`backward`]: the backward pass, by decreasing age (ages n, n+2, n+4 kept);
-//! - [`figures`]: the per-age figures of the states, summed in row order;
+//! - [`records`]: what the backward pass finds of a state, and an age's figures, summed in row
+//!   order;
 //! - [`output`]: one finished age as files (Parquet, index) and per-age figures;
 //! - [`run`]: the orchestration of one solve, resumable after any finished age;
 //! - [`checkpoint`]: finished ages made durable on a thread of their own;
@@ -17,11 +18,11 @@ pub mod backward;
 mod budget;
 mod checkpoint;
 mod error;
-pub mod figures;
 pub mod forward;
 pub mod guaranteed;
 pub mod layer;
 pub mod output;
+pub mod records;
 pub mod run;
 
 pub use error::{Result, SolveError};

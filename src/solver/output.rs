@@ -3,8 +3,8 @@
 //! age's figures (a row of the `ages` table, computed from every board whatever the layout).
 //! The files are written in a batch: the caller syncs before it records the age as done.
 
-use super::backward::{AgeOutput, StateRec, NO_MOVE};
-use super::figures::clamp_for;
+use super::backward::AgeOutput;
+use super::records::{clamp_for, StateRec, NO_MOVE};
 use super::{Result, SolveError};
 use crate::index::{encode_age_index_with_stats, AgeIndexMeta, IndexOptions, ValueCoding};
 use crate::rules::board;

@@ -1,10 +1,39 @@
-//! The figures of one age's states (its terminal states, mean value, mean action gap and the
-//! share of gaps below 1: part of its row of the `ages` table), summed record by record in row
-//! order, so that they are the same bits whether the records are summed at once or streamed
-//! through in pieces (as the backward pass does at ages no variant keeps in Parquet).
+//! What the backward pass finds of a state ([`StateRec`]), and the figures of one age's states
+//! (its terminal states, mean value, mean action gap and the share of gaps below 1: part of its
+//! row of the `ages` table), summed record by record in row order, so that they are the same
+//! bits whether the records are summed at once or streamed through in pieces (as the backward
+//! pass does at ages no variant keeps in Parquet).
 
-use super::backward::StateRec;
 use crate::rules::Variant;
+
+/// `best` when a state has no move to make.
+pub const NO_MOVE: u8 = 4;
+
+/// The solved record of one state for one variant.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StateRec {
+    pub value: f64,
+    /// Best q minus second-best q; NaN with fewer than two valid moves.
+    pub gap: f64,
+    /// Index into [`crate::rules::Dir::ALL`] of the best move (the first of equal ones), or [`NO_MOVE`].
+    pub best: u8,
+    /// Number of valid moves (0 for a terminal or absorbed state).
+    pub moves: u8,
+    /// No decision left: no valid move, or (goal variants) the goal tile is on the board.
+    pub terminal: bool,
+}
+
+impl Default for StateRec {
+    fn default() -> Self {
+        StateRec {
+            value: 0.0,
+            gap: f64::NAN,
+            best: NO_MOVE,
+            moves: 0,
+            terminal: true,
+        }
+    }
+}
 
 /// The figures of one age's states for one variant.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -30,7 +59,17 @@ pub struct Summary {
 /// itself keeps the unrounded sums).
 pub fn clamp_for(v: &Variant) -> impl Fn(f64) -> f64 {
     let scored = v.scored();
-    move |x: f64| if scored { x } else { x.clamp(0.0, 1.0) }
+    move |x: f64| clamp(scored, x)
+}
+
+/// A stored value: points as they are, probabilities clamped to [0, 1].
+#[inline]
+fn clamp(scored: bool, x: f64) -> f64 {
+    if scored {
+        x
+    } else {
+        x.clamp(0.0, 1.0)
+    }
 }
 
 /// Running sums of [`StateFigures`] for one variant, fed records in row order.
@@ -68,12 +107,7 @@ impl FigureSums {
     pub fn add(&mut self, r: &StateRec) {
         self.n += 1;
         self.terminal += u64::from(r.terminal);
-        let value = if self.scored {
-            r.value
-        } else {
-            r.value.clamp(0.0, 1.0)
-        };
-        self.values += value;
+        self.values += clamp(self.scored, r.value);
         if r.moves >= 2 {
             self.gaps += 1;
             self.gap_sum += r.gap;
