@@ -20,7 +20,7 @@ use rayon::prelude::*;
 
 use super::forward::absorbed;
 use super::layer::{ValueTable, Values};
-use super::records::{state_figures, FigureSums, StateFigures, StateRec, Summary};
+use super::records::{state_figures, FigureSums, StateFigures, StateRec, Summary, NO_MOVE};
 use super::{Result, SolveError};
 use crate::rules::board;
 use crate::rules::{ForwardClass, Game, Kind, Variant};
