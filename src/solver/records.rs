@@ -10,7 +10,12 @@ use crate::rules::Variant;
 pub const NO_MOVE: u8 = 4;
 
 /// The solved record of one state for one variant.
+///
+/// Packed (19 bytes, not 24): an age's records are the largest thing the pass holds in the
+/// full layout. Fields are read and written by value only (a reference to a field of a packed
+/// struct may be unaligned, so the compiler refuses one).
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[repr(C, packed)]
 pub struct StateRec {
     pub value: f64,
     /// Best q minus second-best q; NaN with fewer than two valid moves.
