@@ -80,7 +80,7 @@ pub struct AgeOutput {
 
 /// The states' side of an [`AgeOutput`]: their records where the sink asked for them (the
 /// `states` Parquet stores them), else only their figures and values, which the pass folds as
-/// it goes so that an age's 24-byte records never exist at once.
+/// it goes so that an age's records never exist at once.
 #[derive(Clone, Debug, PartialEq)]
 pub enum StateResults {
     /// `recs[i * k + v]`.

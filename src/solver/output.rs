@@ -40,7 +40,7 @@ pub fn write_age(
     let name = v.name();
     let age = out.age;
     let clamp = clamp_for(v);
-    // The records of this variant, read in place (a copy would hold 24 bytes a state).
+    // The records of this variant, read in place (a copy would hold 19 bytes a state).
     let n = out.states.len();
     let recs = out.records().unwrap_or_default();
     let rec = |i: usize| {

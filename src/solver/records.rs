@@ -51,7 +51,7 @@ pub struct StateFigures {
 
 /// An age's states without their records: the figures per variant and the values, which is
 /// all the writer needs of an age it writes no `states` Parquet for (8 bytes a state and
-/// variant instead of a 24-byte record).
+/// variant instead of a 19-byte record).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Summary {
     /// Per variant, in the order of the pass.
