@@ -173,7 +173,6 @@ impl<'g> Backward<'g> {
     /// and returns after storing it; the level of that age is then kept for younger ages.
     /// `records(age)` says whether the sink needs the age's state records, or only their
     /// figures and values ([`StateResults`]).
-    #[allow(clippy::too_many_arguments)]
     pub fn run(
         &self,
         top: u32,
