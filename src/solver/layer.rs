@@ -310,49 +310,35 @@ impl ValueTable {
             .max(16);
         let stride = (k + 1).next_power_of_two();
         let mut words = vec![EMPTY; stride * slots];
-        if ids.len() < PARALLEL_BUILD {
-            for (rank, &id) in ids.iter().enumerate() {
+        let cells = as_atomic(&mut words);
+        // Inserts the ids of chunk `c`; the chunks may go in any order, on any thread.
+        let insert = |(c, chunk): (usize, &[u64])| {
+            for (i, &id) in chunk.iter().enumerate() {
                 debug_assert_ne!(id, EMPTY);
                 // The ids are sorted, their slots scattered: ask for the slot of an id a few
                 // places ahead, so that its cache miss overlaps the inserts in between.
-                if let Some(&ahead) = ids.get(rank + BUILD_AHEAD) {
-                    prefetch(&words[home(ahead, slots) * stride]);
+                if let Some(&ahead) = chunk.get(i + BUILD_AHEAD) {
+                    prefetch(&cells[home(ahead, slots) * stride]);
                 }
                 let mut h = home(id, slots);
-                while words[h * stride] != EMPTY {
+                while cells[h * stride]
+                    .compare_exchange(EMPTY, id, Ordering::Relaxed, Ordering::Relaxed)
+                    .is_err()
+                {
                     h = next(h, slots);
                 }
-                let slot = &mut words[h * stride..h * stride + 1 + k];
-                slot[0] = id;
-                for (v, w) in slot[1..].iter_mut().enumerate() {
-                    *w = value(rank * k + v).to_bits();
+                let rank = c * BUILD_CHUNK + i;
+                for v in 0..k {
+                    cells[h * stride + 1 + v]
+                        .store(value(rank * k + v).to_bits(), Ordering::Relaxed);
                 }
             }
+        };
+        if ids.len() < PARALLEL_BUILD {
+            ids.chunks(BUILD_CHUNK).enumerate().for_each(insert);
         } else {
-            let cells = as_atomic(&mut words);
-            ids.par_chunks(BUILD_CHUNK)
-                .enumerate()
-                .for_each(|(c, chunk)| {
-                    for (i, &id) in chunk.iter().enumerate() {
-                        debug_assert_ne!(id, EMPTY);
-                        if let Some(&ahead) = chunk.get(i + BUILD_AHEAD) {
-                            prefetch(&cells[home(ahead, slots) * stride]);
-                        }
-                        let mut h = home(id, slots);
-                        while cells[h * stride]
-                            .compare_exchange(EMPTY, id, Ordering::Relaxed, Ordering::Relaxed)
-                            .is_err()
-                        {
-                            h = next(h, slots);
-                        }
-                        let rank = c * BUILD_CHUNK + i;
-                        for v in 0..k {
-                            cells[h * stride + 1 + v]
-                                .store(value(rank * k + v).to_bits(), Ordering::Relaxed);
-                        }
-                    }
-                });
-            // The threads joined: what they stored is visible here.
+            // The threads join before `words` is read again: what they stored is visible.
+            ids.par_chunks(BUILD_CHUNK).enumerate().for_each(insert);
         }
         ValueTable {
             words,
