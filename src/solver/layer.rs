@@ -81,7 +81,7 @@ pub fn sort_dedup_pieces(pieces: Vec<Vec<u64>>) -> Vec<u64> {
     let sorted: Vec<Vec<u64>> = by_range
         .into_par_iter()
         .map(|parts| {
-            let mut v: Vec<u64> = Vec::with_capacity(parts.iter().map(Vec::len).sum());
+            let mut v: Vec<u64> = super::huge::with_capacity(parts.iter().map(Vec::len).sum());
             for part in parts {
                 v.extend_from_slice(&part);
             }
@@ -122,7 +122,9 @@ fn radix_sort(v: &mut [u64]) {
             counts[p * buckets + ((x >> (p * width)) & mask) as usize] += 1;
         }
     }
-    let mut scratch = vec![0u64; v.len()];
+    // The scatter writes to `buckets` places at once: on huge pages they stay within reach
+    // of the TLB.
+    let mut scratch = super::huge::filled(v.len(), 0u64);
     let mut in_v = true; // where the data currently is
     for p in 0..passes {
         let c = &mut counts[p * buckets..(p + 1) * buckets];
@@ -309,7 +311,7 @@ impl ValueTable {
             .max(ids.len() + 1)
             .max(16);
         let stride = (k + 1).next_power_of_two();
-        let mut words = vec![EMPTY; stride * slots];
+        let mut words = super::huge::filled(stride * slots, EMPTY);
         let cells = as_atomic(&mut words);
         // Inserts the ids of chunk `c`; the chunks may go in any order, on any thread.
         let insert = |(c, chunk): (usize, &[u64])| {

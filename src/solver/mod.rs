@@ -10,6 +10,7 @@
 //! - [`run`]: the orchestration of one solve, resumable after any finished age;
 //! - [`checkpoint`]: finished ages made durable on a thread of their own;
 //! - [`budget`]: how many bytes of finished ages may wait for the writer;
+//! - [`huge`]: big buffers backed by transparent huge pages;
 //! - [`guaranteed`]: the largest tile a player can force, from small in-memory solves.
 //!
 //! The passes do no I/O; [`run`] reaches the disk only through the store.
@@ -20,6 +21,7 @@ mod checkpoint;
 mod error;
 pub mod forward;
 pub mod guaranteed;
+mod huge;
 pub mod layer;
 pub mod output;
 pub mod records;
