@@ -181,7 +181,7 @@ fn sort_to(src: &mut [u64], dst: &mut [u64]) {
 /// in no higher bit), stably; returns the ranges of the groups that hold an id.
 fn msd_scatter(src: &[u64], dst: &mut [u64], shift: u32) -> Vec<std::ops::Range<usize>> {
     let width = varying_bits(src) - shift;
-    debug_assert!(width >= 1 && width <= DIGIT);
+    debug_assert!((1..=DIGIT).contains(&width));
     let buckets = 1usize << width;
     let mask = (buckets - 1) as u64;
     let mut at = vec![0usize; buckets];
