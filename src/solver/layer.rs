@@ -119,7 +119,7 @@ fn radix_sort(v: &mut [u64]) {
         return;
     }
     let mut scratch = super::huge::filled(v.len(), 0u64);
-    sort_in(v, &mut scratch);
+    sort_part(v, &mut scratch, false);
 }
 
 /// The number of low bits in which the ids of `v` differ (0 when they are all equal or none).
@@ -129,59 +129,40 @@ fn varying_bits(v: &[u64]) -> u32 {
     64 - diff.leading_zeros()
 }
 
-/// Sorts `data` in place; `tmp` (as long) is scratch.
-fn sort_in(data: &mut [u64], tmp: &mut [u64]) {
-    debug_assert_eq!(data.len(), tmp.len());
-    if data.len() < RADIX_MIN {
-        data.sort_unstable();
-        return;
-    }
-    let bits = varying_bits(data);
-    if bits == 0 {
-        return;
-    }
-    if data.len() <= CACHE_SORT {
-        if lsd(data, tmp, bits) {
-            data.copy_from_slice(tmp);
+/// Sorts the ids of `a` and leaves them in `b` if `into_b`, else in `a`; the other slice (as
+/// long) is scratch.
+fn sort_part(a: &mut [u64], b: &mut [u64], into_b: bool) {
+    debug_assert_eq!(a.len(), b.len());
+    let bits = if a.len() < RADIX_MIN {
+        a.sort_unstable();
+        0
+    } else {
+        varying_bits(a)
+    };
+    let in_b = if bits == 0 {
+        false // sorted already
+    } else if a.len() <= CACHE_SORT {
+        lsd(a, b, bits)
+    } else {
+        for r in msd_scatter(a, b, bits) {
+            // The part is in `b` now: sorted there into `a`, unless it belongs in `b`.
+            sort_part(&mut b[r.clone()], &mut a[r], !into_b);
         }
-        return;
-    }
-    let shift = bits.saturating_sub(DIGIT);
-    for r in msd_scatter(data, tmp, shift) {
-        sort_to(&mut tmp[r.clone()], &mut data[r]);
+        into_b
+    };
+    match (in_b, into_b) {
+        (false, true) => b.copy_from_slice(a),
+        (true, false) => a.copy_from_slice(b),
+        _ => {}
     }
 }
 
-/// Sorts the ids of `src` into `dst` (as long); `src` is left as scratch.
-fn sort_to(src: &mut [u64], dst: &mut [u64]) {
-    debug_assert_eq!(src.len(), dst.len());
-    if src.len() < RADIX_MIN {
-        src.sort_unstable();
-        dst.copy_from_slice(src);
-        return;
-    }
-    let bits = varying_bits(src);
-    if bits == 0 {
-        dst.copy_from_slice(src);
-        return;
-    }
-    if src.len() <= CACHE_SORT {
-        if !lsd(src, dst, bits) {
-            dst.copy_from_slice(src);
-        }
-        return;
-    }
+/// Moves the ids of `src`, which differ in their low `bits` bits only, into `dst` grouped by
+/// their top [`DIGIT`] of those bits, stably; returns the ranges of the groups that hold an id.
+fn msd_scatter(src: &[u64], dst: &mut [u64], bits: u32) -> Vec<std::ops::Range<usize>> {
+    debug_assert_eq!(bits, varying_bits(src));
     let shift = bits.saturating_sub(DIGIT);
-    for r in msd_scatter(src, dst, shift) {
-        sort_in(&mut dst[r.clone()], &mut src[r]);
-    }
-}
-
-/// Moves the ids of `src` into `dst` grouped by their bits from `shift` up (ids that differ
-/// in no higher bit), stably; returns the ranges of the groups that hold an id.
-fn msd_scatter(src: &[u64], dst: &mut [u64], shift: u32) -> Vec<std::ops::Range<usize>> {
-    let width = varying_bits(src) - shift;
-    debug_assert!((1..=DIGIT).contains(&width));
+    let width = bits - shift;
     let buckets = 1usize << width;
     let mask = (buckets - 1) as u64;
     let mut at = vec![0usize; buckets];
@@ -577,25 +558,24 @@ mod tests {
             }
             e
         };
+        let check = |v: Vec<u64>, what: String| {
+            let mut got = v.clone();
+            radix_sort(&mut got);
+            let mut expect = v;
+            expect.sort_unstable();
+            assert_eq!(got, expect, "{what}");
+        };
         for (n, cells) in [(1_500_000usize, 12usize), (700_000, 16), (300_000, 9)] {
-            let v: Vec<u64> = (0..n)
+            let v = (0..n)
                 .map(|_| (0..cells).fold(0u64, |id, _| (id << 4) | nibble(&mut rng)))
                 .collect();
-            let mut got = v.clone();
-            radix_sort(&mut got);
-            let mut expect = v;
-            expect.sort_unstable();
-            assert_eq!(got, expect, "n={n} cells={cells}");
+            check(v, format!("n={n} cells={cells}"));
         }
         for distinct in [1u64, 3, 5000] {
-            let v: Vec<u64> = (0..400_000)
+            let v = (0..400_000)
                 .map(|_| rng.gen_range(0..distinct) << 40 | 7)
                 .collect();
-            let mut got = v.clone();
-            radix_sort(&mut got);
-            let mut expect = v;
-            expect.sort_unstable();
-            assert_eq!(got, expect, "{distinct} distinct ids");
+            check(v, format!("{distinct} distinct ids"));
         }
     }
 
