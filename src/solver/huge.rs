@@ -9,7 +9,7 @@
 
 /// From this many bytes on a vector asks for huge pages (smaller ones would round up to whole
 /// 2 MiB pages for little gain).
-pub const HUGE_FROM: usize = 8 << 20;
+const HUGE_FROM: usize = 8 << 20;
 
 /// A vector of `len` copies of `fill`, on huge pages where the kernel grants them.
 pub fn filled<T: Copy>(len: usize, fill: T) -> Vec<T> {
@@ -29,7 +29,7 @@ pub fn with_capacity<T>(capacity: usize) -> Vec<T> {
 
 /// Asks for huge pages under the spare capacity of `v` (the pages not yet written are the
 /// ones the advice can still place).
-pub fn advise<T>(v: &mut Vec<T>) {
+fn advise<T>(v: &mut Vec<T>) {
     let bytes = v.capacity() * std::mem::size_of::<T>();
     if bytes < HUGE_FROM {
         return;
