@@ -1,16 +1,22 @@
-//! One finished age as files: the `states` and `afterstates` Parquet parts (in the compact
-//! layout only at the ages it keeps in Parquet) and the age index of each variant, with the
-//! age's figures (a row of the `ages` table, computed from every board whatever the layout).
-//! The files are written in a batch: the caller syncs before it records the age as done.
+//! One age as files: the `states` Parquet part of each variant that keeps the age in Parquet,
+//! its `afterstates` part and its index, with the age's figures (a row of the `ages` table,
+//! computed from every board whatever the layout); written as the backward pass values a big
+//! age, after it for a small one ([`AgeFiles`]). The files reach the disk under temporary
+//! names and are renamed into place without a sync: the caller syncs before it records the
+//! age as done.
 
-use super::backward::AgeOutput;
-use super::records::{clamp_for, StateRec, NO_MOVE};
+use rayon::prelude::*;
+
+use super::backward::{AgeOutput, AgeWriter, Wants};
+use super::records::{clamp_for, state_figures, StateFigures, StateRec, NO_MOVE};
 use super::{Result, SolveError};
 use crate::index::{encode_age_index_with_stats, AgeIndexMeta, IndexOptions, ValueCoding};
 use crate::rules::board;
 use crate::rules::{Game, Variant};
-use crate::store::parquet::{self, StatesColumns};
-use crate::store::{AgeStats, FileEntry, IndexEntry, Storage, Store};
+use crate::store::{
+    AgeStats, FileEntry, IndexEntry, PartWriter, StatesColumns, Storage, Store, TempFile,
+    ROWS_PER_GROUP,
+};
 
 /// What the index files of `storage` hold.
 pub fn index_options(storage: &Storage) -> IndexOptions {
@@ -23,10 +29,275 @@ pub fn index_options(storage: &Storage) -> IndexOptions {
     }
 }
 
-/// Writes one age of one variant: states and afterstates Parquet (if `storage` keeps this age
-/// in Parquet), the age index. Returns the age's figures with the files' digests. The state
-/// figures come from the pass's summary, or from its records.
-pub fn write_age(
+/// The files of one age, for every variant of a pass.
+///
+/// A big age is written as the pass values it: each segment of records becomes a row group
+/// of the `states` parts at once, and the rest when the age is valued (so an age's records
+/// never exist at once). A small one is deferred: the pass hands over its records whole and
+/// [`AgeFiles::finish`] returns the files unwritten ([`Files::Deferred`]), for a thread of the
+/// caller's to write while the pass values the next ages (both cores stay busy through the
+/// many small ages of a board, whose files would otherwise be encoded one after the other).
+pub struct AgeFiles<'a> {
+    store: &'a Store,
+    game: &'a Game,
+    variants: &'a [Variant],
+    storages: &'a [Storage],
+    age: u32,
+    /// Whether the age is written after the pass ([`Files::Deferred`]).
+    defer: bool,
+    /// Per variant, if it keeps this age in Parquet: its `states` part, once the first row
+    /// group came.
+    states: Vec<Option<Option<PartWriter<TempFile>>>>,
+    /// A deferred age's records, `[i * k + v]`.
+    records: Vec<StateRec>,
+}
+
+/// What [`AgeFiles::finish`] came to.
+pub enum Files<'a> {
+    /// Per variant, the age's figures and files.
+    Written(Vec<(AgeStats, Vec<FileEntry>)>),
+    /// To be written by [`AgeFiles::write`].
+    Deferred(AgeFiles<'a>),
+}
+
+impl<'a> AgeFiles<'a> {
+    /// The files of age `age` of `variants`, stored as `storages` say (one each); `defer`
+    /// says whether they are written after the pass ([`Files::Deferred`]).
+    pub fn new(
+        store: &'a Store,
+        game: &'a Game,
+        age: u32,
+        variants: &'a [Variant],
+        storages: &'a [Storage],
+        defer: bool,
+    ) -> AgeFiles<'a> {
+        debug_assert_eq!(variants.len(), storages.len());
+        AgeFiles {
+            store,
+            game,
+            variants,
+            storages,
+            age,
+            defer,
+            states: storages
+                .iter()
+                .map(|s| s.parquet_at(age).then_some(None))
+                .collect(),
+            records: Vec::new(),
+        }
+    }
+
+    /// The bytes a deferred age's records hold.
+    pub fn bytes(&self) -> usize {
+        self.records.len() * std::mem::size_of::<StateRec>()
+    }
+
+    /// The `states` part of variant `vi`, created if no row group came yet.
+    fn states_part(
+        store: &Store,
+        game: &Game,
+        v: &Variant,
+        age: u32,
+        slot: &mut Option<PartWriter<TempFile>>,
+    ) -> Result<PartWriter<TempFile>> {
+        match slot.take() {
+            Some(part) => Ok(part),
+            None => {
+                let path = store.layout().states_file(game.shape(), &v.name(), age);
+                Ok(store.states_part(&path)?)
+            }
+        }
+    }
+
+    /// One row group of each variant's `states` part (variants in parallel).
+    fn push_states(&mut self, ids: &[u64], recs: &[StateRec]) -> Result<()> {
+        push_states(
+            self.store,
+            self.game,
+            self.variants,
+            self.age,
+            &mut self.states,
+            ids,
+            recs,
+        )
+    }
+
+    /// Writes the age's files: per variant (in parallel) its `afterstates` part and index,
+    /// meanwhile a deferred age's `states` parts; then the `states` parts are closed.
+    pub fn write(mut self, out: &AgeOutput) -> Result<Vec<(AgeStats, Vec<FileEntry>)>> {
+        let k = self.variants.len();
+        let whole = self.wants() == Wants::Whole;
+        let records = std::mem::take(&mut self.records);
+        let AgeFiles {
+            store,
+            game,
+            variants,
+            storages,
+            age,
+            mut states,
+            ..
+        } = self;
+        debug_assert_eq!(out.age, age);
+        let n = out.states.len();
+        if n == 0 && out.afterstates.is_empty() {
+            // An age no board has: nothing to write.
+            let stats = AgeStats {
+                age,
+                ..Default::default()
+            };
+            return Ok(vec![(stats, Vec::new()); k]);
+        }
+        let (pushed, rest) = rayon::join(
+            || -> Result<Vec<StateFigures>> {
+                if !whole {
+                    return Ok(out.summary.figures.clone());
+                }
+                // A whole age's records come unfolded: their figures are summed here.
+                debug_assert_eq!(records.len(), n * k);
+                let figures = (0..k)
+                    .into_par_iter()
+                    .map(|vi| state_figures(&records, n, k, vi, &variants[vi]))
+                    .collect();
+                for (ids, recs) in out
+                    .states
+                    .chunks(ROWS_PER_GROUP)
+                    .zip(records.chunks(ROWS_PER_GROUP * k))
+                {
+                    push_states(store, game, variants, age, &mut states, ids, recs)?;
+                }
+                Ok(figures)
+            },
+            || -> Result<Vec<AfterFiles>> {
+                variants
+                    .par_iter()
+                    .zip(storages.par_iter())
+                    .enumerate()
+                    .map(|(vi, (v, storage))| after_files(store, game, out, k, vi, v, storage))
+                    .collect()
+            },
+        );
+        let figures = pushed?;
+        drop(records);
+        let rest = rest?;
+        let mut written = Vec::with_capacity(k);
+        for ((slot, v), (figures, after)) in states
+            .iter_mut()
+            .zip(variants)
+            .zip(figures.into_iter().zip(rest))
+        {
+            let AfterFiles {
+                mut stats,
+                after,
+                index,
+            } = after;
+            stats.n_terminal_states = figures.n_terminal_states;
+            stats.mean_state_value = figures.mean_state_value;
+            stats.mean_action_gap = figures.mean_action_gap;
+            stats.frac_gap_lt_1 = figures.frac_gap_lt_1;
+            let mut files = Vec::with_capacity(3);
+            if let Some(slot) = slot.as_mut() {
+                // An age of states that made no row group (none) still has its part.
+                let part = Self::states_part(store, game, v, age, slot)?;
+                files.push(store.commit_part(part)?);
+            }
+            files.extend(after);
+            files.push(index);
+            written.push((stats, files));
+        }
+        Ok(written)
+    }
+}
+
+/// One row group of each variant's `states` part (variants in parallel).
+fn push_states(
+    store: &Store,
+    game: &Game,
+    variants: &[Variant],
+    age: u32,
+    states: &mut [Option<Option<PartWriter<TempFile>>>],
+    ids: &[u64],
+    recs: &[StateRec],
+) -> Result<()> {
+    let k = variants.len();
+    let cells = game.cells();
+    debug_assert_eq!(recs.len(), ids.len() * k);
+    states
+        .par_iter_mut()
+        .zip(variants.par_iter())
+        .enumerate()
+        .filter_map(|(vi, (slot, v))| slot.as_mut().map(|slot| (vi, slot, v)))
+        .try_for_each(|(vi, slot, v)| -> Result<()> {
+            let clamp = clamp_for(v);
+            let rec = |i: usize| recs[i * k + vi];
+            let recs = || (0..ids.len()).map(rec);
+            let columns = StatesColumns {
+                id: ids.to_vec(),
+                value: recs().map(|r| clamp(r.value)).collect(),
+                terminal: recs().map(|r| r.terminal).collect(),
+                moves: recs().map(|r| r.moves).collect(),
+                best: recs()
+                    .map(|r| (r.best != NO_MOVE).then(|| ["L", "R", "U", "D"][r.best as usize]))
+                    .collect(),
+                gap: recs().map(|r| (r.moves >= 2).then_some(r.gap)).collect(),
+                empty: ids
+                    .iter()
+                    .map(|&s| board::count_empty(s, cells) as u8)
+                    .collect(),
+            };
+            let mut part = AgeFiles::states_part(store, game, v, age, slot)?;
+            part.push_states(columns)?;
+            *slot = Some(part);
+            Ok(())
+        })
+}
+
+impl<'a> AgeWriter for AgeFiles<'a> {
+    type Written = Files<'a>;
+
+    /// A row group's worth, or a deferred age whole.
+    fn wants(&self) -> Wants {
+        if !self.states.iter().any(Option::is_some) {
+            Wants::Figures
+        } else if self.defer {
+            Wants::Whole
+        } else {
+            Wants::Segments(ROWS_PER_GROUP)
+        }
+    }
+
+    fn states(&mut self, ids: &[u64], recs: &mut Vec<StateRec>) -> Result<()> {
+        let n = ids.len() * self.variants.len();
+        if self.defer {
+            debug_assert!(
+                self.records.is_empty(),
+                "a deferred age comes in one segment"
+            );
+            self.records = std::mem::take(recs);
+            self.records.truncate(n);
+            return Ok(());
+        }
+        self.push_states(ids, &recs[..n])
+    }
+
+    fn finish(self, out: &AgeOutput) -> Result<Files<'a>> {
+        if self.defer {
+            return Ok(Files::Deferred(self));
+        }
+        self.write(out).map(Files::Written)
+    }
+}
+
+/// One variant's files of an age besides its `states` part, and the age's figures but the
+/// state ones.
+struct AfterFiles {
+    stats: AgeStats,
+    /// The `afterstates` part, if the age is kept in Parquet.
+    after: Option<FileEntry>,
+    index: FileEntry,
+}
+
+/// The `afterstates` part (if the age is kept in Parquet) and the index of variant `vi`.
+fn after_files(
     store: &Store,
     game: &Game,
     out: &AgeOutput,
@@ -34,21 +305,17 @@ pub fn write_age(
     vi: usize,
     v: &Variant,
     storage: &Storage,
-) -> Result<(AgeStats, Vec<FileEntry>)> {
+) -> Result<AfterFiles> {
     let shape = game.shape();
     let cells = game.cells();
     let name = v.name();
     let age = out.age;
     let clamp = clamp_for(v);
-    // The records of this variant, read in place (a copy would hold 19 bytes a state).
-    let n = out.states.len();
-    let recs = out.records().unwrap_or_default();
-    let rec = |i: usize| {
-        let r = recs[i * k + vi];
-        StateRec {
-            value: clamp(r.value),
-            ..r
-        }
+    let mut stats = AgeStats {
+        age,
+        n_states: out.states.len() as u64,
+        n_afterstates: out.afterstates.len() as u64,
+        ..Default::default()
     };
     let after_values: Vec<f64> = out
         .after_values
@@ -57,125 +324,78 @@ pub fn write_age(
         .step_by(k)
         .map(|&x| clamp(x))
         .collect();
-    let after_empty: Vec<u8> = out
-        .afterstates
-        .iter()
-        .map(|&a| board::count_empty(a, cells) as u8)
-        .collect();
-
-    let mut st = AgeStats {
-        age,
-        n_states: out.states.len() as u64,
-        n_afterstates: out.afterstates.len() as u64,
-        ..Default::default()
-    };
-    if out.states.is_empty() && out.afterstates.is_empty() {
-        return Ok((st, Vec::new())); // an age no board has: nothing to write
-    }
-    let figures = out.figures(k, vi, v);
-    st.n_terminal_states = figures.n_terminal_states;
-    st.mean_state_value = figures.mean_state_value;
-    st.mean_action_gap = figures.mean_action_gap;
-    st.frac_gap_lt_1 = figures.frac_gap_lt_1;
-    if !after_empty.is_empty() {
-        st.mean_empty_cells_afterstates =
-            Some(after_empty.iter().map(|&e| f64::from(e)).sum::<f64>() / after_empty.len() as f64);
-        st.best_afterstate_value = after_values.iter().copied().reduce(f64::max);
+    let empty = |a: u64| board::count_empty(a, cells) as u8;
+    if !out.afterstates.is_empty() {
+        stats.mean_empty_cells_afterstates = Some(
+            out.afterstates
+                .iter()
+                .map(|&a| f64::from(empty(a)))
+                .sum::<f64>()
+                / out.afterstates.len() as f64,
+        );
+        stats.best_afterstate_value = after_values.iter().copied().reduce(f64::max);
     }
 
     let layout = store.layout();
     let index_path = layout.index_file(shape, &name, age);
-    let states_path = layout.states_file(shape, &name, age);
     let after_path = layout.afterstates_file(shape, &name, age);
-    let (index, (states_pq, after_pq)) = rayon::join(
+    let (index, after) = rayon::join(
         || -> Result<(Vec<u8>, IndexEntry)> {
-            {
-                let meta = AgeIndexMeta {
-                    rows: shape.rows() as u8,
-                    cols: shape.cols() as u8,
-                    age,
-                    variant: name.clone(),
-                };
-                let index_err = |source| SolveError::Index {
-                    path: index_path.clone(),
-                    source,
-                };
-                let (bytes, s) = encode_age_index_with_stats(
-                    &meta,
-                    &out.states,
-                    &out.afterstates,
-                    &after_values,
-                    index_options(storage),
-                )
-                .map_err(index_err)?;
-                let entry = IndexEntry {
-                    file: store.relative(&index_path),
-                    file_bytes: s.file_bytes,
-                    base: u32::from(s.base),
-                    state_id_bytes: s.state_id_bytes,
-                    afterstate_id_bytes: s.afterstate_id_bytes,
-                    bits_per_afterstate_id: s.bits_per_afterstate_id,
-                    bits_per_state_id: s.bits_per_state_id,
-                };
-                Ok((bytes, entry))
-            }
-        },
-        || {
-            if !storage.parquet_at(age) {
-                return (Ok(Vec::new()), Ok(Vec::new()));
-            }
-            debug_assert_eq!(recs.len(), n * k, "records of an age kept in Parquet");
-            rayon::join(
-                || {
-                    {
-                        parquet::states_parquet(&states_path, n, |range| {
-                            let recs = || range.clone().map(rec);
-                            StatesColumns {
-                                id: out.states[range.clone()].to_vec(),
-                                value: recs().map(|r| r.value).collect(),
-                                terminal: recs().map(|r| r.terminal).collect(),
-                                moves: recs().map(|r| r.moves).collect(),
-                                best: recs()
-                                    .map(|r| {
-                                        (r.best != NO_MOVE)
-                                            .then(|| ["L", "R", "U", "D"][r.best as usize])
-                                    })
-                                    .collect(),
-                                gap: recs().map(|r| (r.moves >= 2).then_some(r.gap)).collect(),
-                                empty: out.states[range.clone()]
-                                    .iter()
-                                    .map(|&s| board::count_empty(s, cells) as u8)
-                                    .collect(),
-                            }
-                        })
-                    }
-                },
-                || {
-                    parquet::afterstates_parquet(&after_path, out.afterstates.len(), |range| {
-                        (
-                            out.afterstates[range.clone()].to_vec(),
-                            after_values[range.clone()].to_vec(),
-                            after_empty[range].to_vec(),
-                        )
-                    })
-                },
+            let meta = AgeIndexMeta {
+                rows: shape.rows() as u8,
+                cols: shape.cols() as u8,
+                age,
+                variant: name.clone(),
+            };
+            let index_err = |source| SolveError::Index {
+                path: index_path.clone(),
+                source,
+            };
+            let (bytes, s) = encode_age_index_with_stats(
+                &meta,
+                &out.states,
+                &out.afterstates,
+                &after_values,
+                index_options(storage),
             )
+            .map_err(index_err)?;
+            let entry = IndexEntry {
+                file: store.relative(&index_path),
+                file_bytes: s.file_bytes,
+                base: u32::from(s.base),
+                state_id_bytes: s.state_id_bytes,
+                afterstate_id_bytes: s.afterstate_id_bytes,
+                bits_per_afterstate_id: s.bits_per_afterstate_id,
+                bits_per_state_id: s.bits_per_state_id,
+            };
+            Ok((bytes, entry))
+        },
+        || -> Result<Option<FileEntry>> {
+            if !storage.parquet_at(age) {
+                return Ok(None);
+            }
+            let mut part = store.afterstates_part(&after_path)?;
+            for (ids, values) in out
+                .afterstates
+                .chunks(ROWS_PER_GROUP)
+                .zip(after_values.chunks(ROWS_PER_GROUP))
+            {
+                part.push_afterstates(
+                    ids.to_vec(),
+                    values.to_vec(),
+                    ids.iter().map(|&a| empty(a)).collect(),
+                )?;
+            }
+            Ok(Some(store.commit_part(part)?))
         },
     );
     let (index_bytes, index_entry) = index?;
-    let states_pq = states_pq?;
-    let after_pq = after_pq?;
-    let mut files = Vec::with_capacity(3);
-    let parquet = storage.parquet_at(age);
-    for (path, bytes, keep) in [
-        (&states_path, &states_pq, parquet),
-        (&after_path, &after_pq, parquet),
-        (&index_path, &index_bytes, true),
-    ] {
-        if keep {
-            files.push(store.write_file_batched(path, bytes)?);
-        }
-    }
-    st.index = index_entry;
-    Ok((st, files))
+    let after = after?;
+    let index = store.write_file_batched(&index_path, &index_bytes)?;
+    stats.index = index_entry;
+    Ok(AfterFiles {
+        stats,
+        after,
+        index,
+    })
 }

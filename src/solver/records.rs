@@ -136,7 +136,7 @@ impl FigureSums {
     }
 }
 
-/// The state figures of variant `vi` of `k`, from `recs[i * k + vi]` (`n` states).
+/// The state figures of variant `vi` of `k`, from `recs[i * k + vi]` (`n` states) at once.
 pub fn state_figures(
     recs: &[StateRec],
     n: usize,

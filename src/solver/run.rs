@@ -11,14 +11,13 @@ use std::collections::BTreeMap;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::backward::{AgeOutput, Backward, Level};
 use super::budget::Budget;
 use super::checkpoint::Checkpointer;
 use super::forward::{self, AgeLayer, Start};
-use super::output::write_age;
+use super::output::{AgeFiles, Files};
 use super::{Result, SolveError};
 use crate::rules::board;
 use crate::rules::{ForwardClass, Game, Group, Kind, Shape, Symmetry, Variant};
@@ -126,10 +125,34 @@ pub enum Event {
 /// loses little, rarely enough that syncing costs little.
 const CHECKPOINT: Duration = Duration::from_millis(1000);
 
-/// How many bytes of finished ages the backward pass may hand over before the writer has
-/// written them (one age of any size always goes): small boards keep the pass and the writer
-/// busy together; on big ones the pass waits rather than queueing ages of gigabytes.
+/// How many bytes of finished ages the backward pass may hand over before they are recorded
+/// (one age of any size always goes): small ages are written after the pass within this
+/// budget, bigger ones as the pass goes; on big boards the pass waits rather than queueing
+/// ages of gigabytes.
 const WRITE_AHEAD_BYTES: usize = 512 << 20;
+
+/// A finished age on its way to being recorded as done: its files written, or to be written
+/// first ([`Files::Deferred`]).
+struct Finished<'a> {
+    age: u32,
+    /// States and afterstates.
+    boards: u64,
+    files: Files<'a>,
+    /// The age itself where its files are still to be written, else only its state values
+    /// (`summary.values`, `[i * k + v]`: a resume starts from those of the last finished ages).
+    out: AgeOutput,
+}
+
+impl Finished<'_> {
+    /// The bytes it holds.
+    fn bytes(&self) -> usize {
+        self.out.bytes()
+            + match &self.files {
+                Files::Deferred(f) => f.bytes(),
+                Files::Written(_) => 0,
+            }
+    }
+}
 
 /// The record of one finished age, for all variants of the pass.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -440,10 +463,11 @@ fn solve_class(
                 .map(|a| work.layer_boards(a))
                 .sum(),
         });
-        // Writing an age (Parquet, index, digests) runs on its own thread while the pass
-        // values the next age; the age's record is written only after its files.
-        let (tx, rx) = std::sync::mpsc::sync_channel::<AgeOutput>(2);
-        // … and its queue is bounded in bytes too: big ages wait for the writer (budget.rs).
+        // The pass writes a big age's files as it values it (`AgeFiles`); writing a small one,
+        // and recording an age as done (its record, then a checkpoint), runs on a thread of
+        // its own, after its files, while the pass values the next ages.
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Finished>(2);
+        // … and its queue is bounded in bytes too (the state values it carries; budget.rs).
         let budget = Budget::new(WRITE_AHEAD_BYTES);
         let budget = &budget;
         let bwd = &mut bwd;
@@ -496,23 +520,21 @@ fn solve_class(
                     // (values of other ages never reach the disk).
                     let mut recent: Vec<(u32, Vec<f64>)> = Vec::new();
                     let mut pending = false;
-                    for mut job in rx {
-                        let age = job.age;
-                        let boards = (job.states.len() + job.afterstates.len()) as u64;
-                        // What the pass acquired for this job, released once it is written.
+                    for job in rx {
+                        // What the pass acquired for this job, released once it is recorded.
                         let bytes = job.bytes();
-                        store.ensure_free(
-                            &format!("age {age}"),
-                            Store::age_bytes_estimate(boards, &storages, age),
-                            min_free,
-                        )?;
-                        let written: Vec<(AgeStats, Vec<FileEntry>)> = variants
-                            .par_iter()
-                            .enumerate()
-                            .map(|(vi, v)| write_age(store, game, &job, k, vi, v, &storages[vi]))
-                            .collect::<Result<_>>()?;
-                        let values = job.take_state_values();
-                        drop(job);
+                        let Finished {
+                            age,
+                            boards,
+                            files,
+                            mut out,
+                        } = job;
+                        let written = match files {
+                            Files::Written(w) => w,
+                            Files::Deferred(f) => f.write(&out)?,
+                        };
+                        let values = std::mem::take(&mut out.summary.values);
+                        drop(out);
                         if age <= 8 {
                             // Kept for the values at the initial states (never removed).
                             work.save_values(age, &values)?;
@@ -549,11 +571,33 @@ fn solve_class(
                 top,
                 min_age,
                 next,
-                // Records only where a `states` Parquet stores them.
-                |age| storages.iter().any(|s| s.parquet_at(age)),
+                |age, boards| {
+                    store.ensure_free(
+                        &format!("age {age}"),
+                        Store::age_bytes_estimate(boards, &storages, age),
+                        min_free,
+                    )?;
+                    // Written after the pass if what the writer would hold fits its budget.
+                    let held = boards.saturating_mul(8 + 27 * k as u64);
+                    let defer = held <= WRITE_AHEAD_BYTES as u64;
+                    Ok(AgeFiles::new(store, game, age, variants, &storages, defer))
+                },
                 |age| Ok(work.load_layers(age)?),
-                |job: AgeOutput| {
+                |mut out: AgeOutput, files| {
                     let stopped = || SolveError::Internal("the writer stopped".into());
+                    let boards = (out.states.len() + out.afterstates.len()) as u64;
+                    if let Files::Written(_) = files {
+                        // Only the state values are still needed.
+                        out.states = Vec::new();
+                        out.afterstates = Vec::new();
+                        out.after_values = Vec::new();
+                    }
+                    let job = Finished {
+                        age: out.age,
+                        boards,
+                        files,
+                        out,
+                    };
                     if !budget.acquire(job.bytes()) {
                         return Err(stopped());
                     }

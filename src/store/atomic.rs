@@ -47,6 +47,80 @@ pub fn write_batched(path: &Path, bytes: &[u8]) -> Result<String> {
     Ok(sha256_hex(bytes))
 }
 
+/// A file being written piece by piece under its temporary name, hashed as it goes; put in
+/// place by [`TempFile::commit_batched`] (durable after the next [`sync_fs`], like
+/// [`write_batched`]), removed if dropped before.
+pub struct TempFile {
+    path: PathBuf,
+    tmp: PathBuf,
+    /// A small buffer for the headers between the big writes (which go through whole); from
+    /// the allocator's heap, not pages mapped afresh for every file.
+    file: Option<std::io::BufWriter<fs::File>>,
+    sha: Sha256,
+    bytes: u64,
+}
+
+impl TempFile {
+    /// Creates `path`'s temporary sibling (and the directories above it).
+    pub fn create(path: &Path) -> Result<TempFile> {
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
+        let tmp = temp_path(path);
+        let file = fs::File::create(&tmp).map_err(|e| StoreError::io(&tmp, e))?;
+        Ok(TempFile {
+            path: path.to_path_buf(),
+            tmp,
+            file: Some(std::io::BufWriter::with_capacity(64 << 10, file)),
+            sha: Sha256::new(),
+            bytes: 0,
+        })
+    }
+
+    /// The name the file will have.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Renames the file into place; returns its length and SHA-256.
+    pub fn commit_batched(mut self) -> Result<(u64, String)> {
+        let file = self.file.take().expect("a file until committed");
+        file.into_inner()
+            .map_err(|e| StoreError::io(&self.tmp, e.into_error()))?;
+        fs::rename(&self.tmp, &self.path).map_err(|e| StoreError::io(&self.path, e))?;
+        let d = std::mem::take(&mut self.sha).finalize();
+        Ok((self.bytes, d.iter().map(|b| format!("{b:02x}")).collect()))
+    }
+}
+
+impl Write for TempFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self
+            .file
+            .as_mut()
+            .expect("a file until committed")
+            .write(buf)?;
+        self.sha.update(&buf[..n]);
+        self.bytes += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.as_mut().expect("a file until committed").flush()
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        if self.file.take().is_some() {
+            // Never committed: an unfinished write is not data.
+            let _ = fs::remove_file(&self.tmp);
+        }
+    }
+}
+
 /// Bytes an unprivileged writer may still use on the file system holding `dir`
 /// (`statvfs`: available blocks × fragment size).
 pub fn free_bytes(dir: &Path) -> Result<u64> {
@@ -174,5 +248,24 @@ mod tests {
         write(&p, b"second").unwrap();
         assert_eq!(fs::read(&p).unwrap(), b"second");
         assert!(!temp_path(&p).exists());
+    }
+
+    #[test]
+    fn a_temp_file_is_hashed_as_written_and_gone_unless_committed() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a/x.bin");
+        let mut f = TempFile::create(&p).unwrap();
+        f.write_all(b"a").unwrap();
+        f.write_all(b"bc").unwrap();
+        assert!(temp_path(&p).exists() && !p.exists());
+        let (n, sha) = f.commit_batched().unwrap();
+        assert_eq!((n, sha), (3, sha256_hex(b"abc")));
+        assert_eq!(fs::read(&p).unwrap(), b"abc");
+        assert!(!temp_path(&p).exists());
+        let mut f = TempFile::create(&p).unwrap();
+        f.write_all(b"half").unwrap();
+        drop(f);
+        assert!(!temp_path(&p).exists());
+        assert_eq!(fs::read(&p).unwrap(), b"abc", "the old file stays");
     }
 }

@@ -33,12 +33,13 @@ use std::path::{Path, PathBuf};
 
 use crate::rules::Shape;
 
+pub use atomic::TempFile;
 pub use error::{Result, StoreError};
 pub use layout::{Layout, Partition};
 pub use manifest::{
     AgeStats, FileEntry, IndexEntry, LayoutKind, Manifest, Storage, Timings, LAYOUT_VERSION,
 };
-pub use parquet::{ColumnData, StatesColumns};
+pub use parquet::{ColumnData, PartWriter, StatesColumns, ROWS_PER_GROUP};
 
 /// A data directory.
 #[derive(Clone, Debug)]
@@ -135,6 +136,29 @@ impl Store {
     pub fn write_file_batched(&self, path: &Path, bytes: &[u8]) -> Result<FileEntry> {
         let sha256 = atomic::write_batched(path, bytes)?;
         Ok(self.entry(path, bytes, sha256))
+    }
+
+    /// The `states` part at `path`, written row group by row group under its temporary name
+    /// until [`Store::commit_part`].
+    pub fn states_part(&self, path: &Path) -> Result<PartWriter<TempFile>> {
+        PartWriter::states(path, TempFile::create(path)?)
+    }
+
+    /// The `afterstates` part at `path` (see [`Store::states_part`]).
+    pub fn afterstates_part(&self, path: &Path) -> Result<PartWriter<TempFile>> {
+        PartWriter::afterstates(path, TempFile::create(path)?)
+    }
+
+    /// Puts a part in place, durable after the next [`Store::sync`]; returns its entry.
+    pub fn commit_part(&self, part: PartWriter<TempFile>) -> Result<FileEntry> {
+        let file = part.finish()?;
+        let path = self.relative(file.path());
+        let (bytes, sha256) = file.commit_batched()?;
+        Ok(FileEntry {
+            path,
+            bytes,
+            sha256,
+        })
     }
 
     fn entry(&self, path: &Path, bytes: &[u8], sha256: String) -> FileEntry {

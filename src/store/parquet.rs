@@ -2,8 +2,8 @@
 //! [`super::schema`]), and a reader of named columns for the report and `compare`.
 
 use std::fs;
-use std::ops::Range;
-use std::path::Path;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow::array::{
@@ -11,10 +11,11 @@ use arrow::array::{
 };
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
-use parquet::arrow::arrow_writer::{compute_leaves, ArrowColumnChunk};
+use parquet::arrow::arrow_writer::{compute_leaves, ArrowColumnChunk, ArrowRowGroupWriterFactory};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, Encoding, ZstdLevel};
 use parquet::file::properties::WriterProperties;
+use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::ColumnPath;
 use rayon::prelude::*;
 
@@ -42,7 +43,11 @@ pub(super) fn writer_props(delta_cols: &[&str], plain_cols: &[&str]) -> WriterPr
     b.build()
 }
 
-/// The Parquet file of one batch (see [`parquet_bytes_by_group`]).
+/// Rows of a row group in the `states` and `afterstates` parts (the Parquet writer's default,
+/// which every file written so far has): a solve streams an age's rows in groups of this many.
+pub const ROWS_PER_GROUP: usize = parquet::file::properties::DEFAULT_MAX_ROW_GROUP_ROW_COUNT;
+
+/// The Parquet file of one batch, in row groups of the writer's row count.
 pub(super) fn parquet_bytes(
     path: &Path,
     batch: &RecordBatch,
@@ -60,59 +65,128 @@ pub(super) fn parquet_bytes(
         w.close().map_err(err)?;
         return Ok(buf);
     }
-    let schema = batch.schema();
-    write_groups(path, schema, batch.num_rows(), props, |range| {
-        Ok(batch.slice(range.start, range.len()))
-    })
-}
-
-/// The Parquet file of `rows` rows of `table` whose columns `columns(range)` builds one row
-/// group at a time, so that only one group's Arrow arrays exist at once (an age of 4x4
-/// `goal-32` holds 60 M states: its columns at once took ≈ 2.5 GB). The bytes are those of
-/// [`parquet_bytes`] over the whole batch, which are those of `ArrowWriter::write` + `close`.
-pub(super) fn parquet_bytes_by_group(
-    path: &Path,
-    table: &Table,
-    rows: usize,
-    props: WriterProperties,
-    columns: impl Fn(Range<usize>) -> Vec<ArrayRef> + Sync,
-) -> Result<Vec<u8>> {
-    debug_assert!(props.max_row_group_bytes().is_none());
-    write_groups(path, arrow_schema(table), rows, props, |range| {
-        batch(path, table, columns(range))
-    })
-}
-
-/// Writes `rows` rows in row groups of the writer's row count, the group of `range` made by
-/// `group(range)`. The columns of each row group are encoded in parallel (`ArrowWriter`'s own
-/// column writers, one task per column) and appended in order, which gives the bytes
-/// `ArrowWriter::write` + `close` would give (same row groups, pages, metadata).
-fn write_groups(
-    path: &Path,
-    schema: SchemaRef,
-    rows: usize,
-    props: WriterProperties,
-    group: impl Fn(Range<usize>) -> Result<RecordBatch>,
-) -> Result<Vec<u8>> {
-    let err = |source| StoreError::Parquet {
-        path: path.to_path_buf(),
-        source,
-    };
-    let mut buf = Vec::new();
     let rows_per_group = props.max_row_group_row_count().unwrap_or(usize::MAX).max(1);
-    let (mut writer, factory) = ArrowWriter::try_new(&mut buf, schema.clone(), Some(props))
-        .and_then(ArrowWriter::into_serialized_writer)
-        .map_err(err)?;
+    let mut w = PartWriter::new(path, batch.schema(), props, Vec::new())?;
     let mut start = 0;
-    let mut index = 0;
-    while start < rows {
-        let n = rows_per_group.min(rows - start);
-        let slice = group(start..start + n)?;
-        debug_assert_eq!(slice.num_rows(), n);
-        let writers = factory.create_column_writers(index).map_err(err)?;
+    while start < batch.num_rows() {
+        let n = rows_per_group.min(batch.num_rows() - start);
+        w.push_batch(&batch.slice(start, n))?;
+        start += n;
+    }
+    w.finish()
+}
+
+/// A Parquet part written one row group at a time into `W` (a file being written, or bytes),
+/// so that only one group's Arrow arrays exist at once (an age of 4x4 `goal-32` holds 60 M
+/// states: its columns at once took ≈ 2.5 GB). The columns of each group are encoded in
+/// parallel (`ArrowWriter`'s own column writers, one task per column) and appended in order,
+/// which gives the bytes `ArrowWriter::write` + `close` would give over all the rows in one
+/// batch (same row groups, pages, metadata) as long as every group but the last holds the
+/// writer's row count ([`ROWS_PER_GROUP`] for the parts of a solve).
+pub struct PartWriter<W: Write + Send> {
+    path: PathBuf,
+    schema: SchemaRef,
+    writer: SerializedFileWriter<W>,
+    factory: ArrowRowGroupWriterFactory,
+    groups: usize,
+}
+
+impl<W: Write + Send> PartWriter<W> {
+    fn new(path: &Path, schema: SchemaRef, props: WriterProperties, sink: W) -> Result<Self> {
+        let (writer, factory) = ArrowWriter::try_new(sink, schema.clone(), Some(props))
+            .and_then(ArrowWriter::into_serialized_writer)
+            .map_err(|source| StoreError::Parquet {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        Ok(PartWriter {
+            path: path.to_path_buf(),
+            schema,
+            writer,
+            factory,
+            groups: 0,
+        })
+    }
+
+    /// A `states` part (schema from [`super::schema`]).
+    pub fn states(path: &Path, sink: W) -> Result<Self> {
+        Self::new(
+            path,
+            arrow_schema(&STATES),
+            writer_props(&["id"], &["value", "gap"]),
+            sink,
+        )
+    }
+
+    /// An `afterstates` part.
+    pub fn afterstates(path: &Path, sink: W) -> Result<Self> {
+        Self::new(
+            path,
+            arrow_schema(&AFTERSTATES),
+            writer_props(&["id"], &["value"]),
+            sink,
+        )
+    }
+
+    fn err(&self) -> impl Fn(parquet::errors::ParquetError) -> StoreError + '_ {
+        |source| StoreError::Parquet {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    /// Appends the next row group of a `states` part.
+    pub fn push_states(&mut self, c: StatesColumns) -> Result<()> {
+        let cols: Vec<ArrayRef> = vec![
+            Arc::new(UInt64Array::from(c.id)),
+            Arc::new(Float64Array::from(c.value)),
+            Arc::new(BooleanArray::from(c.terminal)),
+            Arc::new(UInt8Array::from(c.moves)),
+            Arc::new(StringArray::from(c.best)),
+            Arc::new(Float64Array::from(c.gap)),
+            Arc::new(UInt8Array::from(c.empty)),
+        ];
+        self.push_columns(cols)
+    }
+
+    /// Appends the next row group of an `afterstates` part: ids, values, empty cells.
+    pub fn push_afterstates(
+        &mut self,
+        id: Vec<u64>,
+        value: Vec<f64>,
+        empty: Vec<u8>,
+    ) -> Result<()> {
+        let cols: Vec<ArrayRef> = vec![
+            Arc::new(UInt64Array::from(id)),
+            Arc::new(Float64Array::from(value)),
+            Arc::new(UInt8Array::from(empty)),
+        ];
+        self.push_columns(cols)
+    }
+
+    fn push_columns(&mut self, cols: Vec<ArrayRef>) -> Result<()> {
+        let batch = RecordBatch::try_new(self.schema.clone(), cols).map_err(|source| {
+            StoreError::Arrow {
+                path: self.path.clone(),
+                source,
+            }
+        })?;
+        self.push_batch(&batch)
+    }
+
+    fn push_batch(&mut self, batch: &RecordBatch) -> Result<()> {
+        let writers = self
+            .factory
+            .create_column_writers(self.groups)
+            .map_err(self.err())?;
         let chunks: Vec<ArrowColumnChunk> = writers
             .into_par_iter()
-            .zip(slice.columns().par_iter().zip(schema.fields().par_iter()))
+            .zip(
+                batch
+                    .columns()
+                    .par_iter()
+                    .zip(self.schema.fields().par_iter()),
+            )
             .map(|(mut w, (array, field))| {
                 for leaf in compute_leaves(field, array)? {
                     w.write(&leaf)?;
@@ -120,18 +194,27 @@ fn write_groups(
                 w.close()
             })
             .collect::<std::result::Result<_, _>>()
-            .map_err(err)?;
-        drop(slice);
-        let mut rg = writer.next_row_group().map_err(err)?;
+            .map_err(self.err())?;
+        let err = |source| StoreError::Parquet {
+            path: self.path.clone(),
+            source,
+        };
+        let mut rg = self.writer.next_row_group().map_err(err)?;
         for chunk in chunks {
             chunk.append_to_row_group(&mut rg).map_err(err)?;
         }
         rg.close().map_err(err)?;
-        start += n;
-        index += 1;
+        self.groups += 1;
+        Ok(())
     }
-    writer.close().map_err(err)?;
-    Ok(buf)
+
+    /// Writes the footer; returns the sink.
+    pub fn finish(self) -> Result<W> {
+        let path = self.path;
+        self.writer
+            .into_inner()
+            .map_err(|source| StoreError::Parquet { path, source })
+    }
 }
 
 /// The Arrow schema of `table` (from [`super::schema`]).
@@ -161,54 +244,6 @@ pub struct StatesColumns {
     pub best: Vec<Option<&'static str>>,
     pub gap: Vec<Option<f64>>,
     pub empty: Vec<u8>,
-}
-
-pub fn states_parquet(
-    path: &Path,
-    rows: usize,
-    columns: impl Fn(Range<usize>) -> StatesColumns + Sync,
-) -> Result<Vec<u8>> {
-    parquet_bytes_by_group(
-        path,
-        &STATES,
-        rows,
-        writer_props(&["id"], &["value", "gap"]),
-        |range| {
-            let c = columns(range);
-            vec![
-                Arc::new(UInt64Array::from(c.id)),
-                Arc::new(Float64Array::from(c.value)),
-                Arc::new(BooleanArray::from(c.terminal)),
-                Arc::new(UInt8Array::from(c.moves)),
-                Arc::new(StringArray::from(c.best)),
-                Arc::new(Float64Array::from(c.gap)),
-                Arc::new(UInt8Array::from(c.empty)),
-            ]
-        },
-    )
-}
-
-/// The `afterstates` file of one age: `columns(range)` gives the ids, values and empty
-/// cells of the afterstates in `range` (asked one row group at a time).
-pub fn afterstates_parquet(
-    path: &Path,
-    rows: usize,
-    columns: impl Fn(Range<usize>) -> (Vec<u64>, Vec<f64>, Vec<u8>) + Sync,
-) -> Result<Vec<u8>> {
-    parquet_bytes_by_group(
-        path,
-        &AFTERSTATES,
-        rows,
-        writer_props(&["id"], &["value"]),
-        |range| {
-            let (id, value, empty) = columns(range);
-            vec![
-                Arc::new(UInt64Array::from(id)),
-                Arc::new(Float64Array::from(value)),
-                Arc::new(UInt8Array::from(empty)),
-            ]
-        },
-    )
 }
 
 pub fn ages_parquet(path: &Path, ages: &[AgeStats]) -> Result<Vec<u8>> {
