@@ -87,39 +87,18 @@ impl<'a> AgeFiles<'a> {
         }
     }
 
+    /// At most the bytes an age of `boards` states and afterstates holds until a writer
+    /// thread has written it after the pass (`k` variants): a board's id, its values (of a
+    /// state or an afterstate) and, were it a state, its records.
+    pub fn deferred_bytes(boards: u64, k: usize) -> u64 {
+        use std::mem::size_of;
+        let per_board = size_of::<u64>() + k * (size_of::<f64>() + size_of::<StateRec>());
+        boards.saturating_mul(per_board as u64)
+    }
+
     /// The bytes a deferred age's records hold.
     pub fn bytes(&self) -> usize {
         self.records.len() * std::mem::size_of::<StateRec>()
-    }
-
-    /// The `states` part of variant `vi`, created if no row group came yet.
-    fn states_part(
-        store: &Store,
-        game: &Game,
-        v: &Variant,
-        age: u32,
-        slot: &mut Option<PartWriter<TempFile>>,
-    ) -> Result<PartWriter<TempFile>> {
-        match slot.take() {
-            Some(part) => Ok(part),
-            None => {
-                let path = store.layout().states_file(game.shape(), &v.name(), age);
-                Ok(store.states_part(&path)?)
-            }
-        }
-    }
-
-    /// One row group of each variant's `states` part (variants in parallel).
-    fn push_states(&mut self, ids: &[u64], recs: &[StateRec]) -> Result<()> {
-        push_states(
-            self.store,
-            self.game,
-            self.variants,
-            self.age,
-            &mut self.states,
-            ids,
-            recs,
-        )
     }
 
     /// Writes the age's files: per variant (in parallel) its `afterstates` part and index,
@@ -197,7 +176,7 @@ impl<'a> AgeFiles<'a> {
             let mut files = Vec::with_capacity(3);
             if let Some(slot) = slot.as_mut() {
                 // An age of states that made no row group (none) still has its part.
-                let part = Self::states_part(store, game, v, age, slot)?;
+                let part = states_part(store, game, v, age, slot)?;
                 files.push(store.commit_part(part)?);
             }
             files.extend(after);
@@ -205,6 +184,23 @@ impl<'a> AgeFiles<'a> {
             written.push((stats, files));
         }
         Ok(written)
+    }
+}
+
+/// The `states` part of variant `v`, created if no row group came yet.
+fn states_part(
+    store: &Store,
+    game: &Game,
+    v: &Variant,
+    age: u32,
+    slot: &mut Option<PartWriter<TempFile>>,
+) -> Result<PartWriter<TempFile>> {
+    match slot.take() {
+        Some(part) => Ok(part),
+        None => {
+            let path = store.layout().states_file(game.shape(), &v.name(), age);
+            Ok(store.states_part(&path)?)
+        }
     }
 }
 
@@ -244,7 +240,7 @@ fn push_states(
                     .map(|&s| board::count_empty(s, cells) as u8)
                     .collect(),
             };
-            let mut part = AgeFiles::states_part(store, game, v, age, slot)?;
+            let mut part = states_part(store, game, v, age, slot)?;
             part.push_states(columns)?;
             *slot = Some(part);
             Ok(())
@@ -276,7 +272,15 @@ impl<'a> AgeWriter for AgeFiles<'a> {
             self.records.truncate(n);
             return Ok(());
         }
-        self.push_states(ids, &recs[..n])
+        push_states(
+            self.store,
+            self.game,
+            self.variants,
+            self.age,
+            &mut self.states,
+            ids,
+            &recs[..n],
+        )
     }
 
     fn finish(self, out: &AgeOutput) -> Result<Files<'a>> {

@@ -578,8 +578,7 @@ fn solve_class(
                         min_free,
                     )?;
                     // Written after the pass if what the writer would hold fits its budget.
-                    let held = boards.saturating_mul(8 + 27 * k as u64);
-                    let defer = held <= WRITE_AHEAD_BYTES as u64;
+                    let defer = AgeFiles::deferred_bytes(boards, k) <= WRITE_AHEAD_BYTES as u64;
                     Ok(AgeFiles::new(store, game, age, variants, &storages, defer))
                 },
                 |age| Ok(work.load_layers(age)?),

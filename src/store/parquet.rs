@@ -53,10 +53,7 @@ pub(super) fn parquet_bytes(
     batch: &RecordBatch,
     props: WriterProperties,
 ) -> Result<Vec<u8>> {
-    let err = |source| StoreError::Parquet {
-        path: path.to_path_buf(),
-        source,
-    };
+    let err = parquet_err(path);
     if props.max_row_group_bytes().is_some() {
         // Row groups cut by size: leave the cutting to the writer itself.
         let mut buf = Vec::new();
@@ -95,10 +92,7 @@ impl<W: Write + Send> PartWriter<W> {
     fn new(path: &Path, schema: SchemaRef, props: WriterProperties, sink: W) -> Result<Self> {
         let (writer, factory) = ArrowWriter::try_new(sink, schema.clone(), Some(props))
             .and_then(ArrowWriter::into_serialized_writer)
-            .map_err(|source| StoreError::Parquet {
-                path: path.to_path_buf(),
-                source,
-            })?;
+            .map_err(parquet_err(path))?;
         Ok(PartWriter {
             path: path.to_path_buf(),
             schema,
@@ -126,13 +120,6 @@ impl<W: Write + Send> PartWriter<W> {
             writer_props(&["id"], &["value"]),
             sink,
         )
-    }
-
-    fn err(&self) -> impl Fn(parquet::errors::ParquetError) -> StoreError + '_ {
-        |source| StoreError::Parquet {
-            path: self.path.clone(),
-            source,
-        }
     }
 
     /// Appends the next row group of a `states` part.
@@ -178,7 +165,7 @@ impl<W: Write + Send> PartWriter<W> {
         let writers = self
             .factory
             .create_column_writers(self.groups)
-            .map_err(self.err())?;
+            .map_err(parquet_err(&self.path))?;
         let chunks: Vec<ArrowColumnChunk> = writers
             .into_par_iter()
             .zip(
@@ -194,11 +181,8 @@ impl<W: Write + Send> PartWriter<W> {
                 w.close()
             })
             .collect::<std::result::Result<_, _>>()
-            .map_err(self.err())?;
-        let err = |source| StoreError::Parquet {
-            path: self.path.clone(),
-            source,
-        };
+            .map_err(parquet_err(&self.path))?;
+        let err = parquet_err(&self.path);
         let mut rg = self.writer.next_row_group().map_err(err)?;
         for chunk in chunks {
             chunk.append_to_row_group(&mut rg).map_err(err)?;
@@ -210,10 +194,15 @@ impl<W: Write + Send> PartWriter<W> {
 
     /// Writes the footer; returns the sink.
     pub fn finish(self) -> Result<W> {
-        let path = self.path;
-        self.writer
-            .into_inner()
-            .map_err(|source| StoreError::Parquet { path, source })
+        self.writer.into_inner().map_err(parquet_err(&self.path))
+    }
+}
+
+/// A Parquet error on the file at `path`.
+fn parquet_err(path: &Path) -> impl Fn(parquet::errors::ParquetError) -> StoreError + Copy + '_ {
+    move |source| StoreError::Parquet {
+        path: path.to_path_buf(),
+        source,
     }
 }
 
