@@ -6,10 +6,25 @@
 //! `/sys/kernel/mm/transparent_hugepage/enabled` says `madvise` (the common default) or
 //! `always`; elsewhere the request is refused or ignored and the vector is an ordinary one.
 //! The request is advice only: it changes no byte the vector holds.
+//!
+//! [`trim`] hands what the allocator keeps of freed blocks back to the kernel: glibc leaves
+//! freed blocks below its mapping threshold in its arenas, which after the forward pass of
+//! 4x4 `goal-32` were ≈ 1.6 GB of the peak.
 
 /// From this many bytes on a vector asks for huge pages (smaller ones would round up to whole
 /// 2 MiB pages for little gain).
 const HUGE_FROM: usize = 8 << 20;
+
+/// Hands the allocator's free memory back to the kernel (glibc keeps freed mid-size blocks in
+/// its arenas: after the forward pass, gigabytes of them).
+pub fn trim() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: `malloc_trim` only returns pages of free blocks to the kernel; it touches no
+    // live allocation.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
 
 /// A vector of `len` copies of `fill`, on huge pages where the kernel grants them.
 pub fn filled<T: Copy>(len: usize, fill: T) -> Vec<T> {

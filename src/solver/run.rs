@@ -393,6 +393,7 @@ fn solve_class(
     };
 
     // ---- backward
+    super::huge::trim();
     let names: Vec<String> = variants.iter().map(Variant::name).collect();
     let mut bwd: BackwardProgress = match work.read_json("backward.json") {
         Ok(b) => b.unwrap_or_default(),
@@ -585,7 +586,8 @@ fn solve_class(
                 |mut out: AgeOutput, files| {
                     let stopped = || SolveError::Internal("the writer stopped".into());
                     let boards = (out.states.len() + out.afterstates.len()) as u64;
-                    if let Files::Written(_) = files {
+                    let streamed = matches!(files, Files::Written(_));
+                    if streamed {
                         // Only the state values are still needed.
                         out.states = Vec::new();
                         out.afterstates = Vec::new();
@@ -600,7 +602,13 @@ fn solve_class(
                     if !budget.acquire(job.bytes()) {
                         return Err(stopped());
                     }
-                    tx.send(job).map_err(|_| stopped())
+                    tx.send(job).map_err(|_| stopped())?;
+                    if streamed {
+                        // What a big age's work freed goes back to the kernel before the next
+                        // age allocates its own (small ages are not worth the call).
+                        super::huge::trim();
+                    }
+                    Ok(())
                 },
             );
             drop(tx);
