@@ -8,7 +8,8 @@ mod harness;
 use std::hint::black_box;
 
 use age2048::rules::{Dir, Game, Group, Shape, Variant};
-use age2048::solver::layer::{sort_dedup, ValueTable};
+use age2048::solver::layer::sort_dedup;
+use age2048::solver::table::ValueTable;
 use age2048::solver::{solve, SolveConfig, StorageRequest};
 use age2048::store::Store;
 use harness::{time, Rng};

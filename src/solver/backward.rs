@@ -19,8 +19,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use rayon::prelude::*;
 
 use super::forward::absorbed;
-use super::layer::{ValueTable, Values};
 use super::records::{FigureSums, StateRec, Summary, NO_MOVE};
+use super::table::{ValueTable, Values};
 use super::{Result, SolveError};
 use crate::rules::board;
 use crate::rules::{ForwardClass, Game, Kind, Variant};

@@ -21,6 +21,12 @@ use crate::rules::{ForwardClass, Game};
 /// Work items per rayon task: large enough to amortise the task, small enough to balance.
 const CHUNK: usize = 2048;
 
+/// Ids a batch of [`expand`] or [`spawn`] may make before they are deduplicated (2^25: 256 MiB).
+/// A big age's raw children are several times its layer (4x4 `goal-32`: ≈ 400 M ids, 3.4 GB,
+/// for an age of 63 M states), so the pass makes them a batch at a time and merges each
+/// batch's sorted, deduplicated ids into the layer it grows.
+const BATCH_IDS: usize = 1 << 25;
+
 /// One finished age of the forward pass.
 pub struct AgeLayer {
     pub age: u32,
@@ -67,8 +73,17 @@ pub fn seeds(game: &Game, class: &ForwardClass) -> BTreeMap<u32, Vec<u64>> {
         .collect()
 }
 
-/// Afterstates of a layer of states (absorbed states are not expanded).
+/// Afterstates of a layer of states (absorbed states are not expanded), made a batch of
+/// states at a time (at most four afterstates a state).
 pub fn expand(game: &Game, class: &ForwardClass, states: &[u64]) -> Vec<u64> {
+    states
+        .chunks((BATCH_IDS / 4).max(1))
+        .map(|batch| expand_batch(game, class, batch))
+        .fold(Vec::new(), layer::union)
+}
+
+/// [`expand`] of one batch of states.
+fn expand_batch(game: &Game, class: &ForwardClass, states: &[u64]) -> Vec<u64> {
     let raw: Vec<Vec<u64>> = states
         .par_chunks(CHUNK)
         .map(|chunk| {
@@ -87,8 +102,43 @@ pub fn expand(game: &Game, class: &ForwardClass, states: &[u64]) -> Vec<u64> {
     layer::sort_dedup_pieces(raw)
 }
 
-/// States spawned from a layer of afterstates: `(age + 2, age + 4)` layers.
-pub fn spawn(game: &Game, class: &ForwardClass, afterstates: &[u64]) -> (Vec<u64>, Vec<u64>) {
+/// States spawned from a layer of afterstates, a batch of afterstates at a time (a batch
+/// makes at most [`BATCH_IDS`] children, counted by the empty cells of its afterstates):
+/// `merge` receives each batch's layers of children spawning a 2 and a 4.
+fn spawn_batches(
+    game: &Game,
+    class: &ForwardClass,
+    afterstates: &[u64],
+    mut merge: impl FnMut(Vec<u64>, Vec<u64>),
+) {
+    let kinds = usize::from(class.spawn2) + usize::from(class.spawn4);
+    // Children per chunk of afterstates, then chunks gathered into batches.
+    let made: Vec<usize> = afterstates
+        .par_chunks(CHUNK)
+        .map(|chunk| {
+            chunk
+                .iter()
+                .filter(|&&a| !absorbed(class, a))
+                .map(|&a| board::count_empty(a, game.cells()) as usize * kinds)
+                .sum()
+        })
+        .collect();
+    let mut start = 0;
+    let mut ids = 0;
+    for (c, &n) in made.iter().enumerate() {
+        ids += n;
+        let end = ((c + 1) * CHUNK).min(afterstates.len());
+        if ids >= BATCH_IDS || end == afterstates.len() {
+            let (two, four) = spawn(game, class, &afterstates[start..end]);
+            merge(two, four);
+            start = end;
+            ids = 0;
+        }
+    }
+}
+
+/// States spawned from a batch of afterstates: `(age + 2, age + 4)` layers.
+fn spawn(game: &Game, class: &ForwardClass, afterstates: &[u64]) -> (Vec<u64>, Vec<u64>) {
     let cells = game.cells();
     let parts: Vec<(Vec<u64>, Vec<u64>)> = afterstates
         .par_chunks(CHUNK)
@@ -152,19 +202,23 @@ pub fn run(
     } = start
     {
         pending.retain(|&a, _| a > age);
-        let (two, four) = spawn(game, class, &afterstates);
-        merge_into(&mut pending, age + 2, two);
-        merge_into(&mut pending, age + 4, four);
-        let (_, four_prev) = spawn(game, class, &afterstates_prev);
-        merge_into(&mut pending, age + 2, four_prev);
+        spawn_batches(game, class, &afterstates, |two, four| {
+            merge_into(&mut pending, age + 2, two);
+            merge_into(&mut pending, age + 4, four);
+        });
+        // Of the children of age - 2, only those spawning a 4 (age + 2) are still to come.
+        spawn_batches(game, class, &afterstates_prev, |_, four| {
+            merge_into(&mut pending, age + 2, four);
+        });
         max_age = age;
     }
     while let Some((age, states)) = pending.pop_first() {
         debug_assert!(layer::is_layer(&states));
         let afterstates = expand(game, class, &states);
-        let (two, four) = spawn(game, class, &afterstates);
-        merge_into(&mut pending, age + 2, two);
-        merge_into(&mut pending, age + 4, four);
+        spawn_batches(game, class, &afterstates, |two, four| {
+            merge_into(&mut pending, age + 2, two);
+            merge_into(&mut pending, age + 4, four);
+        });
         max_age = age;
         sink(AgeLayer {
             age,

@@ -1,13 +1,10 @@
-//! Layers: the sorted, deduplicated ids of one age, and a hash table from id to values.
+//! Layers: the sorted, deduplicated ids of one age, and how they are made (radix sort,
+//! deduplication, union).
 //!
 //! A layer is a `Vec<u64>` of canonical ids in strictly increasing order, so that the rank of
 //! an id is its position and per-id data (values, flags) live in plain parallel arrays. The
-//! passes look ids up hundreds of millions of times; a binary search over a layer of a few
-//! hundred thousand ids misses cache at every late step, so lookups go through [`ValueTable`],
-//! an open-addressing table of ids and their values built once per layer (one cache line a
-//! lookup).
-
-use std::sync::atomic::{AtomicU64, Ordering};
+//! look-ups of the backward pass go through a [`super::table::ValueTable`] built once per
+//! layer.
 
 use rayon::prelude::*;
 
@@ -252,7 +249,12 @@ fn merge_dedup(a: &[u64], b: &[u64]) -> Vec<u64> {
     out
 }
 
-/// Union of two sorted, deduplicated layers.
+/// From this many ids on, [`union`] merges in parallel.
+const PARALLEL_UNION: usize = 1 << 20;
+
+/// Union of two sorted, deduplicated layers. A big union is cut at ids of `a` into ranges
+/// merged on all threads (each range's ids of `a` and `b` lie between the same two cuts, so
+/// the ranges' unions, in order, are the union).
 pub fn union(a: Vec<u64>, b: Vec<u64>) -> Vec<u64> {
     if a.is_empty() {
         return b;
@@ -260,7 +262,43 @@ pub fn union(a: Vec<u64>, b: Vec<u64>) -> Vec<u64> {
     if b.is_empty() {
         return a;
     }
-    let mut out = Vec::with_capacity(a.len() + b.len());
+    if a.len() + b.len() < PARALLEL_UNION {
+        let mut out = Vec::with_capacity(a.len() + b.len());
+        union_into(&a, &b, &mut out);
+        return out;
+    }
+    let parts = rayon::current_num_threads() * 4;
+    let cuts: Vec<(usize, usize)> = (0..=parts)
+        .map(|p| {
+            if p == 0 {
+                return (0, 0);
+            }
+            if p == parts {
+                return (a.len(), b.len());
+            }
+            let i = p * a.len() / parts;
+            (i, b.partition_point(|&y| y < a[i]))
+        })
+        .collect();
+    let pieces: Vec<Vec<u64>> = cuts
+        .par_windows(2)
+        .map(|w| {
+            let (a, b) = (&a[w[0].0..w[1].0], &b[w[0].1..w[1].1]);
+            let mut out = Vec::with_capacity(a.len() + b.len());
+            union_into(a, b, &mut out);
+            out
+        })
+        .collect();
+    drop((a, b));
+    let mut out = super::huge::with_capacity(pieces.iter().map(Vec::len).sum());
+    for piece in pieces {
+        out.extend_from_slice(&piece);
+    }
+    out
+}
+
+/// Appends the union of the sorted, deduplicated `a` and `b` to `out`.
+fn union_into(a: &[u64], b: &[u64], out: &mut Vec<u64>) {
     let (mut i, mut j) = (0, 0);
     while i < a.len() && j < b.len() {
         let (x, y) = (a[i], b[j]);
@@ -278,183 +316,11 @@ pub fn union(a: Vec<u64>, b: Vec<u64>) -> Vec<u64> {
     }
     out.extend_from_slice(&a[i..]);
     out.extend_from_slice(&b[j..]);
-    out
 }
 
 /// True if `ids` is strictly increasing (the layer invariant).
 pub fn is_layer(ids: &[u64]) -> bool {
     ids.windows(2).all(|w| w[0] < w[1])
-}
-
-const EMPTY: u64 = u64::MAX;
-
-/// How many ids ahead [`ValueTable::new`] prefetches the slot of.
-const BUILD_AHEAD: usize = 16;
-
-/// From this many ids on, a [`ValueTable`] is built by all threads (below, one thread is
-/// quicker than handing out the work).
-const PARALLEL_BUILD: usize = 1 << 15;
-
-/// Ids per task of a parallel [`ValueTable`] build.
-const BUILD_CHUNK: usize = 1 << 12;
-
-// `as_atomic` relies on this (true wherever `AtomicU64` exists with u64's alignment).
-const _: () = assert!(std::mem::align_of::<AtomicU64>() == std::mem::align_of::<u64>());
-
-/// The words of a table under construction as atomics, so that threads can claim slots.
-fn as_atomic(words: &mut [u64]) -> &[AtomicU64] {
-    // SAFETY: `AtomicU64` has the size and bit validity of `u64`, and the same alignment
-    // (asserted above); the exclusive borrow of `words` is held for as long as the atomic
-    // view lives, so nothing else reads or writes the words meanwhile.
-    unsafe { &*(words as *mut [u64] as *const [AtomicU64]) }
-}
-
-/// Maps the ids of one layer to their values (`k` per id, one per variant), one cache line a
-/// lookup.
-///
-/// Linear probing at load [`load`] (1/2, or 3/4 for big layers) with a multiplicative
-/// (Fibonacci) hash mapped onto the slots by a multiply-shift (Lemire's fast range reduction,
-/// so the number of slots need not be a power of two): expected probes for a hit are
-/// `(1 + 1/(1 − α))/2`, 1.5 at α = 1/2 and 2.5 at 3/4 (Knuth, TAOCP 6.4), neighbouring slots
-/// mostly in the same cache line. A slot is the id followed by its `k` values (as bits),
-/// padded to a power-of-two number of words so that no slot straddles a cache line: a lookup
-/// reads one line where an id → rank table and a separate value array read two, which is most
-/// of the cost of a backward pass whose layers outgrow the caches. With one variant a slot is
-/// 16 bytes, so an id costs 32 bytes, or about 21 in a big table (when the slots were a power
-/// of two: 32 to 64).
-/// `u64::MAX` marks an empty slot; it is never an id (it would be a board of sixteen 32768
-/// tiles).
-pub struct ValueTable {
-    words: Vec<u64>,
-    /// Number of slots (at least one more than the ids, so that a probe always ends).
-    slots: usize,
-    /// Words per slot: `k + 1` rounded up to a power of two.
-    stride: usize,
-    k: usize,
-}
-
-/// The load of a [`ValueTable`] (ids over slots) of `n` ids: 1/2, or 3/4 from [`BIG_TABLE`]
-/// ids on. The load trades probes for bytes: at 3/4 a 3x3 `goal-1024` solve took 9 % longer
-/// than with power-of-two tables at load 1/4 to 1/2 (7 paired runs side by side), at 1/2 1.7 %
-/// longer; bytes matter only where the layers are big (4x4 `goal-32`: 61 M states an age).
-pub fn load(n: usize) -> f64 {
-    if n >= BIG_TABLE {
-        0.75
-    } else {
-        0.5
-    }
-}
-
-/// From this many ids on, a [`ValueTable`] is filled to 3/4 ([`load`]).
-pub const BIG_TABLE: usize = 1 << 24;
-
-impl ValueTable {
-    /// The table of a layer `ids` (sorted, deduplicated) with `values[i * k + v]` the value of
-    /// id `i` under variant `v`.
-    pub fn new(ids: &[u64], values: &[f64], k: usize) -> ValueTable {
-        debug_assert_eq!(values.len(), ids.len() * k);
-        ValueTable::with_load(ids, |j| values[j], k, load(ids.len()))
-    }
-
-    /// [`ValueTable::new`] with `value(rank * k + v)` the value of variant `v` of the id of
-    /// rank `rank`: the values need not sit in a vector of their own.
-    pub fn from_fn(ids: &[u64], value: impl Fn(usize) -> f64 + Sync, k: usize) -> ValueTable {
-        ValueTable::with_load(ids, value, k, load(ids.len()))
-    }
-
-    /// [`ValueTable::from_fn`] at load `alpha` (at least one slot stays empty whatever `alpha`).
-    ///
-    /// A big table is filled by all threads at once: each claims a slot for its id with a
-    /// compare-and-swap on the slot's first word (empty → id), then writes the values. Which
-    /// slot an id lands in then depends on the order of the inserts, but every id still sits
-    /// after an unbroken run of full slots from its home (slots only ever fill), which is all
-    /// [`ValueTable::get`] needs: a look-up finds the same values whatever the threads did.
-    fn with_load(
-        ids: &[u64],
-        value: impl Fn(usize) -> f64 + Sync,
-        k: usize,
-        alpha: f64,
-    ) -> ValueTable {
-        debug_assert!(is_layer(ids), "a layer must be sorted and deduplicated");
-        debug_assert!(alpha > 0.0 && alpha <= 1.0);
-        let slots = ((ids.len() as f64 / alpha).ceil() as usize)
-            .max(ids.len() + 1)
-            .max(16);
-        let stride = (k + 1).next_power_of_two();
-        let mut words = super::huge::filled(stride * slots, EMPTY);
-        let cells = as_atomic(&mut words);
-        // Inserts the ids of chunk `c`; the chunks may go in any order, on any thread.
-        let insert = |(c, chunk): (usize, &[u64])| {
-            for (i, &id) in chunk.iter().enumerate() {
-                debug_assert_ne!(id, EMPTY);
-                // The ids are sorted, their slots scattered: ask for the slot of an id a few
-                // places ahead, so that its cache miss overlaps the inserts in between.
-                if let Some(&ahead) = chunk.get(i + BUILD_AHEAD) {
-                    prefetch(&cells[home(ahead, slots) * stride]);
-                }
-                let mut h = home(id, slots);
-                while cells[h * stride]
-                    .compare_exchange(EMPTY, id, Ordering::Relaxed, Ordering::Relaxed)
-                    .is_err()
-                {
-                    h = next(h, slots);
-                }
-                let rank = c * BUILD_CHUNK + i;
-                for v in 0..k {
-                    cells[h * stride + 1 + v]
-                        .store(value(rank * k + v).to_bits(), Ordering::Relaxed);
-                }
-            }
-        };
-        if ids.len() < PARALLEL_BUILD {
-            ids.chunks(BUILD_CHUNK).enumerate().for_each(insert);
-        } else {
-            // The threads join before `words` is read again: what they stored is visible.
-            ids.par_chunks(BUILD_CHUNK).enumerate().for_each(insert);
-        }
-        ValueTable {
-            words,
-            slots,
-            stride,
-            k,
-        }
-    }
-
-    /// Asks the CPU to start loading the slot a lookup of `id` reads first, so that a batch of
-    /// lookups overlaps its cache misses instead of paying them one after another.
-    #[inline(always)]
-    pub fn prefetch(&self, id: u64) {
-        prefetch(&self.words[home(id, self.slots) * self.stride]);
-    }
-
-    /// The values of `id` (one per variant), if `id` is in the layer.
-    #[inline]
-    pub fn get(&self, id: u64) -> Option<Values<'_>> {
-        let mut h = home(id, self.slots);
-        loop {
-            let at = h * self.stride;
-            let key = self.words[at];
-            if key == id {
-                return Some(Values(&self.words[at + 1..at + 1 + self.k]));
-            }
-            if key == EMPTY {
-                return None;
-            }
-            h = next(h, self.slots);
-        }
-    }
-}
-
-/// The values of one id in a [`ValueTable`], one per variant.
-#[derive(Clone, Copy)]
-pub struct Values<'a>(&'a [u64]);
-
-impl Values<'_> {
-    /// The value under variant `v`.
-    #[inline(always)]
-    pub fn get(self, v: usize) -> f64 {
-        f64::from_bits(self.0[v])
-    }
 }
 
 /// Hints the CPU to bring the cache line holding `x` into its caches (a no-op on targets
@@ -472,56 +338,10 @@ pub fn prefetch<T>(x: &T) {
     let _ = x;
 }
 
-/// The first slot of `id` among `slots`: the high half of the product of its Fibonacci hash
-/// and the number of slots (uniform over `0..slots` when the hash is uniform over `u64`).
-#[inline(always)]
-fn home(id: u64, slots: usize) -> usize {
-    let h = id.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    ((u128::from(h) * slots as u128) >> 64) as usize
-}
-
-/// The slot after `h`, wrapping around.
-#[inline(always)]
-fn next(h: usize, slots: usize) -> usize {
-    if h + 1 == slots {
-        0
-    } else {
-        h + 1
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use rand::{Rng, SeedableRng};
-
-    #[test]
-    fn value_table_agrees_with_binary_search() {
-        let mut rng = rand::rngs::StdRng::seed_from_u64(11);
-        // 50,000 and 200,000 ids are built by all threads (PARALLEL_BUILD), at loads up to a
-        // single empty slot.
-        const { assert!(50_000 > PARALLEL_BUILD) };
-        for k in [1usize, 2, 3, 6] {
-            for n in [0usize, 1, 2, 17, 1000, 50_000, 200_000] {
-                let ids = sort_dedup((0..n).map(|_| rng.gen_range(0..1u64 << 36)).collect());
-                let values: Vec<f64> = (0..ids.len() * k).map(|_| rng.gen::<f64>()).collect();
-                for alpha in [load(n), 0.75, 1.0] {
-                    let table = ValueTable::with_load(&ids, |j| values[j], k, alpha);
-                    for (r, &id) in ids.iter().enumerate() {
-                        let got = table.get(id).expect("an id of the layer");
-                        for v in 0..k {
-                            assert_eq!(got.get(v).to_bits(), values[r * k + v].to_bits());
-                        }
-                    }
-                    for _ in 0..10_000 {
-                        let q = rng.gen_range(0..1u64 << 36);
-                        let expect = ids.binary_search(&q).ok().map(|r| values[r * k]);
-                        assert_eq!(table.get(q).map(|x| x.get(0)), expect, "k={k} n={n}");
-                    }
-                }
-            }
-        }
-    }
 
     #[test]
     fn sort_dedup_agrees_with_std() {
@@ -609,5 +429,24 @@ mod tests {
         assert_eq!(union(a, b), vec![1, 2, 3, 5, 7, 8]);
         assert_eq!(union(vec![], vec![4]), vec![4]);
         assert_eq!(sort_dedup(vec![5, 1, 5, 2, 1]), vec![1, 2, 5]);
+    }
+
+    #[test]
+    fn parallel_union_agrees_with_std() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+        // Big enough for the parallel merge; b's ids both below a's first and above its last,
+        // and many shared.
+        for (na, nb) in [(1_500_000, 3), (700_000, 900_000), (5, 1_500_000)] {
+            let a: Vec<u64> = (0..na).map(|_| rng.gen_range(1_000..5_000_000)).collect();
+            let b: Vec<u64> = (0..nb).map(|_| rng.gen_range(0..5_100_000)).collect();
+            let want: Vec<u64> = a
+                .iter()
+                .chain(&b)
+                .copied()
+                .collect::<std::collections::BTreeSet<u64>>()
+                .into_iter()
+                .collect();
+            assert_eq!(union(sort_dedup(a), sort_dedup(b)), want);
+        }
     }
 }

@@ -26,6 +26,7 @@ pub mod layer;
 pub mod output;
 pub mod records;
 pub mod run;
+pub mod table;
 
 pub use error::{Result, SolveError};
 pub use run::{

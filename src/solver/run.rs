@@ -131,6 +131,14 @@ const CHECKPOINT: Duration = Duration::from_millis(1000);
 /// ages of gigabytes.
 const WRITE_AHEAD_BYTES: usize = 512 << 20;
 
+/// The state values of the ages finished since the last checkpoint (at most two): held
+/// (`Some`) for a small age, already in `.work/` (`None`) for a big one.
+type Recent = Vec<(u32, Option<Vec<f64>>)>;
+
+/// From this many state values (64 MiB) on, an age's values go to `.work/` as soon as the
+/// age is finished instead of waiting in memory for the next checkpoint.
+const SAVE_AT_ONCE: usize = 8 << 20;
+
 /// A finished age on its way to being recorded as done: its files written, or to be written
 /// first ([`Files::Deferred`]).
 struct Finished<'a> {
@@ -484,42 +492,42 @@ fn solve_class(
                     // far reaches the disk, then the progress that vouches for it; only then may
                     // values older ages no longer need go. It runs on its own thread while this
                     // one writes the next ages.
-                    let mut cp =
-                            Checkpointer::start(
-                                inner,
-                                move |(snapshot, recent): (
-                                    BackwardProgress,
-                                    Vec<(u32, Vec<f64>)>,
-                                )|
-                                      -> Result<()> {
-                                    for (age, values) in recent {
-                                        work.save_values(age, &values)?;
-                                        values_kept.insert(age);
-                                    }
-                                    store.sync()?;
-                                    work.write_json("backward.json", &snapshot)?;
-                                    if let Some(done) = snapshot.done_age {
-                                        // Resuming needs the values of the last two finished ages; the
-                                        // starting ages (≤ 8) are kept for the values at the initial
-                                        // states.
-                                        let stale: Vec<u32> = values_kept
-                                            .iter()
-                                            .copied()
-                                            .filter(|&a| a > done + 2 && a > 8)
-                                            .collect();
-                                        for a in stale {
-                                            work.remove_values(a)?;
-                                            values_kept.remove(&a);
-                                        }
-                                    }
-                                    Ok(())
-                                },
-                            );
+                    let mut cp = Checkpointer::start(
+                        inner,
+                        move |(snapshot, recent): (BackwardProgress, Recent)| -> Result<()> {
+                            for (age, values) in recent {
+                                if let Some(values) = values {
+                                    work.save_values(age, &values)?;
+                                }
+                                values_kept.insert(age);
+                            }
+                            store.sync()?;
+                            work.write_json("backward.json", &snapshot)?;
+                            if let Some(done) = snapshot.done_age {
+                                // Resuming needs the values of the last two finished ages; the
+                                // starting ages (≤ 8) are kept for the values at the initial
+                                // states.
+                                let stale: Vec<u32> = values_kept
+                                    .iter()
+                                    .copied()
+                                    .filter(|&a| a > done + 2 && a > 8)
+                                    .collect();
+                                for a in stale {
+                                    work.remove_values(a)?;
+                                    values_kept.remove(&a);
+                                }
+                            }
+                            Ok(())
+                        },
+                    );
                     let mut checkpoint = Instant::now();
-                    // The state values of the last two finished ages, not yet on disk: a resume
-                    // needs them only for the ages a checkpoint records, so they are written then
-                    // (values of other ages never reach the disk).
-                    let mut recent: Vec<(u32, Vec<f64>)> = Vec::new();
+                    // The state values of the last two finished ages since the last checkpoint:
+                    // a resume needs them only for the ages a checkpoint records, so a small
+                    // age's are held (`Some`) and written then (values of other small ages
+                    // never reach the disk); a big age's are written at once (`None`) rather
+                    // than held (4x4 `goal-32`: 0.5 GB an age), and removed if no checkpoint
+                    // comes to need them.
+                    let mut recent: Recent = Vec::new();
                     let mut pending = false;
                     for job in rx {
                         // What the pass acquired for this job, released once it is recorded.
@@ -541,9 +549,18 @@ fn solve_class(
                             work.save_values(age, &values)?;
                         } else {
                             if recent.len() == 2 {
-                                recent.remove(0);
+                                // Finished after the last checkpoint, older than what any
+                                // later one records: no resume reads it.
+                                if let (old, None) = recent.remove(0) {
+                                    work.remove_values(old)?;
+                                }
                             }
-                            recent.push((age, values));
+                            if values.len() >= SAVE_AT_ONCE {
+                                work.save_values(age, &values)?;
+                                recent.push((age, None));
+                            } else {
+                                recent.push((age, Some(values)));
+                            }
                         }
                         let (stats, files) = written.into_iter().unzip();
                         work.save_record(age, &AgeRecord { stats, files })?;

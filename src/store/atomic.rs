@@ -47,6 +47,34 @@ pub fn write_batched(path: &Path, bytes: &[u8]) -> Result<String> {
     Ok(sha256_hex(bytes))
 }
 
+/// [`write_batched`] of the bytes `body` writes (through a buffer), for a file too big to
+/// hold twice: nothing is hashed.
+pub fn write_batched_with(
+    path: &Path,
+    body: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
+    let tmp = temp_path(path);
+    let written = fs::File::create(&tmp).and_then(|f| {
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+        body(&mut w)?;
+        w.into_inner().map_err(|e| e.into_error()).map(drop)
+    });
+    if let Err(e) = written {
+        let _ = fs::remove_file(&tmp);
+        return Err(StoreError::io(&tmp, e));
+    }
+    if let Err(e) = fs::rename(&tmp, path) {
+        let _ = fs::remove_file(&tmp);
+        return Err(StoreError::io(path, e));
+    }
+    Ok(())
+}
+
 /// A file being written piece by piece under its temporary name, hashed as it goes; put in
 /// place by [`TempFile::commit_batched`] (durable after the next [`sync_fs`], like
 /// [`write_batched`]), removed if dropped before.

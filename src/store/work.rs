@@ -186,8 +186,9 @@ impl WorkDir {
     }
 
     pub fn save_values(&self, age: u32, values: &[f64]) -> Result<()> {
-        let bits: Vec<u64> = values.iter().map(|v| v.to_bits()).collect();
-        write_words(&self.values_path(age), &bits)
+        write_words_with(&self.values_path(age), values.len(), || {
+            values.iter().map(|v| v.to_bits())
+        })
     }
 
     /// State values of an age (`None` if not saved).
@@ -244,11 +245,47 @@ fn remove_dir(dir: &Path) -> Result<()> {
 
 /// Writes u64 words (ids or f64 bits) as a checksummed work file (durable after a sync).
 pub fn write_words(path: &Path, words: &[u64]) -> Result<()> {
-    let mut body = Vec::with_capacity(words.len() * 8);
-    for w in words {
-        body.extend_from_slice(&w.to_le_bytes());
-    }
-    super::atomic::write_batched(path, &envelope(WORK_MAGIC, words.len() as u64, &body)).map(|_| ())
+    write_words_with(path, words.len(), || words.iter().copied())
+}
+
+/// [`write_words`] of the `count` words `words()` yields (twice: once for the checksum, once
+/// for the file), streamed: the file's bytes never exist in memory at once (a big age's
+/// values are half a gigabyte).
+fn write_words_with<I: Iterator<Item = u64>>(
+    path: &Path,
+    count: usize,
+    words: impl Fn() -> I,
+) -> Result<()> {
+    let mut crc = crc32fast::Hasher::new();
+    let mut buf = Vec::with_capacity(1 << 16);
+    let mut n = 0;
+    let mut each_block = |f: &mut dyn FnMut(&[u8]) -> std::io::Result<()>| {
+        let mut it = words();
+        loop {
+            buf.clear();
+            for w in it.by_ref().take(1 << 13) {
+                buf.extend_from_slice(&w.to_le_bytes());
+            }
+            if buf.is_empty() {
+                return Ok(());
+            }
+            f(&buf)?;
+        }
+    };
+    each_block(&mut |b| {
+        crc.update(b);
+        n += b.len() / 8;
+        Ok(())
+    })
+    .map_err(|e| StoreError::io(path, e))?;
+    debug_assert_eq!(n, count);
+    let crc = crc.finalize();
+    super::atomic::write_batched_with(path, |w| {
+        w.write_all(WORK_MAGIC)?;
+        w.write_all(&(count as u64).to_le_bytes())?;
+        w.write_all(&u64::from(crc).to_le_bytes())?;
+        each_block(&mut |b| w.write_all(b))
+    })
 }
 
 /// Bytes of an envelope before its body: magic, count, CRC.

@@ -1,0 +1,390 @@
+//! Values by id for the look-ups of the backward pass: a perfect hash of a layer's ids onto
+//! slots that hold only a fingerprint and the values, about 11 bytes an id.
+//!
+//! Every look-up the pass makes is of an id the layer holds (the forward pass put every child
+//! and every move's afterstate there), so the table need not store the ids to tell a hit
+//! from a miss: a perfect hash sends each id of the layer to a slot of its own, and the slot
+//! holds the id's values. The hash is PtrHash's (Groot Koerkamp, "PtrHash: Minimal Perfect
+//! Hashing at RAM Throughput", SEA 2025), without its eviction and remapping: the ids are
+//! split by hash into parts of about [`PART`] ids; a part's ids fall into buckets of about
+//! [`LAMBDA`] ids, and each bucket has a 16-bit *pilot* chosen when the table is built so
+//! that `slot(id) = f(hash(id) ⊕ pilot)` sends the bucket's ids to slots no other id took.
+//! Buckets are placed biggest first, into `m / ALPHA` slots for a part of `m` ids (a free
+//! slot for a bucket of two found within ~100 pilots; a part whose buckets do not all fit
+//! gets more slots and is built again). A look-up reads the bucket's pilot (2 bytes an
+//! [`LAMBDA`] ids: 30 MB for 63 M ids, mostly in the last-level cache) and then its slot.
+//!
+//! A slot is a 16-bit fingerprint of the id (bits of its hash that choose neither its part
+//! nor its bucket nor its slot) followed by its `k` values; a look-up of an id the layer does
+//! not hold finds a slot whose fingerprint differs, but for 1 in 2^16 such ids, and answers
+//! `None` (the pass reports such a miss as an inconsistency between the passes). A layer of
+//! `n` ids costs `(2 + 8k) / ALPHA + 2 / LAMBDA` bytes an id: 11.6 with one variant, against
+//! 21 to 32 for an open-addressing table of ids and values. Building is parallel over parts
+//! and deterministic: a part's pilots depend on its ids only.
+
+use rayon::prelude::*;
+
+use super::super::layer::prefetch;
+
+/// Ids per part (on average): a part's slot map fits in L1 while it is built.
+const PART: usize = 1 << 16;
+
+/// Ids per bucket (on average).
+const LAMBDA: usize = 4;
+
+/// Ids over slots of a part.
+const ALPHA: f64 = 0.9;
+
+/// Parts built from one scan of the ids: bounds what the build holds besides the table (16
+/// bytes an id of the parts under way: 1/8 of a big layer's ids).
+const PARTS_PER_SCAN: usize = 128;
+
+/// Bytes of a slot's fingerprint.
+const FP: usize = 2;
+
+/// Murmur3's 64-bit finaliser: a bijection of `u64` whose output bits each depend on every
+/// input bit.
+#[inline(always)]
+fn mix(mut x: u64) -> u64 {
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    x ^= x >> 33;
+    x
+}
+
+/// `x · n / 2^64`: uniform over `0..n` when `x` is uniform over `u64` (Lemire's reduction).
+#[inline(always)]
+fn reduce(x: u64, n: usize) -> usize {
+    ((u128::from(x) * n as u128) >> 64) as usize
+}
+
+/// The slot (within its part of `slots` slots) of the id of hash `h` under `pilot`.
+#[inline(always)]
+fn slot_of(h: u64, pilot: u16, slots: usize) -> usize {
+    reduce(
+        mix(h ^ u64::from(pilot).wrapping_mul(0x9E37_79B9_7F4A_7C15)),
+        slots,
+    )
+}
+
+/// The bucket (within its part of `buckets` buckets) of the id of hash `h`: from its low 32
+/// bits, where the part comes from its high ones.
+#[inline(always)]
+fn bucket_of(h: u64, buckets: usize) -> usize {
+    (((h & 0xffff_ffff) * buckets as u64) >> 32) as usize
+}
+
+/// The fingerprint of the id of hash `h`: bits 32 to 47, which choose neither its part (the
+/// top bits) nor its bucket (the low 32).
+#[inline(always)]
+fn fingerprint(h: u64) -> u16 {
+    (h >> 32) as u16
+}
+
+/// Maps the ids of one big layer to their values (`k` per id, one per variant). See the
+/// module documentation.
+pub struct PerfectTable {
+    /// `bucket_start[p]`: the first bucket of part `p` (one more entry: the end).
+    bucket_start: Vec<usize>,
+    /// `slot_start[p]`: the first slot of part `p` (one more entry: the end).
+    slot_start: Vec<usize>,
+    pilots: Vec<u16>,
+    /// Slots of `stride` bytes: fingerprint (little-endian), then `k` values (their bits,
+    /// little-endian).
+    slots: Vec<u8>,
+    stride: usize,
+    k: usize,
+}
+
+impl PerfectTable {
+    /// The table of a layer `ids` (sorted, deduplicated) with `values[i * k + v]` the value of
+    /// id `i` under variant `v`.
+    #[cfg(test)]
+    pub fn new(ids: &[u64], values: &[f64], k: usize) -> PerfectTable {
+        debug_assert_eq!(values.len(), ids.len() * k);
+        PerfectTable::from_fn(ids, |j| values[j], k)
+    }
+
+    /// [`super::ValueTable::new`] with `value(rank * k + v)` the value of variant `v` of the id of
+    /// rank `rank`: the values need not sit in a vector of their own.
+    pub fn from_fn(ids: &[u64], value: impl Fn(usize) -> f64 + Sync, k: usize) -> PerfectTable {
+        debug_assert!(
+            super::super::layer::is_layer(ids),
+            "a layer must be sorted and deduplicated"
+        );
+        let n = ids.len();
+        let parts = n.div_ceil(PART).max(1);
+        let stride = FP + 8 * k;
+        // Scans: each gathers the hashes and ranks of the ids of a run of parts, builds those
+        // parts (in parallel), and writes their slots.
+        let mut bucket_start = vec![0usize; parts + 1];
+        let mut slot_start = vec![0usize; parts + 1];
+        let mut pilots: Vec<u16> = super::super::huge::with_capacity(n.div_ceil(LAMBDA) + parts);
+        let mut slots: Vec<u8> =
+            super::super::huge::with_capacity(((n as f64 / ALPHA) as usize + 2 * parts) * stride);
+        for first in (0..parts).step_by(PARTS_PER_SCAN) {
+            let last = (first + PARTS_PER_SCAN).min(parts);
+            let by_part = gather(ids, parts, first, last);
+            let built: Vec<Part> = by_part
+                .into_par_iter()
+                .map(|pieces| Part::build(pieces, &value, k))
+                .collect();
+            for (p, part) in (first..last).zip(built) {
+                bucket_start[p + 1] = bucket_start[p] + part.pilots.len();
+                slot_start[p + 1] = slot_start[p] + part.slots.len() / stride;
+                pilots.extend_from_slice(&part.pilots);
+                slots.extend_from_slice(&part.slots);
+            }
+        }
+        PerfectTable {
+            bucket_start,
+            slot_start,
+            pilots,
+            slots,
+            stride,
+            k,
+        }
+    }
+
+    /// The part, bucket and hash of `id`.
+    #[inline(always)]
+    fn bucket(&self, id: u64) -> (usize, usize, u64) {
+        let h = mix(id);
+        let p = reduce(h, self.bucket_start.len() - 1);
+        let b0 = self.bucket_start[p];
+        (p, b0 + bucket_of(h, self.bucket_start[p + 1] - b0), h)
+    }
+
+    /// Asks the CPU to start loading the pilot a lookup of `id` reads first, so that a batch of
+    /// lookups overlaps its cache misses instead of paying them one after another.
+    #[inline(always)]
+    pub fn prefetch(&self, id: u64) {
+        if let Some(p) = self.pilots.get(self.bucket(id).1) {
+            prefetch(p);
+        }
+    }
+
+    /// The slot of `id` (where its values are if the layer holds it) and its fingerprint.
+    #[inline(always)]
+    pub fn locate(&self, id: u64) -> Option<(usize, u16)> {
+        let (p, b, h) = self.bucket(id);
+        let pilot = *self.pilots.get(b)?;
+        let s0 = self.slot_start[p];
+        let s = s0 + slot_of(h, pilot, self.slot_start[p + 1] - s0);
+        Some((s, fingerprint(h)))
+    }
+
+    /// The values in slot `s` if its fingerprint is `fp` (from [`PerfectTable::locate`]).
+    #[inline(always)]
+    pub fn at(&self, (s, fp): (usize, u16)) -> Option<&[u8]> {
+        let slot = self.slots.get(s * self.stride..(s + 1) * self.stride)?;
+        if u16::from_le_bytes([slot[0], slot[1]]) != fp {
+            return None;
+        }
+        Some(&slot[FP..FP + 8 * self.k])
+    }
+
+    /// The values of `id` (one per variant), if `id` is in the layer (see the module
+    /// documentation: an id outside it is told apart but for 1 in 2^16).
+    #[inline]
+    pub fn get(&self, id: u64) -> Option<&[u8]> {
+        self.at(self.locate(id)?)
+    }
+
+    /// Bytes the table holds.
+    #[cfg(test)]
+    pub fn bytes(&self) -> usize {
+        self.slots.len() + 2 * self.pilots.len() + 16 * self.bucket_start.len()
+    }
+}
+
+/// The hashes and ranks of the ids of parts `first..last` (of `parts`), by part: each part's
+/// keys as pieces in increasing rank.
+fn gather(ids: &[u64], parts: usize, first: usize, last: usize) -> Vec<Vec<Vec<(u64, u32)>>> {
+    const CHUNK: usize = 1 << 16;
+    let pieces: Vec<Vec<Vec<(u64, u32)>>> = ids
+        .par_chunks(CHUNK)
+        .enumerate()
+        .map(|(c, chunk)| {
+            let mut out: Vec<Vec<(u64, u32)>> = vec![Vec::new(); last - first];
+            for (i, &id) in chunk.iter().enumerate() {
+                let h = mix(id);
+                let p = reduce(h, parts);
+                if (first..last).contains(&p) {
+                    out[p - first].push((h, (c * CHUNK + i) as u32));
+                }
+            }
+            out
+        })
+        .collect();
+    let mut by_part: Vec<Vec<Vec<(u64, u32)>>> = (first..last).map(|_| Vec::new()).collect();
+    for piece in pieces {
+        for (part, keys) in by_part.iter_mut().zip(piece) {
+            part.push(keys);
+        }
+    }
+    by_part
+}
+
+/// One built part: its pilots and its slots.
+struct Part {
+    pilots: Vec<u16>,
+    slots: Vec<u8>,
+}
+
+impl Part {
+    /// The part of `keys` (hash, rank): pilots found bucket by bucket, biggest first; if a
+    /// bucket finds none, the part is built again with more slots.
+    fn build(
+        pieces: Vec<Vec<(u64, u32)>>,
+        value: &(impl Fn(usize) -> f64 + Sync),
+        k: usize,
+    ) -> Part {
+        let keys = || pieces.iter().flatten();
+        let m: usize = pieces.iter().map(Vec::len).sum();
+        let buckets = m.div_ceil(LAMBDA).max(1);
+        // Keys by bucket (counting sort), then buckets by decreasing size (ties by index).
+        let mut start = vec![0usize; buckets + 1];
+        for &(h, _) in keys() {
+            start[bucket_of(h, buckets) + 1] += 1;
+        }
+        for b in 0..buckets {
+            start[b + 1] += start[b];
+        }
+        let mut fill = start.clone();
+        let mut sorted = vec![(0u64, 0u32); m];
+        for &key in keys() {
+            let b = bucket_of(key.0, buckets);
+            sorted[fill[b]] = key;
+            fill[b] += 1;
+        }
+        let mut order: Vec<usize> = (0..buckets).collect();
+        order.sort_by_key(|&b| std::cmp::Reverse(start[b + 1] - start[b]));
+        let mut n_slots = ((m as f64 / ALPHA).ceil() as usize).max(m).max(1);
+        let (pilots, slot_of_key) = loop {
+            if let Some(found) = place(&sorted, &start, &order, n_slots) {
+                break found;
+            }
+            n_slots += n_slots / 16 + 1;
+        };
+        let stride = FP + 8 * k;
+        let mut slots = vec![0u8; n_slots * stride];
+        for (&(h, rank), &s) in sorted.iter().zip(&slot_of_key) {
+            let slot = &mut slots[s * stride..(s + 1) * stride];
+            slot[..FP].copy_from_slice(&fingerprint(h).to_le_bytes());
+            for v in 0..k {
+                let bits = value(rank as usize * k + v).to_bits();
+                slot[FP + 8 * v..FP + 8 * v + 8].copy_from_slice(&bits.to_le_bytes());
+            }
+        }
+        // An empty slot's fingerprint is that of none of its part's ids where possible, so
+        // that a look-up of an id outside the layer landing there is told apart.
+        let mut used = vec![0u64; 1 << 10];
+        for &(h, _) in &sorted {
+            let f = usize::from(fingerprint(h));
+            used[f / 64] |= 1 << (f % 64);
+        }
+        let free_fp = (0..=u16::MAX)
+            .find(|&f| used[usize::from(f) / 64] & (1 << (f % 64)) == 0)
+            .unwrap_or(0);
+        let mut taken = vec![false; n_slots];
+        for &s in &slot_of_key {
+            taken[s] = true;
+        }
+        for (s, t) in taken.iter().enumerate() {
+            if !t {
+                slots[s * stride..s * stride + FP].copy_from_slice(&free_fp.to_le_bytes());
+            }
+        }
+        Part { pilots, slots }
+    }
+}
+
+/// Pilots for the buckets of a part (`sorted` keys grouped by bucket, bucket `b` at
+/// `start[b]..start[b + 1]`, placed in `order`) into `n_slots` slots, and each key's slot;
+/// `None` if some bucket finds no pilot.
+fn place(
+    sorted: &[(u64, u32)],
+    start: &[usize],
+    order: &[usize],
+    n_slots: usize,
+) -> Option<(Vec<u16>, Vec<usize>)> {
+    let buckets = start.len() - 1;
+    let mut taken = vec![false; n_slots];
+    let mut pilots = vec![0u16; buckets];
+    let mut slot_of_key = vec![0usize; sorted.len()];
+    let mut tried = [0usize; 64];
+    for &b in order {
+        let keys = &sorted[start[b]..start[b + 1]];
+        if keys.is_empty() {
+            continue;
+        }
+        let tried = &mut tried[..keys.len().min(64)];
+        debug_assert!(keys.len() <= 64, "a bucket of {} ids", keys.len());
+        let found = (0..=u16::MAX).find(|&pilot| {
+            for (j, &(h, _)) in keys.iter().enumerate() {
+                let s = slot_of(h, pilot, n_slots);
+                if taken[s] || tried[..j].contains(&s) {
+                    return false;
+                }
+                tried[j] = s;
+            }
+            true
+        })?;
+        pilots[b] = found;
+        for (j, &s) in tried.iter().enumerate() {
+            taken[s] = true;
+            slot_of_key[start[b] + j] = s;
+        }
+    }
+    Some((pilots, slot_of_key))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+
+    #[test]
+    fn every_id_finds_its_values_and_others_are_told_apart() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+        for n in [0usize, 1, 5, 1000, PART * 3 + 17] {
+            let ids = super::super::super::layer::sort_dedup(
+                (0..n).map(|_| rng.gen::<u64>() >> 8).collect(),
+            );
+            let k = 2;
+            let values: Vec<f64> = (0..ids.len() * k).map(|j| j as f64 * 0.5 - 3.0).collect();
+            let t = PerfectTable::new(&ids, &values, k);
+            for (i, &id) in ids.iter().enumerate() {
+                let v = super::super::Values::Bytes(t.get(id).expect("an id of the layer"));
+                assert_eq!(v.get(0).to_bits(), values[i * k].to_bits());
+                assert_eq!(v.get(1).to_bits(), values[i * k + 1].to_bits());
+            }
+            // Ids outside the layer: almost all answer None.
+            let outside = (0..10_000)
+                .map(|_| rng.gen::<u64>() | (1 << 63))
+                .filter(|&x| t.get(x).is_some())
+                .count();
+            assert!(outside <= 5, "{outside} of 10,000 outside ids found");
+            if n > 0 {
+                let per_id = t.bytes() as f64 / ids.len() as f64;
+                let bound = (FP + 8 * k) as f64 / ALPHA + 2.0 / LAMBDA as f64 + 0.5;
+                assert!(n < PART || per_id < bound, "{per_id} bytes an id");
+            }
+        }
+    }
+
+    #[test]
+    fn build_is_deterministic() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(4);
+        let ids =
+            super::super::super::layer::sort_dedup((0..50_000).map(|_| rng.gen::<u64>()).collect());
+        let values: Vec<f64> = ids.iter().map(|&x| x as f64).collect();
+        let a = PerfectTable::new(&ids, &values, 1);
+        let b = PerfectTable::new(&ids, &values, 1);
+        assert_eq!(a.pilots, b.pilots);
+        assert_eq!(a.slots, b.slots);
+    }
+}
