@@ -303,6 +303,17 @@ impl<'g> Backward<'g> {
                 }
                 empties[j] = n;
             }
+            // A perfect table's slot is known once its pilot (prefetched above) is read: ask
+            // for every slot of the block before reading any.
+            for t in 0..2 {
+                if spawns[t] && tables[t].two_step() {
+                    for (j, kids) in kid.iter_mut().enumerate().take(block.len()) {
+                        for kid in &mut kids[..empties[j]] {
+                            kid[t] = tables[t].locate(kid[t]);
+                        }
+                    }
+                }
+            }
             for (j, &a) in block.iter().enumerate() {
                 let v = &mut vals[j * k..(j + 1) * k];
                 if absorbed(&class, a) {
@@ -322,7 +333,7 @@ impl<'g> Backward<'g> {
                     let mut child: [Option<Values>; 2] = [None, None];
                     for t in 0..2 {
                         if spawns[t] {
-                            child[t] = tables[t].get(kid[t]);
+                            child[t] = tables[t].at(kid[t]);
                         }
                     }
                     if (0..2).any(|t| spawns[t] && child[t].is_none()) {
@@ -527,6 +538,13 @@ impl<'g> Backward<'g> {
                     }
                 }
             }
+            if after_table.two_step() {
+                for moves in after.iter_mut().take(block.len()) {
+                    for a in moves.iter_mut().filter(|a| **a != NONE) {
+                        *a = after_table.locate(*a);
+                    }
+                }
+            }
             for (j, &s) in block.iter().enumerate() {
                 let r = &mut recs[j * k..(j + 1) * k];
                 if absorbed(&class, s) {
@@ -541,7 +559,7 @@ impl<'g> Backward<'g> {
                     if after[j][di] == NONE {
                         continue;
                     }
-                    let Some(values) = after_table.get(after[j][di]) else {
+                    let Some(values) = after_table.at(after[j][di]) else {
                         missing.store(true, Ordering::Relaxed);
                         continue;
                     };

@@ -75,6 +75,34 @@ impl ValueTable {
         }
     }
 
+    /// Whether a look-up takes a second step between [`ValueTable::prefetch`] and the read
+    /// ([`ValueTable::locate`]): a perfect table's slot is known only once its pilot is read.
+    #[inline(always)]
+    pub fn two_step(&self) -> bool {
+        matches!(self, ValueTable::Perfect(_))
+    }
+
+    /// The second step of a look-up of `id` whose first ([`ValueTable::prefetch`]) was made:
+    /// where [`ValueTable::at`] reads, its cache line asked for (a perfect table reads the
+    /// pilot; for an open table, `id` itself and nothing read).
+    #[inline(always)]
+    pub fn locate(&self, id: u64) -> u64 {
+        match self {
+            ValueTable::Open(_) => id,
+            ValueTable::Perfect(t) => t.locate_packed(id),
+        }
+    }
+
+    /// The values at `loc` (from [`ValueTable::locate`]): those of its id if the layer holds
+    /// it (as [`ValueTable::get`]).
+    #[inline(always)]
+    pub fn at(&self, loc: u64) -> Option<Values<'_>> {
+        match self {
+            ValueTable::Open(t) => t.get(loc).map(Values::Words),
+            ValueTable::Perfect(t) => t.at_packed(loc).map(Values::Bytes),
+        }
+    }
+
     /// The values of `id` (one per variant), if `id` is in the layer (a perfect table tells
     /// an id outside its layer apart but for 1 in 2^16: see [`perfect`]).
     #[inline]
@@ -110,6 +138,8 @@ mod tests {
                 };
                 let want = ids.binary_search(&x).ok().map(|i| values[i]);
                 let got = t.get(x).map(|v| v.get(0));
+                let stepped = t.at(t.locate(x)).map(|v| v.get(0));
+                assert_eq!(got.map(f64::to_bits), stepped.map(f64::to_bits));
                 match (want, got) {
                     (Some(w), g) => assert_eq!(g.map(f64::to_bits), Some(w.to_bits())),
                     // An id outside: a perfect table may (1 in 2^16) mistake it.

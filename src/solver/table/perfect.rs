@@ -12,7 +12,9 @@
 //! Buckets are placed biggest first, into `m / ALPHA` slots for a part of `m` ids (a free
 //! slot for a bucket of two found within ~100 pilots; a part whose buckets do not all fit
 //! gets more slots and is built again). A look-up reads the bucket's pilot (2 bytes an
-//! [`LAMBDA`] ids: 30 MB for 63 M ids, mostly in the last-level cache) and then its slot.
+//! [`LAMBDA`] ids: 30 MB for 63 M ids, mostly in the last-level cache) and then its slot;
+//! the backward pass does it in three steps over a block of look-ups (pilots asked for, then
+//! slots located and asked for, then read), so that both misses overlap across the block.
 //!
 //! A slot is a 16-bit fingerprint of the id (bits of its hash that choose neither its part
 //! nor its bucket nor its slot) followed by its `k` values; a look-up of an id the layer does
@@ -41,6 +43,9 @@ const PARTS_PER_SCAN: usize = 128;
 
 /// Bytes of a slot's fingerprint.
 const FP: usize = 2;
+
+/// Bits of a slot's fingerprint.
+const FP_BITS: u32 = 16;
 
 /// Murmur3's 64-bit finaliser: a bijection of `u64` whose output bits each depend on every
 /// input bit.
@@ -184,6 +189,28 @@ impl PerfectTable {
             return None;
         }
         Some(&slot[FP..FP + 8 * self.k])
+    }
+
+    /// [`PerfectTable::locate`] in one word (`slot << 16 | fingerprint`), with the slot's
+    /// line asked for: the second step of a look-up whose pilot was prefetched.
+    #[inline(always)]
+    pub fn locate_packed(&self, id: u64) -> u64 {
+        let Some((s, fp)) = self.locate(id) else {
+            return u64::MAX;
+        };
+        if let Some(b) = self.slots.get(s * self.stride) {
+            prefetch(b);
+        }
+        ((s as u64) << FP_BITS) | u64::from(fp)
+    }
+
+    /// [`PerfectTable::at`] of a word from [`PerfectTable::locate_packed`].
+    #[inline(always)]
+    pub fn at_packed(&self, loc: u64) -> Option<&[u8]> {
+        if loc == u64::MAX {
+            return None;
+        }
+        self.at(((loc >> FP_BITS) as usize, loc as u16))
     }
 
     /// The values of `id` (one per variant), if `id` is in the layer (see the module
