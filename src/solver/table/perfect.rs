@@ -45,7 +45,7 @@ const PARTS_PER_SCAN: usize = 128;
 const FP: usize = 2;
 
 /// Bits of a slot's fingerprint.
-const FP_BITS: u32 = 16;
+const FP_BITS: u32 = 8 * FP as u32;
 
 /// Murmur3's 64-bit finaliser: a bijection of `u64` whose output bits each depend on every
 /// input bit.
