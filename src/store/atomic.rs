@@ -30,21 +30,17 @@ pub fn is_temp(name: &str) -> bool {
 /// Writes `bytes` to `path` atomically but without waiting for the disk; returns the SHA-256
 /// of the bytes. The file is durable after the next [`sync_fs`].
 pub fn write_batched(path: &Path, bytes: &[u8]) -> Result<String> {
+    write_batched_with(path, |w| w.write_all(bytes))?;
+    Ok(sha256_hex(bytes))
+}
+
+/// The directory `path` goes in (`.` for a bare name), created if missing.
+fn make_parent(path: &Path) -> Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
-    let tmp = temp_path(path);
-    if let Err(e) = fs::write(&tmp, bytes) {
-        let _ = fs::remove_file(&tmp);
-        return Err(StoreError::io(&tmp, e));
-    }
-    if let Err(e) = fs::rename(&tmp, path) {
-        let _ = fs::remove_file(&tmp);
-        return Err(StoreError::io(path, e));
-    }
-    Ok(sha256_hex(bytes))
+    fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))
 }
 
 /// [`write_batched`] of the bytes `body` writes (through a buffer), for a file too big to
@@ -53,11 +49,7 @@ pub fn write_batched_with(
     path: &Path,
     body: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
 ) -> Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
+    make_parent(path)?;
     let tmp = temp_path(path);
     let written = fs::File::create(&tmp).and_then(|f| {
         let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
@@ -91,11 +83,7 @@ pub struct TempFile {
 impl TempFile {
     /// Creates `path`'s temporary sibling (and the directories above it).
     pub fn create(path: &Path) -> Result<TempFile> {
-        let dir = match path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => Path::new("."),
-        };
-        fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
+        make_parent(path)?;
         let tmp = temp_path(path);
         let file = fs::File::create(&tmp).map_err(|e| StoreError::io(&tmp, e))?;
         Ok(TempFile {
