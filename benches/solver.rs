@@ -47,6 +47,27 @@ fn main() {
             .filter_map(|&x| table.get(black_box(x)).map(|v| v.get(0)))
             .count()
     });
+    // A table as big as the backward's large layers get (perfect hash from 2^22 ids on).
+    let mut rng = Rng(7);
+    let big = sort_dedup((0..1 << 23).map(|_| rng.next_u64() >> 8).collect());
+    let big_values: Vec<f64> = (0..big.len()).map(|i| i as f64).collect();
+    let mut perfect = None;
+    time(
+        "perfect value table build (8 Mi ids), per id",
+        9,
+        big.len(),
+        || {
+            perfect = Some(ValueTable::new(&big, &big_values, 1));
+        },
+    );
+    let perfect = perfect.expect("built");
+    let probe: Vec<u64> = (0..1 << 20).map(|i| big[(i * 7919) % big.len()]).collect();
+    time("perfect value table get (8 Mi ids)", 5, probe.len(), || {
+        probe
+            .iter()
+            .filter_map(|&x| perfect.get(black_box(x)).map(|v| v.get(0)))
+            .count()
+    });
     time("2x4 expectation solve, written", 3, 1, || {
         let dir = std::env::temp_dir().join(format!("age2048-bench-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);

@@ -8,11 +8,15 @@
 //! Hashing at RAM Throughput", SEA 2025), without its eviction and remapping: the ids are
 //! split by hash into parts of about [`PART`] ids; a part's ids fall into buckets of about
 //! [`LAMBDA`] ids, and each bucket has a 16-bit *pilot* chosen when the table is built so
-//! that `slot(id) = f(hash(id) ⊕ pilot)` sends the bucket's ids to slots no other id took.
+//! that `slot(id) = reduce(h₂(id) ⊕ C·pilot)` sends the bucket's ids to slots no other id
+//! took (`h₂` a second hash of the id, computed once, so that trying a pilot costs one
+//! multiplication a key). Buckets of three need about 4.6 tries a key at load 0.9, buckets
+//! of four 8.8 (simulated); with the cheaper tries a build takes ≈ 55 ns an id on two cores
+//! where it took ≈ 105 (`benches/solver.rs`, 8 Mi ids).
 //! Buckets are placed biggest first, into `m / ALPHA` slots for a part of `m` ids (a free
 //! slot for a bucket of two found within ~100 pilots; a part whose buckets do not all fit
-//! gets more slots and is built again). A look-up reads the bucket's pilot (2 bytes an
-//! [`LAMBDA`] ids: 30 MB for 63 M ids, mostly in the last-level cache) and then its slot;
+//! gets more slots and is built again). A look-up reads the bucket's pilot (2 bytes a
+//! bucket: 42 MB for 63 M ids) and then its slot;
 //! the backward pass does it in three steps over a block of look-ups (pilots asked for, then
 //! slots located and asked for, then read), so that both misses overlap across the block.
 //!
@@ -20,7 +24,7 @@
 //! nor its bucket nor its slot) followed by its `k` values; a look-up of an id the layer does
 //! not hold finds a slot whose fingerprint differs, but for 1 in 2^16 such ids, and answers
 //! `None` (the pass reports such a miss as an inconsistency between the passes). A layer of
-//! `n` ids costs `(2 + 8k) / ALPHA + 2 / LAMBDA` bytes an id: 11.6 with one variant, against
+//! `n` ids costs `(2 + 8k) / ALPHA + 2 / LAMBDA` bytes an id: 11.8 with one variant, against
 //! 21 to 32 for an open-addressing table of ids and values. Building is parallel over parts
 //! and deterministic: a part's pilots depend on its ids only.
 
@@ -32,7 +36,7 @@ use super::super::layer::prefetch;
 const PART: usize = 1 << 16;
 
 /// Ids per bucket (on average).
-const LAMBDA: usize = 4;
+const LAMBDA: usize = 3;
 
 /// Ids over slots of a part.
 const ALPHA: f64 = 0.9;
@@ -59,19 +63,38 @@ fn mix(mut x: u64) -> u64 {
     x
 }
 
+/// The second hash, which picks a key's slot: SplitMix64's finaliser (Steele, Lea & Flood,
+/// "Fast splittable pseudorandom number generators", OOPSLA 2014), other constants than
+/// [`mix`]'s, so that the slot is independent of the part, bucket and fingerprint (all from
+/// [`mix`]).
+#[inline(always)]
+fn mix2(mut x: u64) -> u64 {
+    x ^= x >> 30;
+    x = x.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x ^= x >> 27;
+    x = x.wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^= x >> 31;
+    x
+}
+
 /// `x · n / 2^64`: uniform over `0..n` when `x` is uniform over `u64` (Lemire's reduction).
 #[inline(always)]
 fn reduce(x: u64, n: usize) -> usize {
     ((u128::from(x) * n as u128) >> 64) as usize
 }
 
-/// The slot (within its part of `slots` slots) of the id of hash `h` under `pilot`.
+/// What a pilot contributes to a slot: `C · pilot` (PtrHash's pilot hash), whose high bits,
+/// which [`reduce`] reads, vary with every bit of the pilot.
 #[inline(always)]
-fn slot_of(h: u64, pilot: u16, slots: usize) -> usize {
-    reduce(
-        mix(h ^ u64::from(pilot).wrapping_mul(0x9E37_79B9_7F4A_7C15)),
-        slots,
-    )
+fn pilot_hash(pilot: u16) -> u64 {
+    u64::from(pilot).wrapping_mul(0x517c_c1b7_2722_0a95)
+}
+
+/// The slot (within its part of `slots` slots) of the id of second hash `h2` ([`mix2`]) under
+/// `pilot`.
+#[inline(always)]
+fn slot_of(h2: u64, pilot: u16, slots: usize) -> usize {
+    reduce(h2 ^ pilot_hash(pilot), slots)
 }
 
 /// The bucket (within its part of `buckets` buckets) of the id of hash `h`: from its low 32
@@ -177,7 +200,7 @@ impl PerfectTable {
         let (p, b, h) = self.bucket(id);
         let pilot = *self.pilots.get(b)?;
         let s0 = self.slot_start[p];
-        let s = s0 + slot_of(h, pilot, self.slot_start[p + 1] - s0);
+        let s = s0 + slot_of(mix2(id), pilot, self.slot_start[p + 1] - s0);
         Some((s, fingerprint(h)))
     }
 
@@ -227,7 +250,7 @@ impl PerfectTable {
     }
 }
 
-/// The hashes and ranks of the ids of parts `first..last` (of `parts`), by part: each part's
+/// The ids and ranks of the ids of parts `first..last` (of `parts`), by part: each part's
 /// keys as pieces in increasing rank.
 fn gather(ids: &[u64], parts: usize, first: usize, last: usize) -> Vec<Vec<Vec<(u64, u32)>>> {
     const CHUNK: usize = 1 << 16;
@@ -237,10 +260,9 @@ fn gather(ids: &[u64], parts: usize, first: usize, last: usize) -> Vec<Vec<Vec<(
         .map(|(c, chunk)| {
             let mut out: Vec<Vec<(u64, u32)>> = vec![Vec::new(); last - first];
             for (i, &id) in chunk.iter().enumerate() {
-                let h = mix(id);
-                let p = reduce(h, parts);
+                let p = reduce(mix(id), parts);
                 if (first..last).contains(&p) {
-                    out[p - first].push((h, (c * CHUNK + i) as u32));
+                    out[p - first].push((id, (c * CHUNK + i) as u32));
                 }
             }
             out
@@ -255,6 +277,14 @@ fn gather(ids: &[u64], parts: usize, first: usize, last: usize) -> Vec<Vec<Vec<(
     by_part
 }
 
+/// A key of a part being built: its hashes ([`mix`], [`mix2`]) and its rank in the layer.
+#[derive(Clone, Copy, Default)]
+struct Key {
+    h: u64,
+    h2: u64,
+    rank: u32,
+}
+
 /// One built part: its pilots and its slots.
 struct Part {
     pilots: Vec<u16>,
@@ -262,31 +292,42 @@ struct Part {
 }
 
 impl Part {
-    /// The part of `keys` (hash, rank): pilots found bucket by bucket, biggest first; if a
+    /// The part of `pieces` (id, rank): pilots found bucket by bucket, biggest first; if a
     /// bucket finds none, the part is built again with more slots.
     fn build(
         pieces: Vec<Vec<(u64, u32)>>,
         value: &(impl Fn(usize) -> f64 + Sync),
         k: usize,
     ) -> Part {
-        let keys = || pieces.iter().flatten();
-        let m: usize = pieces.iter().map(Vec::len).sum();
+        // Each key's two hashes, computed once.
+        let keys: Vec<Key> = pieces
+            .iter()
+            .flatten()
+            .map(|&(id, rank)| Key {
+                h: mix(id),
+                h2: mix2(id),
+                rank,
+            })
+            .collect();
+        drop(pieces);
+        let m = keys.len();
         let buckets = m.div_ceil(LAMBDA).max(1);
         // Keys by bucket (counting sort), then buckets by decreasing size (ties by index).
         let mut start = vec![0usize; buckets + 1];
-        for &(h, _) in keys() {
-            start[bucket_of(h, buckets) + 1] += 1;
+        for key in &keys {
+            start[bucket_of(key.h, buckets) + 1] += 1;
         }
         for b in 0..buckets {
             start[b + 1] += start[b];
         }
         let mut fill = start.clone();
-        let mut sorted = vec![(0u64, 0u32); m];
-        for &key in keys() {
-            let b = bucket_of(key.0, buckets);
+        let mut sorted = vec![Key::default(); m];
+        for &key in &keys {
+            let b = bucket_of(key.h, buckets);
             sorted[fill[b]] = key;
             fill[b] += 1;
         }
+        drop(keys);
         let mut order: Vec<usize> = (0..buckets).collect();
         order.sort_by_key(|&b| std::cmp::Reverse(start[b + 1] - start[b]));
         let mut n_slots = ((m as f64 / ALPHA).ceil() as usize).max(m).max(1);
@@ -298,19 +339,19 @@ impl Part {
         };
         let stride = FP + 8 * k;
         let mut slots = vec![0u8; n_slots * stride];
-        for (&(h, rank), &s) in sorted.iter().zip(&slot_of_key) {
+        for (key, &s) in sorted.iter().zip(&slot_of_key) {
             let slot = &mut slots[s * stride..(s + 1) * stride];
-            slot[..FP].copy_from_slice(&fingerprint(h).to_le_bytes());
+            slot[..FP].copy_from_slice(&fingerprint(key.h).to_le_bytes());
             for v in 0..k {
-                let bits = value(rank as usize * k + v).to_bits();
+                let bits = value(key.rank as usize * k + v).to_bits();
                 slot[FP + 8 * v..FP + 8 * v + 8].copy_from_slice(&bits.to_le_bytes());
             }
         }
         // An empty slot's fingerprint is that of none of its part's ids where possible, so
         // that a look-up of an id outside the layer landing there is told apart.
         let mut used = vec![0u64; 1 << 10];
-        for &(h, _) in &sorted {
-            let f = usize::from(fingerprint(h));
+        for key in &sorted {
+            let f = usize::from(fingerprint(key.h));
             used[f / 64] |= 1 << (f % 64);
         }
         let free_fp = (0..=u16::MAX)
@@ -333,13 +374,14 @@ impl Part {
 /// `start[b]..start[b + 1]`, placed in `order`) into `n_slots` slots, and each key's slot;
 /// `None` if some bucket finds no pilot.
 fn place(
-    sorted: &[(u64, u32)],
+    sorted: &[Key],
     start: &[usize],
     order: &[usize],
     n_slots: usize,
 ) -> Option<(Vec<u16>, Vec<usize>)> {
     let buckets = start.len() - 1;
-    let mut taken = vec![false; n_slots];
+    // Slots taken, a bit each: a part's map (≈ 9 KB) stays in L1 while pilots are tried.
+    let mut taken = vec![0u64; n_slots.div_ceil(64)];
     let mut pilots = vec![0u16; buckets];
     let mut slot_of_key = vec![0usize; sorted.len()];
     let mut tried = [0usize; 64];
@@ -348,21 +390,23 @@ fn place(
         if keys.is_empty() {
             continue;
         }
-        let tried = &mut tried[..keys.len().min(64)];
         debug_assert!(keys.len() <= 64, "a bucket of {} ids", keys.len());
-        let found = (0..=u16::MAX).find(|&pilot| {
-            for (j, &(h, _)) in keys.iter().enumerate() {
-                let s = slot_of(h, pilot, n_slots);
-                if taken[s] || tried[..j].contains(&s) {
-                    return false;
+        let tried = &mut tried[..keys.len().min(64)];
+        let mut found = None;
+        'pilot: for pilot in 0..=u16::MAX {
+            for (j, key) in keys.iter().enumerate() {
+                let s = slot_of(key.h2, pilot, n_slots);
+                if (taken[s / 64] >> (s % 64)) & 1 != 0 || tried[..j].contains(&s) {
+                    continue 'pilot;
                 }
                 tried[j] = s;
             }
-            true
-        })?;
-        pilots[b] = found;
+            found = Some(pilot);
+            break;
+        }
+        pilots[b] = found?;
         for (j, &s) in tried.iter().enumerate() {
-            taken[s] = true;
+            taken[s / 64] |= 1 << (s % 64);
             slot_of_key[start[b] + j] = s;
         }
     }
