@@ -51,30 +51,37 @@ const FP: usize = 2;
 /// Bits of a slot's fingerprint.
 const FP_BITS: u32 = 8 * FP as u32;
 
-/// Murmur3's 64-bit finaliser: a bijection of `u64` whose output bits each depend on every
-/// input bit.
+/// A xor-shift-multiply finaliser (shifts `s`, multipliers `m`): a bijection of `u64` whose
+/// output bits each depend on every input bit.
 #[inline(always)]
-fn mix(mut x: u64) -> u64 {
-    x ^= x >> 33;
-    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    x ^= x >> 33;
-    x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    x ^= x >> 33;
-    x
+fn finalise(mut x: u64, s: [u32; 3], m: [u64; 2]) -> u64 {
+    x ^= x >> s[0];
+    x = x.wrapping_mul(m[0]);
+    x ^= x >> s[1];
+    x = x.wrapping_mul(m[1]);
+    x ^ (x >> s[2])
+}
+
+/// The hash that picks a key's part, bucket and fingerprint: Murmur3's 64-bit finaliser.
+#[inline(always)]
+fn mix(x: u64) -> u64 {
+    finalise(
+        x,
+        [33, 33, 33],
+        [0xff51_afd7_ed55_8ccd, 0xc4ce_b9fe_1a85_ec53],
+    )
 }
 
 /// The second hash, which picks a key's slot: SplitMix64's finaliser (Steele, Lea & Flood,
-/// "Fast splittable pseudorandom number generators", OOPSLA 2014), other constants than
-/// [`mix`]'s, so that the slot is independent of the part, bucket and fingerprint (all from
-/// [`mix`]).
+/// "Fast splittable pseudorandom number generators", OOPSLA 2014), other shifts and constants
+/// than [`mix`]'s, so that the slot is independent of the part, bucket and fingerprint.
 #[inline(always)]
-fn mix2(mut x: u64) -> u64 {
-    x ^= x >> 30;
-    x = x.wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x ^= x >> 27;
-    x = x.wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^= x >> 31;
-    x
+fn mix2(x: u64) -> u64 {
+    finalise(
+        x,
+        [30, 27, 31],
+        [0xbf58_476d_1ce4_e5b9, 0x94d0_49bb_1331_11eb],
+    )
 }
 
 /// `x · n / 2^64`: uniform over `0..n` when `x` is uniform over `u64` (Lemire's reduction).
