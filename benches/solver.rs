@@ -15,16 +15,31 @@ use age2048::store::Store;
 use harness::{time, Rng};
 
 fn boards(n: usize) -> Vec<u64> {
+    boards_of(n, 9)
+}
+
+fn boards_of(n: usize, cells: usize) -> Vec<u64> {
     let mut rng = Rng(1);
     (0..n)
-        .map(|_| (0..9).fold(0u64, |acc, i| acc | (rng.below(8) << (4 * i))))
+        .map(|_| (0..cells).fold(0u64, |acc, i| acc | (rng.below(8) << (4 * i))))
         .collect()
+}
+
+/// All four moves of every board at once, as the solver's passes ask for them.
+fn all_moves(game: &Game, bs: &[u64]) -> u64 {
+    let mut acc = 0u64;
+    for &x in bs {
+        for (a, r) in game.rules.moves(black_box(x)).into_iter().flatten() {
+            acc = acc.wrapping_add(a ^ u64::from(r));
+        }
+    }
+    acc
 }
 
 fn main() {
     let game = Game::new(Shape::new(3, 3).unwrap(), Group::Full);
     let bs = boards(1 << 16);
-    time("3x3 four moves", 9, bs.len(), || {
+    time("3x3 four moves, one at a time (apply)", 9, bs.len(), || {
         let mut acc = 0u64;
         for &x in &bs {
             for d in Dir::ALL {
@@ -34,6 +49,14 @@ fn main() {
             }
         }
         acc
+    });
+    time("3x3 all four moves at once", 9, bs.len(), || {
+        all_moves(&game, &bs)
+    });
+    let game4 = Game::new(Shape::new(4, 4).unwrap(), Group::Full);
+    let bs4 = boards_of(1 << 16, 16);
+    time("4x4 all four moves at once", 9, bs4.len(), || {
+        all_moves(&game4, &bs4)
     });
     time("3x3 canon", 9, bs.len(), || {
         bs.iter()

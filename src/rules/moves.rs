@@ -3,7 +3,8 @@
 //! Tiles slide toward the side moved to; equal neighbours merge once per move, pairing from
 //! that side (right: `2 2 2 _` → `_ _ 2 4`, `2 2 2 2` → `_ _ 4 4`); the reward is the sum of
 //! the new tiles; a move that changes nothing is invalid. A line of up to four cells is one
-//! table look-up; all four moves of a board share one transpose.
+//! table look-up serving both of its directions; on boards of up to 4×4 the four moves share one
+//! bit-parallel transpose and are compiled per shape.
 
 use super::board::{cell, MAX_EXP};
 use super::shape::{Shape, MAX_CELLS};
@@ -63,52 +64,61 @@ fn slide_line(line: &mut [u8]) -> u32 {
     reward
 }
 
-/// Line tables for one line length: for every packed line, its slide toward index 0
-/// (`toward0`) and toward the last index (`toward_end`), with rewards.
+/// Line tables for one line length: one packed entry per line (a line is up to four nibbles,
+/// cell 0 in the low nibble). Bits 0–15 hold the line slid toward index 0, bits 16–31 half its
+/// reward, bits 32–47 the line slid toward the last index, bits 48–63 half that reward. Rewards
+/// are even and at most two merges into 2^15, so half of one fits 16 bits; one load serves both
+/// directions of a line (on 4-cell lines the table is 512 KiB).
 struct LineTable {
-    toward0: Vec<u16>,
-    toward0_reward: Vec<u32>,
-    toward_end: Vec<u16>,
-    toward_end_reward: Vec<u32>,
+    packed: Vec<u64>,
 }
 
 impl LineTable {
     fn new(len: usize) -> LineTable {
         let size = 1usize << (4 * len);
-        let mut t = LineTable {
-            toward0: vec![0; size],
-            toward0_reward: vec![0; size],
-            toward_end: vec![0; size],
-            toward_end_reward: vec![0; size],
-        };
+        let mut packed = vec![0u64; size];
         let mut buf = [0u8; MAX_TABLE_LINE];
-        for packed in 0..size {
+        for (code, entry) in packed.iter_mut().enumerate() {
             let line = &mut buf[..len];
             for (j, v) in line.iter_mut().enumerate() {
-                *v = ((packed >> (4 * j)) & 0xF) as u8;
+                *v = ((code >> (4 * j)) & 0xF) as u8;
             }
             if has_pair(line, MAX_EXP) {
                 // Two 2^15 tiles would merge past what a nibble holds. Such lines are not
                 // reachable on boards we can solve; leave them unchanged (the move is invalid).
-                t.toward0[packed] = packed as u16;
-                t.toward_end[packed] = packed as u16;
+                *entry = code as u64 | ((code as u64) << 32);
                 continue;
             }
             let mut l0 = [0u8; MAX_TABLE_LINE];
             l0[..len].copy_from_slice(line);
             let r0 = slide_line(&mut l0[..len]);
-            t.toward0[packed] = pack(&l0[..len]) as u16;
-            t.toward0_reward[packed] = r0;
             let mut l1 = [0u8; MAX_TABLE_LINE];
             for j in 0..len {
                 l1[j] = line[len - 1 - j];
             }
             let r1 = slide_line(&mut l1[..len]);
             l1[..len].reverse();
-            t.toward_end[packed] = pack(&l1[..len]) as u16;
-            t.toward_end_reward[packed] = r1;
+            debug_assert!(r0 % 2 == 0 && r0 / 2 <= 0xFFFF && r1 % 2 == 0 && r1 / 2 <= 0xFFFF);
+            *entry = pack(&l0[..len])
+                | (u64::from(r0 / 2) << 16)
+                | (pack(&l1[..len]) << 32)
+                | (u64::from(r1 / 2) << 48);
         }
-        t
+        LineTable { packed }
+    }
+
+    /// The line slid toward index 0 and its reward.
+    #[inline(always)]
+    fn toward0(&self, line: usize) -> (u64, u32) {
+        let e = self.packed[line];
+        (e & 0xFFFF, 2 * ((e >> 16) & 0xFFFF) as u32)
+    }
+
+    /// The line slid toward its last index and its reward.
+    #[inline(always)]
+    fn toward_end(&self, line: usize) -> (u64, u32) {
+        let e = self.packed[line];
+        ((e >> 32) & 0xFFFF, 2 * (e >> 48) as u32)
     }
 }
 
@@ -122,69 +132,126 @@ fn pack(line: &[u8]) -> u64 {
         .fold(0u64, |acc, (j, &e)| acc | (u64::from(e) << (4 * j)))
 }
 
+/// All four moves of a board: L, R, U, D, each `None` when it changes nothing.
+type MovesFn = fn(&Rules, u64) -> [Option<(u64, u32)>; 4];
+
 /// The rules for one shape: move tables and helpers. Cheap to share across threads.
 pub struct Rules {
     shape: Shape,
     rows_table: Option<LineTable>,
     cols_table: Option<LineTable>,
     row_mask: u64,
-    transpose: Option<Transpose>,
+    /// [`moves_rc`] for the shape when both sides are at most 4, else the direction-by-direction
+    /// path.
+    moves_fn: MovesFn,
 }
 
-/// Per-row tables that transpose a code (R×C → C×R) and back, so that a column move is a row
-/// move of the transposed code: R + C look-ups instead of gathering nibbles one by one.
-struct Transpose {
-    /// `fwd[(r << 4C) | row]`: the transposed contribution of row `r` of the original.
-    fwd: Vec<u64>,
-    /// `back[(c << 4R) | row]`: the original contribution of row `c` of the transposed code.
-    back: Vec<u64>,
-}
+/// The transpose of an R×C code (cell `(r, c)` at nibble `r·C + c`) into a C×R code (cell
+/// `(c, r)` at nibble `c·R + r`): cell `(r, c)` moves by `c·R + r − r·C − c` nibbles, and the
+/// cells that move by the same distance move together, one mask and one shift (7 groups on
+/// 4×4, 5 on 3×3, 11 on 4×3).
+struct Transpose<const R: usize, const C: usize>;
 
-impl Transpose {
-    fn new(shape: Shape) -> Transpose {
-        let (rows, cols) = (shape.rows(), shape.cols());
-        let mut fwd = vec![0u64; rows << (4 * cols)];
-        for r in 0..rows {
-            for line in 0..1usize << (4 * cols) {
-                let mut out = 0u64;
-                for c in 0..cols {
-                    out |= (((line >> (4 * c)) & 0xF) as u64) << (4 * (c * rows + r));
-                }
-                fwd[(r << (4 * cols)) | line] = out;
-            }
+impl<const R: usize, const C: usize> Transpose<R, C> {
+    /// `(masks, shifts in nibbles, number of groups)`.
+    const GROUPS: ([u64; 32], [i32; 32], usize) = transpose_groups(R, C);
+
+    #[inline(always)]
+    fn apply(x: u64) -> u64 {
+        let (masks, shifts, n) = Self::GROUPS;
+        let mut out = 0u64;
+        let mut g = 0;
+        while g < n {
+            let part = x & masks[g];
+            let s = shifts[g];
+            out |= if s >= 0 {
+                part << (4 * s)
+            } else {
+                part >> (-4 * s)
+            };
+            g += 1;
         }
-        let mut back = vec![0u64; cols << (4 * rows)];
-        for c in 0..cols {
-            for line in 0..1usize << (4 * rows) {
-                let mut out = 0u64;
-                for r in 0..rows {
-                    out |= (((line >> (4 * r)) & 0xF) as u64) << (4 * (r * cols + c));
-                }
-                back[(c << (4 * rows)) | line] = out;
-            }
-        }
-        Transpose { fwd, back }
+        out
     }
 }
 
-/// Slides every line of a code made of `n` lines of `len` nibbles.
-#[inline(always)]
-fn slide_lines(t: &LineTable, code: u64, n: usize, len: usize, toward0: bool) -> (u64, u32) {
-    let (res, rew) = if toward0 {
-        (&t.toward0, &t.toward0_reward)
-    } else {
-        (&t.toward_end, &t.toward_end_reward)
+/// The shift groups of [`Transpose`], computed at compile time.
+const fn transpose_groups(rows: usize, cols: usize) -> ([u64; 32], [i32; 32], usize) {
+    // Distances lie in (−16, 16): bucket the cells by distance + 16.
+    let mut by_shift = [0u64; 32];
+    let mut r = 0;
+    while r < rows {
+        let mut c = 0;
+        while c < cols {
+            let d = (c * rows + r) as i32 - (r * cols + c) as i32;
+            by_shift[(d + 16) as usize] |= 0xF << (4 * (r * cols + c));
+            c += 1;
+        }
+        r += 1;
+    }
+    let mut masks = [0u64; 32];
+    let mut shifts = [0i32; 32];
+    let mut n = 0;
+    let mut i = 0;
+    while i < 32 {
+        if by_shift[i] != 0 {
+            masks[n] = by_shift[i];
+            shifts[n] = i as i32 - 16;
+            n += 1;
+        }
+        i += 1;
+    }
+    (masks, shifts, n)
+}
+
+/// The four moves of an R×C board (both sides at most 4): each row is one table load (both
+/// directions), the columns are the rows of the transposed code, and a valid vertical move is
+/// transposed back. `R` and `C` are constants, so every loop unrolls.
+fn moves_rc<const R: usize, const C: usize>(rules: &Rules, code: u64) -> [Option<(u64, u32)>; 4] {
+    let (Some(rt), Some(ct)) = (&rules.rows_table, rules.col_table()) else {
+        return rules.moves_by_dir(code);
     };
-    let mask = (1u64 << (4 * len)) - 1;
-    let mut out = 0u64;
-    let mut reward = 0u32;
-    for i in 0..n {
-        let shift = 4 * len * i;
-        let line = ((code >> shift) & mask) as usize;
-        out |= u64::from(res[line]) << shift;
-        reward += rew[line];
+    // Slicing to the exact size once lets the masked indices below go unchecked.
+    let rmask = (1u64 << (4 * C)) - 1;
+    let cmask = (1u64 << (4 * R)) - 1;
+    let rows = &rt.packed[..=rmask as usize];
+    let cols = &ct.packed[..=cmask as usize];
+    let lines = |table: &[u64], x: u64, n: usize, width: usize, mask: u64| {
+        let (mut lo, mut lo_rew, mut hi, mut hi_rew) = (0u64, 0u64, 0u64, 0u64);
+        for i in 0..n {
+            let shift = 4 * width * i;
+            let e = table[((x >> shift) & mask) as usize];
+            lo |= (e & 0xFFFF) << shift;
+            lo_rew += (e >> 16) & 0xFFFF;
+            hi |= ((e >> 32) & 0xFFFF) << shift;
+            hi_rew += e >> 48;
+        }
+        ((lo, 2 * lo_rew as u32), (hi, 2 * hi_rew as u32))
+    };
+    let (l, r) = lines(rows, code, R, C, rmask);
+    let t = Transpose::<R, C>::apply(code);
+    let (u, d) = lines(cols, t, C, R, cmask);
+    let valid = |(a, rw): (u64, u32), before: u64| (a != before).then_some((a, rw));
+    [
+        valid(l, code),
+        valid(r, code),
+        valid(u, t).map(|(a, rw)| (Transpose::<C, R>::apply(a), rw)),
+        valid(d, t).map(|(a, rw)| (Transpose::<C, R>::apply(a), rw)),
+    ]
+}
+
+/// [`moves_rc`] for a shape, when both sides are at most [`MAX_TABLE_LINE`].
+fn moves_fn(shape: Shape) -> Option<MovesFn> {
+    macro_rules! pick {
+        ($($r:literal x $c:literal),*) => {
+            match (shape.rows(), shape.cols()) {
+                $(($r, $c) => Some(moves_rc::<$r, $c> as MovesFn),)*
+                _ => None,
+            }
+        };
     }
-    (out, reward)
+    pick!(1 x 1, 1 x 2, 1 x 3, 1 x 4, 2 x 1, 2 x 2, 2 x 3, 2 x 4, 3 x 1, 3 x 2, 3 x 3, 3 x 4,
+          4 x 1, 4 x 2, 4 x 3, 4 x 4)
 }
 
 impl Rules {
@@ -195,56 +262,25 @@ impl Rules {
         } else {
             (shape.rows() <= MAX_TABLE_LINE).then(|| LineTable::new(shape.rows()))
         };
-        let transpose = (shape.rows() <= MAX_TABLE_LINE && shape.cols() <= MAX_TABLE_LINE)
-            .then(|| Transpose::new(shape));
         Rules {
             shape,
             rows_table,
             cols_table,
             row_mask: (1u64 << (4 * shape.cols())) - 1,
-            transpose,
+            moves_fn: moves_fn(shape).unwrap_or(Rules::moves_by_dir),
         }
     }
 
-    #[inline(always)]
-    fn transposed(&self, t: &Transpose, code: u64) -> u64 {
-        let cols = self.shape.cols();
-        (0..self.shape.rows()).fold(0u64, |acc, r| {
-            let line = ((code >> (4 * cols * r)) & self.row_mask) as usize;
-            acc | t.fwd[(r << (4 * cols)) | line]
-        })
-    }
-
-    #[inline(always)]
-    fn untransposed(&self, t: &Transpose, code: u64) -> u64 {
-        let rows = self.shape.rows();
-        let mask = (1u64 << (4 * rows)) - 1;
-        (0..self.shape.cols()).fold(0u64, |acc, c| {
-            let line = ((code >> (4 * rows * c)) & mask) as usize;
-            acc | t.back[(c << (4 * rows)) | line]
-        })
-    }
-
-    /// All four moves at once (L, R, U, D), sharing one transpose for U and D.
+    /// All four moves at once (L, R, U, D).
     #[inline]
     pub fn moves(&self, code: u64) -> [Option<(u64, u32)>; 4] {
-        let (Some(rt), Some(ct), Some(tr)) = (&self.rows_table, self.col_table(), &self.transpose)
-        else {
-            return Dir::ALL.map(|d| self.apply(code, d));
-        };
-        let (rows, cols) = (self.shape.rows(), self.shape.cols());
-        let l = slide_lines(rt, code, rows, cols, true);
-        let r = slide_lines(rt, code, rows, cols, false);
-        let t = self.transposed(tr, code);
-        let u = slide_lines(ct, t, cols, rows, true);
-        let d = slide_lines(ct, t, cols, rows, false);
-        let valid = |(a, rw): (u64, u32), before: u64| (a != before).then_some((a, rw));
-        [
-            valid(l, code),
-            valid(r, code),
-            valid(u, t).map(|(a, rw)| (self.untransposed(tr, a), rw)),
-            valid(d, t).map(|(a, rw)| (self.untransposed(tr, a), rw)),
-        ]
+        (self.moves_fn)(self, code)
+    }
+
+    /// The four moves one direction at a time (shapes with a side longer than the tables; also
+    /// the independent path the tests check [`Rules::moves`] against).
+    fn moves_by_dir(&self, code: u64) -> [Option<(u64, u32)>; 4] {
+        Dir::ALL.map(|d| self.apply(code, d))
     }
 
     pub fn shape(&self) -> Shape {
@@ -277,16 +313,16 @@ impl Rules {
         let mut reward = 0u32;
         match &self.rows_table {
             Some(t) => {
-                let (res, rew) = if toward0 {
-                    (&t.toward0, &t.toward0_reward)
-                } else {
-                    (&t.toward_end, &t.toward_end_reward)
-                };
                 for r in 0..self.shape.rows() {
                     let shift = 4 * cols * r;
                     let line = ((code >> shift) & self.row_mask) as usize;
-                    out |= u64::from(res[line]) << shift;
-                    reward += rew[line];
+                    let (moved, rw) = if toward0 {
+                        t.toward0(line)
+                    } else {
+                        t.toward_end(line)
+                    };
+                    out |= moved << shift;
+                    reward += rw;
                 }
             }
             None => {
@@ -302,26 +338,21 @@ impl Rules {
     #[inline]
     fn move_cols(&self, code: u64, toward0: bool) -> (u64, u32) {
         let (rows, cols) = (self.shape.rows(), self.shape.cols());
-        if let (Some(ct), Some(tr)) = (self.col_table(), &self.transpose) {
-            let (a, reward) = slide_lines(ct, self.transposed(tr, code), cols, rows, toward0);
-            return (self.untransposed(tr, a), reward);
-        }
         let mut out = 0u64;
         let mut reward = 0u32;
         match self.col_table() {
             Some(t) => {
-                let (res, rew) = if toward0 {
-                    (&t.toward0, &t.toward0_reward)
-                } else {
-                    (&t.toward_end, &t.toward_end_reward)
-                };
                 for c in 0..cols {
                     let mut line = 0usize;
                     for r in 0..rows {
                         line |= (((code >> (4 * (r * cols + c))) & 0xF) as usize) << (4 * r);
                     }
-                    let moved = u64::from(res[line]);
-                    reward += rew[line];
+                    let (moved, rw) = if toward0 {
+                        t.toward0(line)
+                    } else {
+                        t.toward_end(line)
+                    };
+                    reward += rw;
                     for r in 0..rows {
                         out |= ((moved >> (4 * r)) & 0xF) << (4 * (r * cols + c));
                     }
@@ -438,6 +469,53 @@ mod tests {
         let (left, r) = rules.apply(b, Dir::L).unwrap();
         assert_eq!(format_board(left, shape), "4 4 . ./2 4 8 .");
         assert_eq!(r, 4);
+    }
+
+    /// The four moves cell by cell, from [`slide_line`] alone (no table, no transpose).
+    fn moves_cell_by_cell(shape: Shape, b: u64) -> [Option<(u64, u32)>; 4] {
+        let (rows, cols) = (shape.rows(), shape.cols());
+        let row = |r: usize| (0..cols).map(|c| r * cols + c).collect::<Vec<_>>();
+        let col = |c: usize| (0..rows).map(|r| r * cols + c).collect::<Vec<_>>();
+        let lines: [Vec<Vec<usize>>; 2] =
+            [(0..rows).map(row).collect(), (0..cols).map(col).collect()];
+        let one = |lines: &[Vec<usize>], toward0: bool| {
+            let mut out = 0u64;
+            let reward = lines
+                .iter()
+                .map(|l| slide_cells(b, &mut out, l, toward0))
+                .sum();
+            (out != b).then_some((out, reward))
+        };
+        [
+            one(&lines[0], true),
+            one(&lines[0], false),
+            one(&lines[1], true),
+            one(&lines[1], false),
+        ]
+    }
+
+    #[test]
+    fn moves_match_the_cell_by_cell_rule_on_every_small_shape() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+        for r in 1..=4 {
+            for c in 1..=4 {
+                let shape = Shape::new(r, c).unwrap();
+                let rules = Rules::new(shape);
+                for round in 0..4000 {
+                    // Sparse boards early (many slides), dense late (many merges), up to 2^14.
+                    let top = if round < 2000 { 3 } else { 15 };
+                    let b = (0..shape.cells())
+                        .fold(0u64, |acc, i| acc | (rng.gen_range(0..top) << (4 * i)));
+                    assert_eq!(
+                        rules.moves(b),
+                        moves_cell_by_cell(shape, b),
+                        "{shape} {}",
+                        format_board(b, shape)
+                    );
+                }
+            }
+        }
     }
 
     #[test]

@@ -16,7 +16,7 @@ use super::backward::{AgeOutput, Backward, NoFiles};
 use super::forward::{self, absorbed, AgeLayer, Start};
 use super::Result;
 use crate::rules::board;
-use crate::rules::{Dir, Game, Kind, Variant};
+use crate::rules::{Game, Kind, Variant};
 
 /// The answer for one board.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -66,10 +66,7 @@ fn one_tile_value(game: &Game, variant: &Variant, s: u64, starts: &HashMap<u64, 
         return 1.0;
     }
     let mut best = 0.0f64;
-    for d in Dir::ALL {
-        let Some((after, _)) = game.rules.apply(s, d) else {
-            continue;
-        };
+    for (after, _) in game.rules.moves(s).into_iter().flatten() {
         if absorbed(&variant.forward_class(), after) {
             return 1.0;
         }
