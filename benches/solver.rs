@@ -8,7 +8,7 @@ mod harness;
 use std::hint::black_box;
 
 use age2048::rules::{Dir, Game, Group, Shape, Variant};
-use age2048::solver::layer::sort_dedup;
+use age2048::solver::layer::{sort_dedup, sort_dedup_pieces};
 use age2048::solver::table::ValueTable;
 use age2048::solver::{solve, SolveConfig, StorageRequest};
 use age2048::store::Store;
@@ -62,6 +62,22 @@ fn main() {
         bs.iter()
             .fold(0u64, |acc, &x| acc ^ game.canon(black_box(x)))
     });
+    // A forward batch's children: 2^24 ids in 512 pieces, each id ≈ 3 times.
+    let mut rng = Rng(5);
+    let distinct: Vec<u64> = (0..1 << 22).map(|_| rng.next_u64() >> 16).collect();
+    let pieces: Vec<Vec<u64>> = (0..512)
+        .map(|_| {
+            (0..1 << 15)
+                .map(|_| distinct[rng.below(1 << 22) as usize])
+                .collect()
+        })
+        .collect();
+    time(
+        "sort and deduplicate 2^24 ids in pieces, per id",
+        5,
+        1 << 24,
+        || sort_dedup_pieces(pieces.clone()).len(),
+    );
     let ids = sort_dedup(boards(300_000));
     let values: Vec<f64> = (0..ids.len()).map(|i| i as f64).collect();
     let table = ValueTable::new(&ids, &values, 1);
