@@ -25,6 +25,23 @@ fn boards_of(n: usize, cells: usize) -> Vec<u64> {
         .collect()
 }
 
+/// Boards with about half their cells empty (as afterstates of the middle ages are).
+fn sparse_boards(n: usize, cells: usize) -> Vec<u64> {
+    let mut rng = Rng(2);
+    (0..n)
+        .map(|_| {
+            (0..cells).fold(0u64, |acc, i| {
+                let e = if rng.below(2) == 0 {
+                    0
+                } else {
+                    1 + rng.below(7)
+                };
+                acc | (e << (4 * i))
+            })
+        })
+        .collect()
+}
+
 /// All four moves of every board at once, as the solver's passes ask for them.
 fn all_moves(game: &Game, bs: &[u64]) -> u64 {
     let mut acc = 0u64;
@@ -57,6 +74,26 @@ fn main() {
     let bs4 = boards_of(1 << 16, 16);
     time("4x4 all four moves at once", 9, bs4.len(), || {
         all_moves(&game4, &bs4)
+    });
+    // What the forward's spawn and the backward's afterstates do per afterstate: its images,
+    // then every child (a 2 or a 4 in each empty cell) normalised from them.
+    let children = |game: &Game, bs: &[u64]| {
+        let mut acc = 0u64;
+        for &a in bs {
+            let img = game.sym.images_of(black_box(a)).expect("images");
+            for i in age2048::rules::board::empty_cells(a, game.cells()) {
+                acc ^= game.sym.spawn_canon(&img, i, 1) ^ game.sym.spawn_canon(&img, i, 2);
+            }
+        }
+        acc
+    };
+    let (sparse3, sparse4) = (sparse_boards(1 << 16, 9), sparse_boards(1 << 16, 16));
+    let per_board = "spawn children normalised, per board";
+    time(&format!("3x3 {per_board}"), 9, sparse3.len(), || {
+        children(&game, &sparse3)
+    });
+    time(&format!("4x4 {per_board}"), 9, sparse4.len(), || {
+        children(&game4, &sparse4)
     });
     time("3x3 canon", 9, bs.len(), || {
         bs.iter()

@@ -82,8 +82,9 @@ pub struct Symmetry {
     images_fn: fn(u64) -> [u64; 8],
     /// Number of group elements (1, 4 or 8).
     order: usize,
-    /// `spawn_shift[i][k]`: bit position of cell `i` in image `k` (`4 ×` its cell index).
-    spawn_shift: Vec<[u8; 8]>,
+    /// `spawn_or[i][e - 1][k]`: a tile of exponent `e` (1 or 2: a spawned 2 or 4) in cell `i`,
+    /// as image `k` places it. Unused images repeat the identity's.
+    spawn_or: Vec<[[u64; 8]; 2]>,
     /// Cell permutations of every group element (the definition; also the path for shapes
     /// wider or taller than 4).
     perms: Vec<Vec<u8>>,
@@ -99,23 +100,16 @@ impl Symmetry {
             group,
             images_fn,
             order,
-            spawn_shift: Vec::new(),
+            spawn_or: Vec::new(),
             perms: perms.clone(),
         };
         let mut sym = symmetry(images_fn.unwrap_or(generic_placeholder));
         if images_fn.is_none() {
             return sym;
         }
-        // Where each cell lands in each image: image a board with a marker in that cell.
-        sym.spawn_shift = (0..shape.cells())
-            .map(|i| {
-                let img = (sym.images_fn)(1u64 << (4 * i));
-                let mut pos = [0u8; 8];
-                for (k, p) in pos.iter_mut().enumerate() {
-                    *p = img[k].trailing_zeros() as u8;
-                }
-                pos
-            })
+        // Where each cell's new tile lands in each image: the image of the one-tile board.
+        sym.spawn_or = (0..shape.cells())
+            .map(|i| [1u64, 2].map(|e| (sym.images_fn)(e << (4 * i))))
             .collect();
         sym
     }
@@ -134,7 +128,7 @@ impl Symmetry {
     /// The images of `code` under the group (for shapes of up to 4×4; `None` otherwise).
     #[inline(always)]
     pub fn images_of(&self, code: u64) -> Option<Images> {
-        if self.spawn_shift.is_empty() {
+        if self.spawn_or.is_empty() {
             return None;
         }
         Some(Images {
@@ -148,10 +142,11 @@ impl Symmetry {
     /// where that image puts cell `i`, so no image is recomputed.
     #[inline(always)]
     pub fn spawn_canon(&self, images: &Images, i: usize, e: u8) -> u64 {
-        let pos = &self.spawn_shift[i];
+        debug_assert!(e == 1 || e == 2, "a spawn is a 2 or a 4");
+        let add = &self.spawn_or[i][usize::from(e - 1)];
         let mut c = images.codes;
         for k in 0..8 {
-            c[k] |= u64::from(e) << pos[k];
+            c[k] |= add[k];
         }
         min8(&c, images.n)
     }

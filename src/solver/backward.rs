@@ -288,10 +288,7 @@ impl<'g> Backward<'g> {
                     None => game.canon(board::place(a, i, e)),
                 };
                 let mut n = 0;
-                for i in 0..cells {
-                    if board::cell(a, i) != 0 {
-                        continue;
-                    }
+                for i in board::empty_cells(a, cells) {
                     for t in 0..2 {
                         if spawns[t] {
                             let c = canon_child(i, t as u8 + 1);

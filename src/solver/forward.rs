@@ -155,10 +155,7 @@ fn spawn(game: &Game, class: &ForwardClass, afterstates: &[u64]) -> (Vec<u64>, V
                     Some(img) => game.sym.spawn_canon(img, i, e),
                     None => game.canon(board::place(a, i, e)),
                 };
-                for i in 0..cells {
-                    if board::cell(a, i) != 0 {
-                        continue;
-                    }
+                for i in board::empty_cells(a, cells) {
                     if class.spawn2 {
                         two.push(child(i, 1));
                     }
