@@ -98,7 +98,12 @@ impl LineTable {
             }
             let r1 = slide_line(&mut l1[..len]);
             l1[..len].reverse();
-            debug_assert!(r0 % 2 == 0 && r0 / 2 <= 0xFFFF && r1 % 2 == 0 && r1 / 2 <= 0xFFFF);
+            debug_assert!(
+                r0.is_multiple_of(2)
+                    && r0 / 2 <= 0xFFFF
+                    && r1.is_multiple_of(2)
+                    && r1 / 2 <= 0xFFFF
+            );
             *entry = pack(&l0[..len])
                 | (u64::from(r0 / 2) << 16)
                 | (pack(&l1[..len]) << 32)
