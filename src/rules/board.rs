@@ -46,28 +46,30 @@ pub fn max_exp(code: u64) -> u8 {
     m
 }
 
+/// Bit `4i` set for every occupied cell `i`: a nibble is non-zero iff one of its four bits is
+/// set, so the bits are folded onto the nibble's lowest.
+#[inline(always)]
+fn occupied_mask(code: u64) -> u64 {
+    let x = code | (code >> 1);
+    (x | (x >> 2)) & 0x1111_1111_1111_1111
+}
+
 /// Number of empty cells among the first `cells`.
 #[inline]
 pub fn count_empty(code: u64, cells: usize) -> u32 {
-    // A nibble is non-zero iff any of its four bits is set: fold them onto bit 0.
-    let x = code | (code >> 1);
-    let x = x | (x >> 2);
-    let occupied = (x & 0x1111_1111_1111_1111).count_ones();
-    cells as u32 - occupied
+    cells as u32 - occupied_mask(code).count_ones()
 }
 
 /// The empty cells of a board of `cells` cells, in increasing order, from a mask of their
 /// nibbles (no branch per occupied cell).
 #[inline(always)]
 pub fn empty_cells(code: u64, cells: usize) -> EmptyCells {
-    let x = code | (code >> 1);
-    let x = x | (x >> 2);
     let all = if cells >= 16 {
         0x1111_1111_1111_1111
     } else {
         0x1111_1111_1111_1111 & ((1u64 << (4 * cells)) - 1)
     };
-    EmptyCells(!x & all)
+    EmptyCells(!occupied_mask(code) & all)
 }
 
 /// Iterator of [`empty_cells`]: bit `4i` of the mask is set while cell `i` is still to come.

@@ -6,7 +6,7 @@
 //! table look-up serving both of its directions; on boards of up to 4×4 the four moves share one
 //! bit-parallel transpose and are compiled per shape.
 
-use super::board::{cell, MAX_EXP};
+use super::board::{cell, empty_cells, EmptyCells, MAX_EXP};
 use super::shape::{Shape, MAX_CELLS};
 
 /// Largest line length we tabulate; longer lines fall back to the direct slide.
@@ -378,9 +378,9 @@ impl Rules {
         self.moves(code).iter().all(Option::is_none)
     }
 
-    /// Empty cell indices of a board.
-    pub fn empty_cells(&self, code: u64) -> impl Iterator<Item = usize> + '_ {
-        (0..self.shape.cells()).filter(move |&i| cell(code, i) == 0)
+    /// Empty cell indices of a board, in increasing order.
+    pub fn empty_cells(&self, code: u64) -> EmptyCells {
+        empty_cells(code, self.shape.cells())
     }
 }
 
