@@ -6,7 +6,7 @@
 //! table look-up serving both of its directions; on boards of up to 4×4 the four moves share one
 //! bit-parallel transpose and are compiled per shape.
 
-use super::board::{cell, empty_cells, EmptyCells, MAX_EXP};
+use super::board::{cell, empty_cells, transpose, EmptyCells, MAX_EXP};
 use super::shape::{Shape, MAX_CELLS};
 
 /// Largest line length we tabulate; longer lines fall back to the direct slide.
@@ -151,64 +151,6 @@ pub struct Rules {
     moves_fn: MovesFn,
 }
 
-/// The transpose of an R×C code (cell `(r, c)` at nibble `r·C + c`) into a C×R code (cell
-/// `(c, r)` at nibble `c·R + r`): cell `(r, c)` moves by `c·R + r − r·C − c` nibbles, and the
-/// cells that move by the same distance move together, one mask and one shift (7 groups on
-/// 4×4, 5 on 3×3, 11 on 4×3).
-struct Transpose<const R: usize, const C: usize>;
-
-impl<const R: usize, const C: usize> Transpose<R, C> {
-    /// `(masks, shifts in nibbles, number of groups)`.
-    const GROUPS: ([u64; 32], [i32; 32], usize) = transpose_groups(R, C);
-
-    #[inline(always)]
-    fn apply(x: u64) -> u64 {
-        let (masks, shifts, n) = Self::GROUPS;
-        let mut out = 0u64;
-        let mut g = 0;
-        while g < n {
-            let part = x & masks[g];
-            let s = shifts[g];
-            out |= if s >= 0 {
-                part << (4 * s)
-            } else {
-                part >> (-4 * s)
-            };
-            g += 1;
-        }
-        out
-    }
-}
-
-/// The shift groups of [`Transpose`], computed at compile time.
-const fn transpose_groups(rows: usize, cols: usize) -> ([u64; 32], [i32; 32], usize) {
-    // Distances lie in (−16, 16): bucket the cells by distance + 16.
-    let mut by_shift = [0u64; 32];
-    let mut r = 0;
-    while r < rows {
-        let mut c = 0;
-        while c < cols {
-            let d = (c * rows + r) as i32 - (r * cols + c) as i32;
-            by_shift[(d + 16) as usize] |= 0xF << (4 * (r * cols + c));
-            c += 1;
-        }
-        r += 1;
-    }
-    let mut masks = [0u64; 32];
-    let mut shifts = [0i32; 32];
-    let mut n = 0;
-    let mut i = 0;
-    while i < 32 {
-        if by_shift[i] != 0 {
-            masks[n] = by_shift[i];
-            shifts[n] = i as i32 - 16;
-            n += 1;
-        }
-        i += 1;
-    }
-    (masks, shifts, n)
-}
-
 /// The four moves of an R×C board (both sides at most 4): each row is one table load (both
 /// directions), the columns are the rows of the transposed code, and a valid vertical move is
 /// transposed back. `R` and `C` are constants, so every loop unrolls.
@@ -234,14 +176,14 @@ fn moves_rc<const R: usize, const C: usize>(rules: &Rules, code: u64) -> [Option
         ((lo, 2 * lo_rew as u32), (hi, 2 * hi_rew as u32))
     };
     let (l, r) = lines(rows, code, R, C, rmask);
-    let t = Transpose::<R, C>::apply(code);
+    let t = transpose::<R, C>(code);
     let (u, d) = lines(cols, t, C, R, cmask);
     let valid = |(a, rw): (u64, u32), before: u64| (a != before).then_some((a, rw));
     [
         valid(l, code),
         valid(r, code),
-        valid(u, t).map(|(a, rw)| (Transpose::<C, R>::apply(a), rw)),
-        valid(d, t).map(|(a, rw)| (Transpose::<C, R>::apply(a), rw)),
+        valid(u, t).map(|(a, rw)| (transpose::<C, R>(a), rw)),
+        valid(d, t).map(|(a, rw)| (transpose::<C, R>(a), rw)),
     ]
 }
 

@@ -9,10 +9,11 @@
 //!
 //! For boards of up to 4×4 the images are computed bit-parallel, without tables: a mirror moves
 //! whole columns or rows of nibbles with masks and shifts, a transpose moves each diagonal at
-//! once. A spawn child is normalised from the images of its afterstate (one OR and one minimum
-//! per image, [`Symmetry::spawn_canon`]). Wider boards use the group's permutations.
+//! once ([`super::board::transpose`]). A spawn child is normalised from the images of its
+//! afterstate (one OR and one minimum per image, [`Symmetry::spawn_canon`]). Wider boards use
+//! the group's permutations.
 
-use super::board::cell;
+use super::board::{cell, transpose};
 use super::error::BoardError;
 use super::shape::Shape;
 
@@ -239,34 +240,6 @@ fn mirror_ud<const R: usize, const C: usize>(x: u64) -> u64 {
     out
 }
 
-/// Transpose of a square N×N code: cell (r, c) moves to (c, r), i.e. by `4(N-1)(c-r)` bits;
-/// the cells of one diagonal `c - r = k` move together.
-#[inline(always)]
-fn transpose<const N: usize>(x: u64) -> u64 {
-    let mut out = 0u64;
-    let mut k = 0;
-    while k < 2 * N - 1 {
-        // diagonal c - r = k - (N - 1)
-        let mut mask = 0u64;
-        let mut r = 0;
-        while r < N {
-            let c = r + k;
-            if c >= N - 1 && c - (N - 1) < N {
-                mask |= 0xF << (4 * (r * N + c - (N - 1)));
-            }
-            r += 1;
-        }
-        let part = x & mask;
-        out |= if k >= N - 1 {
-            part << (4 * (N - 1) * (k - (N - 1)))
-        } else {
-            part >> (4 * (N - 1) * (N - 1 - k))
-        };
-        k += 1;
-    }
-    out
-}
-
 /// The images of an R×C code under the group of `ORDER` elements, in the order identity,
 /// left-right, up-down, 180°, then (square boards) transpose and its three flips; unused slots
 /// repeat the identity.
@@ -282,7 +255,7 @@ fn images<const R: usize, const C: usize, const ORDER: usize>(x: u64) -> [u64; 8
     }
     if ORDER == 8 {
         debug_assert_eq!(R, C);
-        let t = transpose::<R>(x);
+        let t = transpose::<R, C>(x);
         let th = mirror_lr::<R, C>(t);
         out[4] = t;
         out[5] = th;
