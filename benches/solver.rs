@@ -99,7 +99,8 @@ fn main() {
         bs.iter()
             .fold(0u64, |acc, &x| acc ^ game.canon(black_box(x)))
     });
-    // A forward batch's children: 2^24 ids in 512 pieces, each id ≈ 3 times.
+    // A forward batch's children: 2^24 ids in 512 pieces, each id ≈ 3 times. The sort takes
+    // its pieces by value, so each round's figure includes one copy of them (128 MiB).
     let mut rng = Rng(5);
     let distinct: Vec<u64> = (0..1 << 22).map(|_| rng.next_u64() >> 16).collect();
     let pieces: Vec<Vec<u64>> = (0..512)
