@@ -159,14 +159,22 @@ impl Compaction {
     /// Compact ids of `codes`; an error names the first code that does not fit the board,
     /// this age or the base (the checks are the compaction itself: nothing is computed twice).
     pub(crate) fn compact_all(&self, codes: &[u64], what: &str) -> Result<Vec<u64>, IndexError> {
-        let mut out = Vec::with_capacity(codes.len());
-        for (i, &c) in codes.iter().enumerate() {
-            match self.compact(c) {
-                Some(id) => out.push(id),
-                None => return Err(self.misfit(c, i, what)),
-            }
-        }
-        Ok(out)
+        (0..codes.len())
+            .map(|i| self.compact_at(codes, i, what))
+            .collect()
+    }
+
+    /// The compact id of `codes[i]`, or an error naming it if it does not fit the board, this
+    /// age or the base.
+    #[inline]
+    pub(crate) fn compact_at(
+        &self,
+        codes: &[u64],
+        i: usize,
+        what: &str,
+    ) -> Result<u64, IndexError> {
+        let c = codes[i];
+        self.compact(c).ok_or_else(|| self.misfit(c, i, what))
     }
 
     /// Why `c` has no compact id.

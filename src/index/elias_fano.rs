@@ -122,28 +122,50 @@ fn walk_samples(
 /// Appends the Elias–Fano encoding of `values` (strictly increasing) to `out`, which
 /// must have a length that is a multiple of 8 so the section stays word-aligned.
 pub fn encode_elias_fano(values: &[u64], out: &mut Vec<u8>) -> Result<(), IndexError> {
+    encode_elias_fano_by(values.len(), |i| Ok(values[i]), out)
+}
+
+/// The words an Elias–Fano section of `m` values up to `max` takes (its header included), as
+/// [`encode_elias_fano`] writes it: `None` if the set is too large to encode.
+pub(crate) fn elias_fano_words(m: usize, max: u64) -> Option<u64> {
+    Some(ef_params(m as u64, max)?.total_words)
+}
+
+/// [`encode_elias_fano`] of `m` values made one at a time by `value(i)` (asked for in
+/// increasing `i`, the last first), so that they never exist as a vector: the index writer
+/// compacts board codes into the encoder directly. An error of `value` is returned as is.
+pub(crate) fn encode_elias_fano_by(
+    m: usize,
+    mut value: impl FnMut(usize) -> Result<u64, IndexError>,
+    out: &mut Vec<u8>,
+) -> Result<(), IndexError> {
     if !out.len().is_multiple_of(8) {
         return Err(invalid(format!(
             "Elias-Fano output buffer has length {}, not a multiple of 8",
             out.len()
         )));
     }
-    if let Some(i) = values.windows(2).position(|w| w[0] >= w[1]) {
-        return Err(invalid(format!(
-            "values not strictly increasing at index {}: {} then {}",
-            i + 1,
-            values[i],
-            values[i + 1]
-        )));
-    }
-    let m = values.len() as u64;
-    let max = values.last().copied().unwrap_or(0);
-    let p = ef_params(m, max).ok_or_else(|| invalid("Elias-Fano set too large"))?;
+    let max = if m == 0 { 0 } else { value(m - 1)? };
+    let p = ef_params(m as u64, max).ok_or_else(|| invalid("Elias-Fano set too large"))?;
     let l = p.l as u64;
     let mask = (1u64 << l) - 1;
     let mut low = vec![0u64; p.low_words as usize];
     let mut high = vec![0u64; p.high_words as usize];
-    for (i, &v) in values.iter().enumerate() {
+    let mut prev = None;
+    for i in 0..m {
+        let v = if i + 1 == m { max } else { value(i)? };
+        if let Some(u) = prev.filter(|&u| u >= v) {
+            return Err(invalid(format!(
+                "values not strictly increasing at index {i}: {u} then {v}"
+            )));
+        }
+        if v > max {
+            // Checked before `v` is placed: the bit vectors are sized for `max`.
+            return Err(invalid(format!(
+                "values not strictly increasing: {v} at index {i} exceeds the last, {max}"
+            )));
+        }
+        prev = Some(v);
         if l > 0 {
             let bit = i as u64 * l;
             let (w, o) = ((bit / 64) as usize, bit % 64);
@@ -155,6 +177,7 @@ pub fn encode_elias_fano(values: &[u64], out: &mut Vec<u8>) -> Result<(), IndexE
         let hb = (v >> l) + i as u64;
         high[(hb / 64) as usize] |= 1 << (hb % 64);
     }
+    let m = m as u64;
     let mut sel1 = Vec::with_capacity(p.sel1_len as usize);
     let mut sel0 = Vec::with_capacity(p.sel0_len as usize);
     walk_samples(

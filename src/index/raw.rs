@@ -37,7 +37,7 @@
 use std::fmt;
 
 use super::compaction::Compaction;
-use super::elias_fano::{encode_elias_fano, parse_ef, EfLayout, EfRef};
+use super::elias_fano::{elias_fano_words, encode_elias_fano_by, parse_ef, EfLayout, EfRef};
 use super::select::{rd, words_of};
 use super::{corrupted, invalid, IndexError};
 
@@ -191,30 +191,33 @@ pub fn encode_age_index(
     .map(|(bytes, _)| bytes)
 }
 
-/// Fixed-point codes of `values` at `fraction_bits`, and the width that holds the largest.
-fn fixed_codes(values: &[f64], fraction_bits: u8) -> Result<(Vec<u64>, u32), IndexError> {
+/// The width of the fixed-point codes of `values` at `fraction_bits` (that of the largest),
+/// once each is checked to fit [`MAX_VALUE_WIDTH`] bits.
+fn fixed_width(values: &[f64], fraction_bits: u8) -> Result<u32, IndexError> {
     if fraction_bits > MAX_FRACTION_BITS {
         return Err(invalid(format!(
             "{fraction_bits} fraction bits, at most {MAX_FRACTION_BITS}"
         )));
     }
-    let scale = f64::from(fraction_bits).exp2();
     let limit = (MAX_VALUE_WIDTH as f64).exp2();
     let mut max = 0u64;
-    let mut codes = Vec::with_capacity(values.len());
     for (i, &v) in values.iter().enumerate() {
-        // Multiplying by a power of two is exact; the rounding is the only error.
-        let q = (v * scale).round();
+        let q = fixed_round(v, fraction_bits);
         if !(q >= 0.0 && q < limit) {
             return Err(invalid(format!(
                 "value {v} of afterstate {i} does not fit {MAX_VALUE_WIDTH} bits at 2^-{fraction_bits} (values must be finite and ≥ 0)"
             )));
         }
-        let q = q as u64;
-        max = max.max(q);
-        codes.push(q);
+        max = max.max(q as u64);
     }
-    Ok((codes, 64 - max.leading_zeros()))
+    Ok(64 - max.leading_zeros())
+}
+
+/// `v` at `2^-fraction_bits`, rounded: multiplying by a power of two is exact, the rounding
+/// is the only error. [`fixed_width`] has checked that it fits.
+#[inline]
+fn fixed_round(v: f64, fraction_bits: u8) -> f64 {
+    (v * f64::from(fraction_bits).exp2()).round()
 }
 
 /// Words holding `m` values of `width` bits packed low bit first, with one padding word.
@@ -272,30 +275,61 @@ pub fn encode_age_index_with_stats(
     codec.check_codes(state_codes, "states")?;
     codec.check_codes(afterstate_codes, "afterstates")?;
 
-    let mut out = vec![0u8; HEADER_LEN];
-    let states_off = out.len();
     let stored_states: &[u64] = if options.state_ids { state_codes } else { &[] };
-    encode_elias_fano(&codec.compact_all(stored_states, "states")?, &mut out)?;
+    // The file's length is known before it is written (values in fixed point are packed
+    // below, after their width is known): one allocation, no copy as it grows.
+    let ef_bytes = |codes: &[u64], what| -> Result<usize, IndexError> {
+        let max = match codes.len() {
+            0 => 0,
+            m => codec.compact_at(codes, m - 1, what)?,
+        };
+        let words = elias_fano_words(codes.len(), max)
+            .ok_or_else(|| invalid(format!("{what}: Elias-Fano set too large")))?;
+        Ok(words as usize * 8)
+    };
+    let width = match options.values {
+        ValueCoding::F64 => 0,
+        ValueCoding::Fixed { fraction_bits } => fixed_width(afterstate_values, fraction_bits)?,
+    };
+    let value_bytes = match options.values {
+        ValueCoding::F64 => afterstate_values.len() * 8,
+        ValueCoding::Fixed { .. } => {
+            packed_words(afterstate_values.len() as u64, width) as usize * 8
+        }
+    };
+    let planned = HEADER_LEN
+        + ef_bytes(stored_states, "states")?
+        + ef_bytes(afterstate_codes, "afterstates")?
+        + value_bytes;
+    let mut out = Vec::with_capacity(planned);
+    out.resize(HEADER_LEN, 0);
+    let states_off = out.len();
+    // The codes are compacted as the encoder takes them (their compact ids never exist as a
+    // vector: 8 bytes a board at the age's peak).
+    encode_elias_fano_by(
+        stored_states.len(),
+        |i| codec.compact_at(stored_states, i, "states"),
+        &mut out,
+    )?;
     let after_off = out.len();
-    encode_elias_fano(
-        &codec.compact_all(afterstate_codes, "afterstates")?,
+    encode_elias_fano_by(
+        afterstate_codes.len(),
+        |i| codec.compact_at(afterstate_codes, i, "afterstates"),
         &mut out,
     )?;
     let values_off = out.len();
-    let mut width = 0u32;
     match options.values {
         ValueCoding::F64 => {
-            out.reserve(afterstate_values.len() * 8);
             for v in afterstate_values {
                 out.extend_from_slice(&v.to_le_bytes());
             }
         }
         ValueCoding::Fixed { fraction_bits } => {
-            let (codes, w) = fixed_codes(afterstate_values, fraction_bits)?;
-            width = w;
-            let mut words = vec![0u64; packed_words(codes.len() as u64, w) as usize];
+            let w = width;
+            let mut words = vec![0u64; packed_words(afterstate_values.len() as u64, w) as usize];
             if w > 0 {
-                for (i, &q) in codes.iter().enumerate() {
+                for (i, &v) in afterstate_values.iter().enumerate() {
+                    let q = fixed_round(v, fraction_bits) as u64;
                     let bit = i as u64 * u64::from(w);
                     let (k, o) = ((bit / 64) as usize, (bit % 64) as u32);
                     words[k] |= q << o;
@@ -304,12 +338,12 @@ pub fn encode_age_index_with_stats(
                     }
                 }
             }
-            out.reserve(words.len() * 8);
             for x in words {
                 out.extend_from_slice(&x.to_le_bytes());
             }
         }
     }
+    debug_assert_eq!(out.len(), planned, "the file's length was computed before");
     let file_len = out.len();
 
     let put64 = |out: &mut Vec<u8>, at: usize, v: u64| {

@@ -146,6 +146,12 @@ fn elias_fano_rejects_bad_input() {
         EliasFano::from_sorted(&[4, 3]),
         Err(IndexError::InvalidInput { .. })
     ));
+    // A value above the last one (the encoder sizes its bits by the last value before it
+    // meets the others): an error, not a write out of bounds.
+    assert!(matches!(
+        EliasFano::from_sorted(&[5, 1 << 40, 3]),
+        Err(IndexError::InvalidInput { .. })
+    ));
     let mut out = vec![0u8; 3];
     assert!(encode_elias_fano(&[1], &mut out).is_err());
 }
