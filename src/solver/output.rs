@@ -321,13 +321,23 @@ fn after_files(
         n_afterstates: out.afterstates.len() as u64,
         ..Default::default()
     };
-    let after_values: Vec<f64> = out
-        .after_values
-        .iter()
-        .skip(vi)
-        .step_by(k)
-        .map(|&x| clamp(x))
-        .collect();
+    // The values of this variant as stored: the pass's own when they are already (one
+    // variant, none out of range), else a copy (8 bytes an afterstate at the age's peak).
+    let after_values: std::borrow::Cow<[f64]> = if k == 1
+        && out
+            .after_values
+            .iter()
+            .all(|&x| clamp(x).to_bits() == x.to_bits())
+    {
+        std::borrow::Cow::Borrowed(&out.after_values)
+    } else {
+        out.after_values
+            .iter()
+            .skip(vi)
+            .step_by(k)
+            .map(|&x| clamp(x))
+            .collect()
+    };
     let empty = |a: u64| board::count_empty(a, cells) as u8;
     if !out.afterstates.is_empty() {
         stats.mean_empty_cells_afterstates = Some(
