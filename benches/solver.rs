@@ -8,6 +8,7 @@ mod harness;
 use std::hint::black_box;
 
 use age2048::rules::{Dir, Game, Group, Shape, Variant};
+use age2048::solver::forward::{AgeLayer, Start};
 use age2048::solver::layer::{sort_dedup, sort_dedup_pieces};
 use age2048::solver::table::ValueTable;
 use age2048::solver::{solve, SolveConfig, StorageRequest};
@@ -115,6 +116,38 @@ fn main() {
         5,
         1 << 24,
         || sort_dedup_pieces(pieces.clone()).len(),
+    );
+    // The same on real ids: the spawn children (a 2 in each empty cell, normalised) of the
+    // afterstates of 3x3's age 800, in pieces of 2048 afterstates as the forward pass makes them.
+    let class = Variant::expectation().forward_class();
+    let mut real: Vec<u64> = Vec::new();
+    let _ = age2048::solver::forward::run(&game, &class, Start::Fresh, |l: AgeLayer| {
+        if l.age < 800 {
+            return Ok(());
+        }
+        real = l.afterstates;
+        // Stops the pass: the later ages are not needed.
+        Err(age2048::solver::SolveError::Internal("enough".into()))
+    });
+    let real_pieces: Vec<Vec<u64>> = real
+        .chunks(2048)
+        .map(|chunk| {
+            let mut out = Vec::new();
+            for &a in chunk {
+                let img = game.sym.images_of(a).expect("images");
+                for i in age2048::rules::board::empty_cells(a, game.cells()) {
+                    out.push(game.sym.spawn_canon(&img, i, 1));
+                }
+            }
+            out
+        })
+        .collect();
+    let n_real: usize = real_pieces.iter().map(Vec::len).sum();
+    time(
+        &format!("sort and deduplicate 3x3 spawn children ({n_real} ids), per id"),
+        9,
+        n_real,
+        || sort_dedup_pieces(real_pieces.clone()).len(),
     );
     let ids = sort_dedup(boards(300_000));
     let values: Vec<f64> = (0..ids.len()).map(|i| i as f64).collect();
