@@ -77,12 +77,54 @@ print("\n## Projections\n")
 print("Each projection scales the measured rates and bytes of one solve (its basis) to a board")
 print("too big to solve here. Assumptions: rates scale linearly with cores (measured on 2 cores")
 print("only); memory follows the largest age, because the backward pass holds the tables and")
-print("records of a few neighbouring ages; every forward layer stays in `.work/` until the solve")
-print("ends. Output is projected for both layouts: the full one (Parquet and indexes) from the")
+print("records of a few neighbouring ages: where two solves of the board and layout at one commit")
+print("differ enough in their largest age (both of 2^22 states or more, where the value tables")
+print("are perfect hashes as on the big boards), the bytes a state of it are their difference over the")
+print("difference in states, plus a fixed part (batches and buffers of fixed size), else their")
+print("ratio in the basis (which counts the fixed part once a state); every forward layer stays")
+print("in `.work/` until the solve ends. Output is projected for both layouts: the full one (Parquet and indexes) from the")
 print("bytes a board of a full solve, the compact one (`--layout compact`: afterstate ids and")
 print("values, no Parquet) from the bits an afterstate id of a compact solve plus the value")
 print("width of the projected variant (an upper bound: each age takes only the bits its largest")
 print("value needs).\n")
+
+
+# States an age from which the backward pass's tables are perfect hashes (`PERFECT_FROM` in
+# src/solver/table/mod.rs).
+PERFECT_FROM = 1 << 22
+
+
+def memory_model(shapes, pick):
+    """Peak memory as fixed bytes plus bytes a state of the largest age, from two solves of the
+    same board (either orientation) and layout at one commit whose largest ages differ by half
+    or more (the latest such pair): the slope is what a state of the largest age adds, the rest
+    (work batches and buffers of fixed size, the allocator's own) does not grow with the board.
+    Both largest ages must hold 2^22 states or more, where the backward pass's value tables are
+    perfect hashes as they are on the big boards (smaller layers get open-addressing tables
+    of two to three times the bytes an id, which would flatten the slope).
+    None if no such pair was measured."""
+    pool = [r for r in measured if r["board"] in shapes and pick(r)
+            and int(r["max_age_states"]) >= PERFECT_FROM]
+    for r in reversed(pool):
+        smaller = [q for q in pool if q["commit"] == r["commit"]
+                   and int(q["max_age_states"]) * 1.5 <= int(r["max_age_states"])]
+        if smaller:
+            q = max(smaller, key=lambda q: int(q["max_age_states"]))
+            mb = lambda x: int(x["peak_rss_mb"]) * 2**20
+            slope = (mb(r) - mb(q)) / (int(r["max_age_states"]) - int(q["max_age_states"]))
+            return slope, mb(r) - slope * int(r["max_age_states"]), q, r
+    return None
+
+
+def memory_text(model, largest):
+    """The projected peak (GiB) of a model and how it was reached."""
+    slope, fixed, q, r = model
+    gib = (fixed + slope * largest) / 2**30
+    return gib, (f"{slope:.0f} bytes a state of the largest age plus {fixed / 2**20:,.0f} MB, "
+                 f"from {q['board']} `{q['variants']}{' ' + q['args'] if q['args'] else ''}` "
+                 f"({q['peak_rss_mb']} MB at {n(int(q['max_age_states']))} states) and "
+                 f"`{r['variants']}{' ' + r['args'] if r['args'] else ''}` ({r['peak_rss_mb']} MB "
+                 f"at {n(int(r['max_age_states']))}), both at {r['commit']}")
 
 
 def project(title, shapes, states, afterstates, largest, cores, mem_gib, disk_gb, note, targets,
@@ -101,6 +143,9 @@ def project(title, shapes, states, afterstates, largest, cores, mem_gib, disk_gb
     tf = total / (fwd * 1e6 * cores) / 3600
     tb = total / (bwd * 1e6 * cores) / 3600
     mem = largest * rss_per_state / 2**30
+    full_model = memory_model(shapes, lambda r: not compact(r))
+    if full_model:
+        mem, mem_why = memory_text(full_model, largest)
     work = total * work_bits / 8 / 1e9
     out = total * out_bytes / 1e9
     print(f"### {title}\n")
@@ -111,6 +156,10 @@ def project(title, shapes, states, afterstates, largest, cores, mem_gib, disk_gb
           f"bytes a state of its largest age ({b['peak_rss_mb']} MB over "
           f"{n(int(b['max_age_states']))}); work {work_bits:.1f} bits a board; output "
           f"{out_bytes:.1f} bytes a board.\n")
+    if full_model:
+        print(f"Peak memory: {mem_why} (the ratio of the basis alone, {rss_per_state:.0f} bytes "
+              f"a state, would count the fixed part once a state: "
+              f"{largest * rss_per_state / 2**30:.0f} GiB).\n")
     compact_out, mem_c = None, mem
     if c:
         id_bits = float(c["id_bits"])
@@ -120,12 +169,16 @@ def project(title, shapes, states, afterstates, largest, cores, mem_gib, disk_gb
         tcb = total / (cb * 1e6 * cores) / 3600
         c_rss = int(c["peak_rss_mb"]) * 2**20 / int(c["max_age_states"])
         mem_c = largest * c_rss / 2**30
+        c_model = memory_model(shapes, lambda r: compact(r))
+        c_mem_text = f"its peak RSS, {c_rss:.0f} bytes a state of its largest age, gives {mem_c:.0f} GiB"
+        if c_model:
+            mem_c, why = memory_text(c_model, largest)
+            c_mem_text = f"peak memory {mem_c:.0f} GiB: {why}"
         print(f"Compact layout: {id_bits:.1f} bits an afterstate id, measured on {c['board']} "
               f"`{c['variants']} {c['args']}` of {c['date']} ({c['commit']}), plus "
               f"{value_bits} bits a value ({value_why}). That solve's rates, forward "
               f"{cf:.2f} M and backward {cb:.2f} M boards/s/core (no Parquet to write), give "
-              f"{tcf:.1f} h + {tcb:.1f} h = {tcf + tcb:.1f} h; its peak RSS, {c_rss:.0f} bytes "
-              f"a state of its largest age, gives {mem_c:.0f} GiB.")
+              f"{tcf:.1f} h + {tcb:.1f} h = {tcf + tcb:.1f} h; {c_mem_text}.")
         if other_id_bits:
             bits, why = other_id_bits
             o = afterstates * (bits + value_bits) / 8
