@@ -287,14 +287,14 @@ pub fn encode_age_index_with_stats(
             .ok_or_else(|| invalid(format!("{what}: Elias-Fano set too large")))?;
         Ok(words as usize * 8)
     };
-    let width = match options.values {
-        ValueCoding::F64 => 0,
-        ValueCoding::Fixed { fraction_bits } => fixed_width(afterstate_values, fraction_bits)?,
-    };
-    let value_bytes = match options.values {
-        ValueCoding::F64 => afterstate_values.len() * 8,
-        ValueCoding::Fixed { .. } => {
-            packed_words(afterstate_values.len() as u64, width) as usize * 8
+    let (width, value_bytes) = match options.values {
+        ValueCoding::F64 => (0, afterstate_values.len() * 8),
+        ValueCoding::Fixed { fraction_bits } => {
+            let w = fixed_width(afterstate_values, fraction_bits)?;
+            (
+                w,
+                packed_words(afterstate_values.len() as u64, w) as usize * 8,
+            )
         }
     };
     let planned = HEADER_LEN
