@@ -306,17 +306,12 @@ pub fn encode_age_index_with_stats(
     let states_off = out.len();
     // The codes are compacted as the encoder takes them (their compact ids never exist as a
     // vector: 8 bytes a board at the age's peak).
-    encode_elias_fano_by(
-        stored_states.len(),
-        |i| codec.compact_at(stored_states, i, "states"),
-        &mut out,
-    )?;
+    let encode = |codes: &[u64], what, out: &mut Vec<u8>| {
+        encode_elias_fano_by(codes.len(), |i| codec.compact_at(codes, i, what), out)
+    };
+    encode(stored_states, "states", &mut out)?;
     let after_off = out.len();
-    encode_elias_fano_by(
-        afterstate_codes.len(),
-        |i| codec.compact_at(afterstate_codes, i, "afterstates"),
-        &mut out,
-    )?;
+    encode(afterstate_codes, "afterstates", &mut out)?;
     let values_off = out.len();
     match options.values {
         ValueCoding::F64 => {
