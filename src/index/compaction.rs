@@ -11,8 +11,13 @@
 //! `age − Σ_{i≥1} 2^{e_i}`.
 //!
 
+use rayon::prelude::*;
+
 use super::elias_fano::EliasFano;
 use super::{corrupted, invalid, IndexError};
+
+/// Codes a task of the parallel scans takes.
+const SCAN: usize = 1 << 16;
 
 /// Sum of tiles of a code (Σ 2^e over non-empty cells of all 16 nibbles).
 #[inline]
@@ -80,6 +85,22 @@ impl Compaction {
         (max_exponent(codes) + 1).max(2)
     }
 
+    /// [`Compaction::base_for`] of the codes of every set, scanned in parallel.
+    pub fn base_of(sets: &[&[u64]]) -> u8 {
+        let max = sets
+            .iter()
+            .map(|codes| {
+                codes
+                    .par_chunks(SCAN)
+                    .map(|c| max_exponent(c.iter().copied()))
+                    .max()
+                    .unwrap_or(0)
+            })
+            .max()
+            .unwrap_or(0);
+        (max + 1).max(2)
+    }
+
     pub fn rows(&self) -> u8 {
         self.rows
     }
@@ -145,7 +166,8 @@ impl Compaction {
 
     /// Checks that `codes` are strictly increasing ([`Self::compact_all`] checks the rest).
     pub(crate) fn check_codes(&self, codes: &[u64], what: &str) -> Result<(), IndexError> {
-        if let Some(i) = codes.windows(2).position(|w| w[0] >= w[1]) {
+        // In parallel; the first offender, as a scan in order finds it.
+        if let Some(i) = codes.par_windows(2).position_first(|w| w[0] >= w[1]) {
             return Err(invalid(format!(
                 "{what}: codes not strictly increasing at index {}: {:#x} then {:#x}",
                 i + 1,

@@ -36,6 +36,8 @@
 
 use std::fmt;
 
+use rayon::prelude::*;
+
 use super::compaction::Compaction;
 use super::elias_fano::{elias_fano_words, encode_elias_fano_by, parse_ef, EfLayout, EfRef};
 use super::select::{rd, words_of};
@@ -200,17 +202,42 @@ fn fixed_width(values: &[f64], fraction_bits: u8) -> Result<u32, IndexError> {
         )));
     }
     let limit = (MAX_VALUE_WIDTH as f64).exp2();
-    let mut max = 0u64;
-    for (i, &v) in values.iter().enumerate() {
+    // In parallel (an age of a big board has tens of millions of values): the first value
+    // that does not fit, as a scan in order finds it, then the largest.
+    let fits = |v: f64| {
         let q = fixed_round(v, fraction_bits);
-        if !(q >= 0.0 && q < limit) {
-            return Err(invalid(format!(
-                "value {v} of afterstate {i} does not fit {MAX_VALUE_WIDTH} bits at 2^-{fraction_bits} (values must be finite and ≥ 0)"
-            )));
-        }
-        max = max.max(q as u64);
+        q >= 0.0 && q < limit
+    };
+    if let Some(i) = values.par_iter().position_first(|&v| !fits(v)) {
+        let v = values[i];
+        return Err(invalid(format!(
+            "value {v} of afterstate {i} does not fit {MAX_VALUE_WIDTH} bits at 2^-{fraction_bits} (values must be finite and ≥ 0)"
+        )));
     }
+    let max = values
+        .par_iter()
+        .map(|&v| fixed_round(v, fraction_bits) as u64)
+        .max()
+        .unwrap_or(0);
     Ok(64 - max.leading_zeros())
+}
+
+/// `values` at `2^-fraction_bits`, `width` bits each, packed into words (the padding word
+/// included); [`fixed_width`] has checked that they fit.
+fn pack_fixed(values: &[f64], fraction_bits: u8, width: u32) -> Vec<u64> {
+    let mut words = vec![0u64; packed_words(values.len() as u64, width) as usize];
+    if width > 0 {
+        for (i, &v) in values.iter().enumerate() {
+            let q = fixed_round(v, fraction_bits) as u64;
+            let bit = i as u64 * u64::from(width);
+            let (k, o) = ((bit / 64) as usize, (bit % 64) as u32);
+            words[k] |= q << o;
+            if o + width > 64 {
+                words[k + 1] |= q >> (64 - o);
+            }
+        }
+    }
+    words
 }
 
 /// `v` at `2^-fraction_bits`, rounded: multiplying by a power of two is exact, the rounding
@@ -270,7 +297,7 @@ pub fn encode_age_index_with_stats(
             afterstate_codes.len()
         )));
     }
-    let base = Compaction::base_for(state_codes.iter().chain(afterstate_codes).copied());
+    let base = Compaction::base_of(&[state_codes, afterstate_codes]);
     let codec = Compaction::new(meta.rows, meta.cols, meta.age, base)?;
     codec.check_codes(state_codes, "states")?;
     codec.check_codes(afterstate_codes, "afterstates")?;
@@ -309,9 +336,28 @@ pub fn encode_age_index_with_stats(
     let encode = |codes: &[u64], what, out: &mut Vec<u8>| {
         encode_elias_fano_by(codes.len(), |i| codec.compact_at(codes, i, what), out)
     };
-    encode(stored_states, "states", &mut out)?;
+    // The sections are made at once: the states' set into the file, the afterstates' set and
+    // the values in fixed point beside it (then appended; values as f64 are their own bytes).
+    let (states, (after, words)) = rayon::join(
+        || encode(stored_states, "states", &mut out),
+        || {
+            rayon::join(
+                || {
+                    let mut bytes = Vec::new();
+                    encode(afterstate_codes, "afterstates", &mut bytes).map(|()| bytes)
+                },
+                || match options.values {
+                    ValueCoding::F64 => Vec::new(),
+                    ValueCoding::Fixed { fraction_bits } => {
+                        pack_fixed(afterstate_values, fraction_bits, width)
+                    }
+                },
+            )
+        },
+    );
+    states?;
     let after_off = out.len();
-    encode(afterstate_codes, "afterstates", &mut out)?;
+    out.extend_from_slice(&after?);
     let values_off = out.len();
     match options.values {
         ValueCoding::F64 => {
@@ -319,20 +365,7 @@ pub fn encode_age_index_with_stats(
                 out.extend_from_slice(&v.to_le_bytes());
             }
         }
-        ValueCoding::Fixed { fraction_bits } => {
-            let w = width;
-            let mut words = vec![0u64; packed_words(afterstate_values.len() as u64, w) as usize];
-            if w > 0 {
-                for (i, &v) in afterstate_values.iter().enumerate() {
-                    let q = fixed_round(v, fraction_bits) as u64;
-                    let bit = i as u64 * u64::from(w);
-                    let (k, o) = ((bit / 64) as usize, (bit % 64) as u32);
-                    words[k] |= q << o;
-                    if o + w > 64 {
-                        words[k + 1] |= q >> (64 - o);
-                    }
-                }
-            }
+        ValueCoding::Fixed { .. } => {
             for x in words {
                 out.extend_from_slice(&x.to_le_bytes());
             }
