@@ -11,7 +11,7 @@ use age2048::rules::{Dir, Game, Group, Shape, Variant};
 use age2048::solver::forward::{AgeLayer, Start};
 use age2048::solver::layer::{sort_dedup, sort_dedup_pieces};
 use age2048::solver::table::ValueTable;
-use age2048::solver::{solve, SolveConfig, StorageRequest};
+use age2048::solver::{solve, SolveConfig, StorageRequest, DEFAULT_WRITE_AHEAD};
 use age2048::store::Store;
 use harness::{time, Rng};
 
@@ -188,6 +188,7 @@ fn main() {
             force: true,
             min_free: 0,
             storage: StorageRequest::FULL,
+            write_ahead: DEFAULT_WRITE_AHEAD,
         };
         let m = solve(&Store::new(&dir), &cfg, &|_| {}).unwrap();
         let _ = std::fs::remove_dir_all(&dir);

@@ -374,6 +374,47 @@ fn a_killed_compact_solve_resumes_and_ends_with_the_same_digests() {
     assert_eq!(snapshot_without_manifest(&a), snapshot_without_manifest(&b));
 }
 
+/// An age written as the backward pass values it (each age of a big board; `--write-ahead 0`
+/// makes every age one) is the same bytes as one handed whole to the writer thread, in both
+/// layouts and with several variants; killed and resumed, such a solve ends with them too.
+#[test]
+fn ages_written_by_the_pass_are_the_bytes_of_ages_written_beside_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let both = ["--variant", "expectation,goal-128"];
+    let compact = ["--layout", "compact", "--parquet-ages", "20-40"];
+    for (name, layout) in [("full", &[][..]), ("compact", &compact[..])] {
+        let (a, b) = (dir.path().join(name), dir.path().join(format!("{name}-0")));
+        let args: Vec<&str> = both.iter().chain(layout).copied().collect();
+        solve(&a, "2x4", &args);
+        let streamed: Vec<&str> = args.iter().copied().chain(["--write-ahead", "0"]).collect();
+        if name == "compact" {
+            for n in [9, 40] {
+                assert!(kill_after_ages_with(&b, "2x4", n, &streamed), "not killed");
+            }
+        }
+        solve(&b, "2x4", &streamed);
+        for v in ["expectation", "goal-128"] {
+            assert_eq!(
+                manifest(&b, "2x4", v)["files"],
+                manifest(&a, "2x4", v)["files"],
+                "{name} {v}"
+            );
+        }
+        assert_eq!(snapshot_without_manifest(&a), snapshot_without_manifest(&b));
+    }
+    let bad = dir.path().join("bad");
+    let o = run(&[
+        "solve",
+        "--board",
+        "2x2",
+        "--data",
+        bad.to_str().unwrap(),
+        "--write-ahead",
+        "lots",
+    ]);
+    assert_clean_error(&o, "--write-ahead lots");
+}
+
 /// The data files of a directory: not the manifests (they hold timings), nor the seals (they
 /// hold each file's inode and times in this directory).
 fn snapshot_without_manifest(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {

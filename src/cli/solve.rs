@@ -13,7 +13,9 @@ use super::{set_threads, CliError};
 use crate::index::MAX_FRACTION_BITS;
 use crate::rules::variant::Given;
 use crate::rules::{Group, Shape, Variant};
-use crate::solver::{solve, Event, Precision, SolveConfig, StorageRequest, DEFAULT_MIN_FREE};
+use crate::solver::{
+    solve, Event, Precision, SolveConfig, StorageRequest, DEFAULT_MIN_FREE, DEFAULT_WRITE_AHEAD,
+};
 use crate::store::lock::{lock_writer, Wait};
 use crate::store::verify::{check_variant, Depth};
 use crate::store::{LayoutKind, Manifest, Store, StoreError};
@@ -61,6 +63,12 @@ pub struct SolveArgs {
     /// stops with status 2, and the same command resumes once there is room.
     #[arg(long, value_name = "SIZE")]
     pub min_free: Option<String>,
+    /// Memory the solve may spend on finished ages waiting to be written, e.g. 64M (default
+    /// 512M): small ages are written beside the backward pass within it, bigger ones as the
+    /// pass values them. Less holds less memory and keeps fewer cores busy on small ages; 0
+    /// writes every age as it is valued. The files are the same bytes either way.
+    #[arg(long, value_name = "SIZE")]
+    pub write_ahead: Option<String>,
     /// How to store the solve: `full` (every state and afterstate in Parquet, indexes with
     /// state ids and f64 values) or `compact` for big boards (per age an index of the
     /// afterstate ids and their values, the `ages` table and the manifest; Parquet only for
@@ -89,8 +97,12 @@ pub fn config(a: &SolveArgs) -> Result<SolveConfig, CliError> {
         variants,
         force: a.force,
         min_free: match &a.min_free {
-            Some(t) => parse_size(t)?,
+            Some(t) => parse_size("--min-free", t)?,
             None => DEFAULT_MIN_FREE,
+        },
+        write_ahead: match &a.write_ahead {
+            Some(t) => parse_size("--write-ahead", t)?,
+            None => DEFAULT_WRITE_AHEAD,
         },
         storage: storage(a)?,
     })
@@ -423,11 +435,12 @@ fn summary(m: &Manifest) -> String {
     )
 }
 
-/// A size as given on the command line: bytes, or a number with K, M, G or T (powers of 1024).
-fn parse_size(text: &str) -> Result<u64, CliError> {
+/// A size as given on the command line to `flag`: bytes, or a number with K, M, G or T
+/// (powers of 1024).
+fn parse_size(flag: &str, text: &str) -> Result<u64, CliError> {
     let bad = || {
         CliError::Usage(format!(
-            "--min-free {text}: not a size (bytes, or a number with K, M, G or T, e.g. 500M)"
+            "{flag} {text}: not a size (bytes, or a number with K, M, G or T, e.g. 500M)"
         ))
     };
     let t = text.trim();
@@ -457,14 +470,15 @@ mod tests {
 
     #[test]
     fn sizes() {
-        assert_eq!(parse_size("0").unwrap(), 0);
-        assert_eq!(parse_size("4096").unwrap(), 4096);
-        assert_eq!(parse_size("1k").unwrap(), 1024);
-        assert_eq!(parse_size("500M").unwrap(), 500 << 20);
-        assert_eq!(parse_size("1.5G").unwrap(), 3 << 29);
-        assert_eq!(parse_size("2T").unwrap(), 2 << 40);
+        assert_eq!(parse_size("--min-free", "0").unwrap(), 0);
+        assert_eq!(parse_size("--min-free", "4096").unwrap(), 4096);
+        assert_eq!(parse_size("--min-free", "1k").unwrap(), 1024);
+        assert_eq!(parse_size("--min-free", "500M").unwrap(), 500 << 20);
+        assert_eq!(parse_size("--min-free", "1.5G").unwrap(), 3 << 29);
+        assert_eq!(parse_size("--min-free", "2T").unwrap(), 2 << 40);
         for bad in ["", "G", "-1G", "5X", "1e400", "nanG", "99999999999T"] {
-            assert!(parse_size(bad).is_err(), "{bad}");
+            let e = parse_size("--write-ahead", bad).unwrap_err().to_string();
+            assert!(e.starts_with("--write-ahead "), "{bad}: {e}");
         }
     }
 }

@@ -31,5 +31,5 @@ pub mod table;
 pub use error::{Result, SolveError};
 pub use run::{
     solve, Event, Precision, SolveConfig, StorageRequest, DEFAULT_MIN_FREE,
-    DEFAULT_POINTS_FRACTION_BITS, DEFAULT_PROBABILITY_FRACTION_BITS,
+    DEFAULT_POINTS_FRACTION_BITS, DEFAULT_PROBABILITY_FRACTION_BITS, DEFAULT_WRITE_AHEAD,
 };

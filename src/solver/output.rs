@@ -289,6 +289,10 @@ impl<'a> AgeWriter for AgeFiles<'a> {
         }
         self.write(out).map(Files::Written)
     }
+
+    fn wrote(files: &Files<'a>) -> bool {
+        matches!(files, Files::Written(_))
+    }
 }
 
 /// One variant's files of an age besides its `states` part, and the age's figures but the

@@ -41,6 +41,11 @@ pub struct SolveConfig {
     pub min_free: u64,
     /// How the solve is stored (the full layout by default).
     pub storage: StorageRequest,
+    /// Bytes of finished ages the backward pass may hand over before they are written
+    /// ([`DEFAULT_WRITE_AHEAD`]; one age of any size always goes): an age whose files fit
+    /// within it is written off the pass, a bigger one as the pass values it; with 0, every
+    /// age is. The files are the same bytes either way.
+    pub write_ahead: u64,
 }
 
 /// How to store a solve, as asked: the layout, and for the compact one the precision of its
@@ -125,11 +130,11 @@ pub enum Event {
 /// loses little, rarely enough that syncing costs little.
 const CHECKPOINT: Duration = Duration::from_millis(1000);
 
-/// How many bytes of finished ages the backward pass may hand over before they are recorded
-/// (one age of any size always goes): small ages are written after the pass within this
-/// budget, bigger ones as the pass goes; on big boards the pass waits rather than queueing
-/// ages of gigabytes.
-const WRITE_AHEAD_BYTES: usize = 512 << 20;
+/// How many bytes of finished ages the backward pass may hand over before they are recorded,
+/// unless told otherwise ([`SolveConfig::write_ahead`]): small ages are written after the
+/// pass within this budget, bigger ones as the pass goes; on big boards the pass waits
+/// rather than queueing ages of gigabytes.
+pub const DEFAULT_WRITE_AHEAD: u64 = 512 << 20;
 
 /// The state values of the ages finished since the last checkpoint (at most two): held
 /// (`Some`) for a small age, already in `.work/` (`None`) for a big one.
@@ -142,9 +147,6 @@ const SAVE_AT_ONCE: usize = 8 << 20;
 /// A finished age on its way to being recorded as done: its files written, or to be written
 /// first ([`Files::Deferred`]).
 struct Finished<'a> {
-    age: u32,
-    /// States and afterstates.
-    boards: u64,
     files: Files<'a>,
     /// The age itself where its files are still to be written, else only its state values
     /// (`summary.values`, `[i * k + v]`: a resume starts from those of the last finished ages).
@@ -243,6 +245,7 @@ fn solve_class(
 ) -> Result<Vec<Manifest>> {
     let t0 = Instant::now();
     let min_free = cfg.min_free;
+    let write_ahead = cfg.write_ahead;
     let storages: Vec<Storage> = variants
         .iter()
         .map(|v| cfg.storage.for_variant(v))
@@ -477,7 +480,7 @@ fn solve_class(
         // its own, after its files, while the pass values the next ages.
         let (tx, rx) = std::sync::mpsc::sync_channel::<Finished>(2);
         // … and its queue is bounded in bytes too (the state values it carries; budget.rs).
-        let budget = Budget::new(WRITE_AHEAD_BYTES);
+        let budget = Budget::new(usize::try_from(write_ahead).unwrap_or(usize::MAX));
         let budget = &budget;
         let bwd = &mut bwd;
         let work = &work;
@@ -532,12 +535,8 @@ fn solve_class(
                     for job in rx {
                         // What the pass acquired for this job, released once it is recorded.
                         let bytes = job.bytes();
-                        let Finished {
-                            age,
-                            boards,
-                            files,
-                            mut out,
-                        } = job;
+                        let Finished { files, mut out } = job;
+                        let (age, boards) = (out.age, out.boards);
                         let written = match files {
                             Files::Written(w) => w,
                             Files::Deferred(f) => f.write(&out)?,
@@ -596,26 +595,19 @@ fn solve_class(
                         min_free,
                     )?;
                     // Written after the pass if what the writer would hold fits its budget.
-                    let defer = AgeFiles::deferred_bytes(boards, k) <= WRITE_AHEAD_BYTES as u64;
+                    let defer = AgeFiles::deferred_bytes(boards, k) <= write_ahead;
                     Ok(AgeFiles::new(store, game, age, variants, &storages, defer))
                 },
                 |age| Ok(work.load_layers(age)?),
                 |mut out: AgeOutput, files| {
                     let stopped = || SolveError::Internal("the writer stopped".into());
-                    let boards = (out.states.len() + out.afterstates.len()) as u64;
                     let streamed = matches!(files, Files::Written(_));
                     if streamed {
-                        // Only the state values are still needed.
+                        // Only the state values are still needed (the pass let go of the
+                        // afterstates once their files were written).
                         out.states = Vec::new();
-                        out.afterstates = Vec::new();
-                        out.after_values = Vec::new();
                     }
-                    let job = Finished {
-                        age: out.age,
-                        boards,
-                        files,
-                        out,
-                    };
+                    let job = Finished { files, out };
                     if !budget.acquire(job.bytes()) {
                         return Err(stopped());
                     }
