@@ -74,15 +74,37 @@ pub struct AgeOutput {
     /// States and afterstates of the age (the vectors below may have been let go).
     pub boards: u64,
     pub states: Vec<u64>,
-    /// Empty once the age's writer wrote its files ([`AgeWriter::wrote`]).
+    /// Empty if the age's writer wrote their files before the states were valued
+    /// ([`AgeWriter::afterstates`]).
     pub afterstates: Vec<u64>,
     /// The states' figures per variant and values `[i * k + v]`.
     pub summary: Summary,
-    /// `after_values[i * k + v]`; empty once the age's writer wrote its files.
+    /// `after_values[i * k + v]`; empty with the afterstates.
     pub after_values: Vec<f64>,
 }
 
+/// An age's afterstates, valued, and its states' ids (not yet valued): what the age's
+/// afterstate files are made of.
+#[derive(Clone, Copy)]
+pub struct Afterstates<'a> {
+    pub age: u32,
+    pub states: &'a [u64],
+    pub ids: &'a [u64],
+    /// `values[i * k + v]`.
+    pub values: &'a [f64],
+}
+
 impl AgeOutput {
+    /// Its afterstates and the ids of its states.
+    pub fn afterstates(&self) -> Afterstates<'_> {
+        Afterstates {
+            age: self.age,
+            states: &self.states,
+            ids: &self.afterstates,
+            values: &self.after_values,
+        }
+    }
+
     /// The bytes the age holds (its vectors' lengths).
     pub fn bytes(&self) -> usize {
         use std::mem::size_of;
@@ -103,17 +125,18 @@ pub trait AgeWriter: Send {
     type Written: Send;
     /// What the writer needs of the states' records.
     fn wants(&self) -> Wants;
+    /// The age's afterstates, valued, before its states are: a writer that writes their
+    /// files now says `true`, and the pass lets go of them (their ids and values, 16 bytes
+    /// each) before it values the states. By default (`false`) they are kept for
+    /// [`AgeWriter::finish`] and whoever receives the age.
+    fn afterstates(&mut self, _: Afterstates<'_>) -> Result<bool> {
+        Ok(false)
+    }
     /// The records of the next states of the age, `ids` in row order: `recs[i * k + v]` for
     /// `i < ids.len()` (the vector may be longer). The writer may take the vector.
     fn states(&mut self, ids: &[u64], recs: &mut Vec<StateRec>) -> Result<()>;
-    /// The valued age; the pass builds the age's level once this returns.
+    /// The valued age (the pass builds its level table meanwhile).
     fn finish(self, out: &AgeOutput) -> Result<Self::Written>;
-    /// Whether `finish` wrote the age's files (rather than handing them on unwritten): the
-    /// pass then lets go of the age's afterstates, their ids and values, before it builds the
-    /// age's level. By default they are kept for whoever receives the age.
-    fn wrote(_: &Self::Written) -> bool {
-        false
-    }
 }
 
 /// What an [`AgeWriter`] needs of an age's records.
@@ -206,31 +229,40 @@ impl<'g> Backward<'g> {
             // afterstates, the afterstates' only by age n's states.
             drop(std::mem::replace(&mut next4, Level::empty(age + 4)));
             let after_table = ValueTable::new(&afterstates, &after_values, self.k());
-            let mut writer = open(age, (states.len() + afterstates.len()) as u64)?;
+            let boards = (states.len() + afterstates.len()) as u64;
+            let mut writer = open(age, boards)?;
+            // The afterstates' files now, if the writer writes them now: then the afterstates'
+            // ids and values go before the states are valued and the age's level is built
+            // (beside two state tables they made the pass's peak: 4x3 `goal-128 --layout
+            // compact`, 1,033 MB while the files were written as the level was built).
+            let written = writer.afterstates(Afterstates {
+                age,
+                states: &states,
+                ids: &afterstates,
+                values: &after_values,
+            })?;
+            let (afterstates, after_values) = if written {
+                (Vec::new(), Vec::new())
+            } else {
+                (afterstates, after_values)
+            };
             let summary =
                 self.state_summary(age, &states, &after_table, &mut writer, &mut buffers)?;
             drop(after_table);
-            let mut out = AgeOutput {
+            let out = AgeOutput {
                 age,
-                boards: (states.len() + afterstates.len()) as u64,
+                boards,
                 states,
                 afterstates,
                 summary,
                 after_values,
             };
-            // The age's files (its index, the rest of its Parquet), then its level: one after
-            // the other, so that a big age's afterstates and index bytes are gone before its
-            // level's table is built beside age n + 2's (built while the files were written,
-            // they made the pass's peak: 4x3 `goal-128 --layout compact`, 1,033 MB against
-            // 863 when the age's states were valued). The files of a small age are written
-            // later, off the pass (`finish` returns at once).
-            let written = writer.finish(&out)?;
-            if W::wrote(&written) {
-                out.afterstates = Vec::new();
-                out.after_values = Vec::new();
-            }
-            let table = ValueTable::from_fn(&out.states, |j| out.state_value(j), self.k());
-            sink(out, written)?;
+            // The rest of the age's files while its level is built.
+            let (written, table) = rayon::join(
+                || writer.finish(&out),
+                || ValueTable::from_fn(&out.states, |j| out.state_value(j), self.k()),
+            );
+            sink(out, written?)?;
             next4 = std::mem::replace(&mut next2, Level { age, table });
             if age < 2 {
                 break;

@@ -7,7 +7,7 @@
 
 use rayon::prelude::*;
 
-use super::backward::{AgeOutput, AgeWriter, Wants};
+use super::backward::{Afterstates, AgeOutput, AgeWriter, Wants};
 use super::records::{clamp_for, state_figures, StateFigures, StateRec, NO_MOVE};
 use super::{Result, SolveError};
 use crate::index::{encode_age_index_with_stats, AgeIndexMeta, IndexOptions, ValueCoding};
@@ -50,6 +50,9 @@ pub struct AgeFiles<'a> {
     states: Vec<Option<Option<PartWriter<TempFile>>>>,
     /// A deferred age's records, `[i * k + v]`.
     records: Vec<StateRec>,
+    /// Per variant, the age's files but its `states` parts, once written
+    /// ([`AgeWriter::afterstates`]: before the states are valued).
+    after: Option<Vec<AfterFiles>>,
 }
 
 /// What [`AgeFiles::finish`] came to.
@@ -84,6 +87,7 @@ impl<'a> AgeFiles<'a> {
                 .map(|s| s.parquet_at(age).then_some(None))
                 .collect(),
             records: Vec::new(),
+            after: None,
         }
     }
 
@@ -107,6 +111,7 @@ impl<'a> AgeFiles<'a> {
         let k = self.variants.len();
         let whole = self.wants() == Wants::Whole;
         let records = std::mem::take(&mut self.records);
+        let after = self.after.take();
         let AgeFiles {
             store,
             game,
@@ -146,13 +151,9 @@ impl<'a> AgeFiles<'a> {
                 }
                 Ok(figures)
             },
-            || -> Result<Vec<AfterFiles>> {
-                variants
-                    .par_iter()
-                    .zip(storages.par_iter())
-                    .enumerate()
-                    .map(|(vi, (v, storage))| after_files(store, game, out, k, vi, v, storage))
-                    .collect()
+            || match after {
+                Some(written) => Ok(written),
+                None => all_after_files(store, game, variants, storages, out.afterstates()),
             },
         );
         let figures = pushed?;
@@ -283,15 +284,27 @@ impl<'a> AgeWriter for AgeFiles<'a> {
         )
     }
 
+    /// A big age's afterstate files are written at once; a deferred age's wait for it.
+    fn afterstates(&mut self, a: Afterstates<'_>) -> Result<bool> {
+        if self.defer || (a.states.is_empty() && a.ids.is_empty()) {
+            return Ok(false);
+        }
+        let (store, game) = (self.store, self.game);
+        self.after = Some(all_after_files(
+            store,
+            game,
+            self.variants,
+            self.storages,
+            a,
+        )?);
+        Ok(true)
+    }
+
     fn finish(self, out: &AgeOutput) -> Result<Files<'a>> {
         if self.defer {
             return Ok(Files::Deferred(self));
         }
         self.write(out).map(Files::Written)
-    }
-
-    fn wrote(files: &Files<'a>) -> bool {
-        matches!(files, Files::Written(_))
     }
 }
 
@@ -304,11 +317,27 @@ struct AfterFiles {
     index: FileEntry,
 }
 
+/// [`after_files`] of every variant, in parallel.
+fn all_after_files(
+    store: &Store,
+    game: &Game,
+    variants: &[Variant],
+    storages: &[Storage],
+    a: Afterstates<'_>,
+) -> Result<Vec<AfterFiles>> {
+    variants
+        .par_iter()
+        .zip(storages.par_iter())
+        .enumerate()
+        .map(|(vi, (v, storage))| after_files(store, game, a, variants.len(), vi, v, storage))
+        .collect()
+}
+
 /// The `afterstates` part (if the age is kept in Parquet) and the index of variant `vi`.
 fn after_files(
     store: &Store,
     game: &Game,
-    out: &AgeOutput,
+    a: Afterstates<'_>,
     k: usize,
     vi: usize,
     v: &Variant,
@@ -317,40 +346,31 @@ fn after_files(
     let shape = game.shape();
     let cells = game.cells();
     let name = v.name();
-    let age = out.age;
+    let age = a.age;
     let clamp = clamp_for(v);
     let mut stats = AgeStats {
         age,
-        n_states: out.states.len() as u64,
-        n_afterstates: out.afterstates.len() as u64,
+        n_states: a.states.len() as u64,
+        n_afterstates: a.ids.len() as u64,
         ..Default::default()
     };
     // The values of this variant as stored: the pass's own when they are already (one
     // variant, none out of range), else a copy (8 bytes an afterstate at the age's peak).
-    let after_values: std::borrow::Cow<[f64]> = if k == 1
-        && out
-            .after_values
-            .iter()
-            .all(|&x| clamp(x).to_bits() == x.to_bits())
-    {
-        std::borrow::Cow::Borrowed(&out.after_values)
-    } else {
-        out.after_values
-            .iter()
-            .skip(vi)
-            .step_by(k)
-            .map(|&x| clamp(x))
-            .collect()
-    };
-    let empty = |a: u64| board::count_empty(a, cells) as u8;
-    if !out.afterstates.is_empty() {
-        stats.mean_empty_cells_afterstates = Some(
-            out.afterstates
+    let after_values: std::borrow::Cow<[f64]> =
+        if k == 1 && a.values.iter().all(|&x| clamp(x).to_bits() == x.to_bits()) {
+            std::borrow::Cow::Borrowed(a.values)
+        } else {
+            a.values
                 .iter()
-                .map(|&a| f64::from(empty(a)))
-                .sum::<f64>()
-                / out.afterstates.len() as f64,
-        );
+                .skip(vi)
+                .step_by(k)
+                .map(|&x| clamp(x))
+                .collect()
+        };
+    let empty = |a: u64| board::count_empty(a, cells) as u8;
+    if !a.ids.is_empty() {
+        stats.mean_empty_cells_afterstates =
+            Some(a.ids.iter().map(|&a| f64::from(empty(a))).sum::<f64>() / a.ids.len() as f64);
         stats.best_afterstate_value = after_values.iter().copied().reduce(f64::max);
     }
 
@@ -371,8 +391,8 @@ fn after_files(
             };
             let (bytes, s) = encode_age_index_with_stats(
                 &meta,
-                &out.states,
-                &out.afterstates,
+                a.states,
+                a.ids,
                 &after_values,
                 index_options(storage),
             )
@@ -393,8 +413,8 @@ fn after_files(
                 return Ok(None);
             }
             let mut part = store.afterstates_part(&after_path)?;
-            for (ids, values) in out
-                .afterstates
+            for (ids, values) in a
+                .ids
                 .chunks(ROWS_PER_GROUP)
                 .zip(after_values.chunks(ROWS_PER_GROUP))
             {
