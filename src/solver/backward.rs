@@ -228,19 +228,25 @@ impl<'g> Backward<'g> {
             // at most two big tables exist at once: age n + 4's is read only by age n's
             // afterstates, the afterstates' only by age n's states.
             drop(std::mem::replace(&mut next4, Level::empty(age + 4)));
-            let after_table = ValueTable::new(&afterstates, &after_values, self.k());
             let boards = (states.len() + afterstates.len()) as u64;
             let mut writer = open(age, boards)?;
-            // The afterstates' files now, if the writer writes them now: then the afterstates'
-            // ids and values go before the states are valued and the age's level is built
-            // (beside two state tables they made the pass's peak: 4x3 `goal-128 --layout
-            // compact`, 1,033 MB while the files were written as the level was built).
-            let written = writer.afterstates(Afterstates {
-                age,
-                states: &states,
-                ids: &afterstates,
-                values: &after_values,
-            })?;
+            // The afterstates' files now, if the writer writes them now, while their table is
+            // built: then the afterstates' ids and values go before the states are valued and
+            // the age's level is built (beside two state tables they made the pass's peak:
+            // 4x3 `goal-128 --layout compact`, 1,033 MB while the files were written as the
+            // level was built).
+            let (after_table, written) = rayon::join(
+                || ValueTable::new(&afterstates, &after_values, self.k()),
+                || {
+                    writer.afterstates(Afterstates {
+                        age,
+                        states: &states,
+                        ids: &afterstates,
+                        values: &after_values,
+                    })
+                },
+            );
+            let written = written?;
             let (afterstates, after_values) = if written {
                 (Vec::new(), Vec::new())
             } else {
