@@ -82,7 +82,12 @@ impl Compaction {
     /// The base the paper uses for a set of codes: one more than the largest exponent
     /// present (at least 2, so an all-empty age still has a well-formed codec).
     pub fn base_for(codes: impl IntoIterator<Item = u64>) -> u8 {
-        (max_exponent(codes) + 1).max(2)
+        Self::base_above(max_exponent(codes))
+    }
+
+    /// The base of codes whose largest exponent is `e` (at least 2).
+    fn base_above(e: u8) -> u8 {
+        (e + 1).max(2)
     }
 
     /// [`Compaction::base_for`] of the codes of every set, scanned in parallel.
@@ -98,7 +103,7 @@ impl Compaction {
             })
             .max()
             .unwrap_or(0);
-        (max + 1).max(2)
+        Self::base_above(max)
     }
 
     pub fn rows(&self) -> u8 {

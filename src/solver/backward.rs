@@ -232,9 +232,9 @@ impl<'g> Backward<'g> {
             let mut writer = open(age, boards)?;
             // The afterstates' files now, if the writer writes them now, while their table is
             // built: then the afterstates' ids and values go before the states are valued and
-            // the age's level is built (beside two state tables they made the pass's peak:
-            // 4x3 `goal-128 --layout compact`, 1,033 MB while the files were written as the
-            // level was built).
+            // the age's level is built (beside two state tables they made a big age's peak:
+            // 4x3 `goal-128 --layout compact`, 1,033 MB at its largest age while the files
+            // were written as the level was built, 905–965 MB since).
             let (after_table, written) = rayon::join(
                 || ValueTable::new(&afterstates, &after_values, self.k()),
                 || {
