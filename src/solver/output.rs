@@ -289,10 +289,9 @@ impl<'a> AgeWriter for AgeFiles<'a> {
         if self.defer || (a.states.is_empty() && a.ids.is_empty()) {
             return Ok(false);
         }
-        let (store, game) = (self.store, self.game);
         self.after = Some(all_after_files(
-            store,
-            game,
+            self.store,
+            self.game,
             self.variants,
             self.storages,
             a,
@@ -367,10 +366,10 @@ fn after_files(
                 .map(|&x| clamp(x))
                 .collect()
         };
-    let empty = |a: u64| board::count_empty(a, cells) as u8;
+    let empty = |id: u64| board::count_empty(id, cells) as u8;
     if !a.ids.is_empty() {
         stats.mean_empty_cells_afterstates =
-            Some(a.ids.iter().map(|&a| f64::from(empty(a))).sum::<f64>() / a.ids.len() as f64);
+            Some(a.ids.iter().map(|&id| f64::from(empty(id))).sum::<f64>() / a.ids.len() as f64);
         stats.best_afterstate_value = after_values.iter().copied().reduce(f64::max);
     }
 
@@ -421,7 +420,7 @@ fn after_files(
                 part.push_afterstates(
                     ids.to_vec(),
                     values.to_vec(),
-                    ids.iter().map(|&a| empty(a)).collect(),
+                    ids.iter().map(|&id| empty(id)).collect(),
                 )?;
             }
             Ok(Some(store.commit_part(part)?))
