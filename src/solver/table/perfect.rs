@@ -26,7 +26,10 @@
 //! `None` (the pass reports such a miss as an inconsistency between the passes). A layer of
 //! `n` ids costs `(2 + 8k) / ALPHA + 2 / LAMBDA` bytes an id: 11.8 with one variant, against
 //! 21 to 32 for an open-addressing table of ids and values. Building is parallel over parts
-//! and deterministic: a part's pilots depend on its ids only.
+//! and deterministic: a part's pilots depend on its ids only. A build reads the ids in scans
+//! of [`PARTS_PER_SCAN`] parts, gathering each scan's ids with their values in the layer's
+//! order (what it holds beside the table: 8 + 8k bytes a key of the scan); each id's scan is
+//! noted as a byte when there are several, so that no id is hashed once a scan.
 
 use rayon::prelude::*;
 
@@ -44,6 +47,10 @@ const ALPHA: f64 = 0.9;
 /// Parts built from one scan of the ids: bounds what the build holds besides the table (16
 /// bytes an id of the parts under way: 1/8 of a big layer's ids).
 const PARTS_PER_SCAN: usize = 128;
+
+/// Scans of a build at most (a scan's number is a byte a key; past this many, a scan takes
+/// more parts).
+const MAX_SCANS: usize = 255;
 
 /// Bytes of a slot's fingerprint.
 const FP: usize = 2;
@@ -145,6 +152,17 @@ impl PerfectTable {
     /// [`super::ValueTable::new`] with `value(rank * k + v)` the value of variant `v` of the id of
     /// rank `rank`: the values need not sit in a vector of their own.
     pub fn from_fn(ids: &[u64], value: impl Fn(usize) -> f64 + Sync, k: usize) -> PerfectTable {
+        PerfectTable::build(ids, value, k, PARTS_PER_SCAN)
+    }
+
+    /// [`PerfectTable::from_fn`] building at least `per_scan` parts a scan of the ids (the
+    /// table is the same whatever the scans: a part's pilots and slots depend on its ids only).
+    fn build(
+        ids: &[u64],
+        value: impl Fn(usize) -> f64 + Sync,
+        k: usize,
+        per_scan: usize,
+    ) -> PerfectTable {
         debug_assert!(
             super::super::layer::is_layer(ids),
             "a layer must be sorted and deduplicated"
@@ -152,19 +170,22 @@ impl PerfectTable {
         let n = ids.len();
         let parts = n.div_ceil(PART).max(1);
         let stride = FP + 8 * k;
-        // Scans: each gathers the hashes and ranks of the ids of a run of parts, builds those
+        // Scans: each gathers the ids and values of the ids of a run of parts, builds those
         // parts (in parallel), and writes their slots.
         let mut bucket_start = vec![0usize; parts + 1];
         let mut slot_start = vec![0usize; parts + 1];
         let mut pilots: Vec<u16> = super::super::huge::with_capacity(n.div_ceil(LAMBDA) + parts);
         let mut slots: Vec<u8> =
             super::super::huge::with_capacity(((n as f64 / ALPHA) as usize + 2 * parts) * stride);
-        for first in (0..parts).step_by(PARTS_PER_SCAN) {
-            let last = (first + PARTS_PER_SCAN).min(parts);
-            let by_part = gather(ids, parts, first, last);
+        let per_scan = per_scan.max(parts.div_ceil(MAX_SCANS)).max(1);
+        let scan_of = scans_of(ids, parts, per_scan);
+        for first in (0..parts).step_by(per_scan) {
+            let last = (first + per_scan).min(parts);
+            let scan = (first / per_scan) as u8;
+            let by_part = gather(ids, &value, k, (&scan_of, scan), parts, first, last);
             let built: Vec<Part> = by_part
                 .into_par_iter()
-                .map(|pieces| Part::build(pieces, &value, k))
+                .map(|pieces| Part::build(pieces, k))
                 .collect();
             for (p, part) in (first..last).zip(built) {
                 bucket_start[p + 1] = bucket_start[p] + part.pilots.len();
@@ -257,25 +278,112 @@ impl PerfectTable {
     }
 }
 
-/// The ids and ranks of the ids of parts `first..last` (of `parts`), by part: each part's
-/// keys as pieces in increasing rank.
-fn gather(ids: &[u64], parts: usize, first: usize, last: usize) -> Vec<Vec<Vec<(u64, u32)>>> {
-    const CHUNK: usize = 1 << 16;
-    let pieces: Vec<Vec<Vec<(u64, u32)>>> = ids
-        .par_chunks(CHUNK)
+/// The part of `id` in a table of `parts` parts.
+#[inline(always)]
+fn part_of(id: u64, parts: usize) -> usize {
+    reduce(mix(id), parts)
+}
+
+/// Ids a task of [`scans_of`] and [`gather`] reads at least (a multiple of 8).
+const GATHER_CHUNK: usize = 1 << 16;
+
+/// Tasks of a [`gather`] at most: each gives every part a piece of its own, so a big layer cut
+/// into chunks of [`GATHER_CHUNK`] ids would give each part thousands of pieces of a few
+/// keys (2,048 of 32 for 2^27 ids), each a vector grown from nothing.
+const GATHER_TASKS: usize = 256;
+
+/// The ids a task of [`gather`] reads, for a layer of `n` ids.
+fn gather_chunk(n: usize) -> usize {
+    n.div_ceil(GATHER_TASKS)
+        .next_multiple_of(8)
+        .max(GATHER_CHUNK)
+}
+
+/// Each id's scan (its part over `per_scan`) as a byte, so that the scans after the first
+/// skip the ids of other scans without hashing them: the ids are read once a scan, and a
+/// build of `s` scans would otherwise hash every id `s` times (36 scans for 4x3's largest
+/// age, where a build of 2^27 ids already took 1.5 times as long an id as one of 2^23).
+/// Empty when one scan builds every part.
+fn scans_of(ids: &[u64], parts: usize, per_scan: usize) -> Vec<u8> {
+    if parts <= per_scan {
+        return Vec::new();
+    }
+    debug_assert!(parts.div_ceil(per_scan) <= MAX_SCANS);
+    let mut out = vec![0u8; ids.len()];
+    out.par_chunks_mut(GATHER_CHUNK)
+        .zip(ids.par_chunks(GATHER_CHUNK))
+        .for_each(|(scans, ids)| {
+            for (s, &id) in scans.iter_mut().zip(ids) {
+                *s = (part_of(id, parts) / per_scan) as u8;
+            }
+        });
+    out
+}
+
+/// Some keys of a part: ids, and their values (`k` an id).
+#[derive(Default)]
+struct Piece {
+    ids: Vec<u64>,
+    values: Vec<f64>,
+}
+
+/// The ids of parts `first..last` (of `parts`) with their values, by part: each part's keys
+/// as pieces in increasing rank. The values are read here, in the ids' order (a sequential
+/// read, where a part's keys read in bucket order would each miss the cache and the TLB).
+/// `scan_of` is [`scans_of`]'s (empty: every id is hashed), `scan` the number of this scan.
+fn gather(
+    ids: &[u64],
+    value: &(impl Fn(usize) -> f64 + Sync),
+    k: usize,
+    (scan_of, scan): (&[u8], u8),
+    parts: usize,
+    first: usize,
+    last: usize,
+) -> Vec<Vec<Piece>> {
+    debug_assert!(scan_of.is_empty() || scan_of.len() == ids.len());
+    let size = gather_chunk(ids.len());
+    let pieces: Vec<Vec<Piece>> = ids
+        .par_chunks(size)
         .enumerate()
         .map(|(c, chunk)| {
-            let mut out: Vec<Vec<(u64, u32)>> = vec![Vec::new(); last - first];
-            for (i, &id) in chunk.iter().enumerate() {
-                let p = reduce(mix(id), parts);
+            let mut out: Vec<Piece> = (first..last).map(|_| Piece::default()).collect();
+            let base = c * size;
+            let mut take = |i: usize| {
+                let id = chunk[i];
+                let p = part_of(id, parts);
                 if (first..last).contains(&p) {
-                    out[p - first].push((id, (c * CHUNK + i) as u32));
+                    let piece = &mut out[p - first];
+                    piece.ids.push(id);
+                    let rank = base + i;
+                    piece.values.extend((0..k).map(|v| value(rank * k + v)));
+                }
+            };
+            if scan_of.is_empty() {
+                (0..chunk.len()).for_each(&mut take);
+            } else {
+                // Eight scan bytes at a time: a word without this scan's byte is skipped.
+                let scans = &scan_of[base..base + chunk.len()];
+                let this = u64::from_ne_bytes([scan; 8]);
+                let ones = u64::from_ne_bytes([1; 8]);
+                let highs = u64::from_ne_bytes([0x80; 8]);
+                for (w, word) in scans.chunks(8).enumerate() {
+                    if let Ok(bytes) = <[u8; 8]>::try_from(word) {
+                        let x = u64::from_ne_bytes(bytes) ^ this;
+                        if x.wrapping_sub(ones) & !x & highs == 0 {
+                            continue; // no byte of this scan
+                        }
+                    }
+                    for (j, &s) in word.iter().enumerate() {
+                        if s == scan {
+                            take(8 * w + j);
+                        }
+                    }
                 }
             }
             out
         })
         .collect();
-    let mut by_part: Vec<Vec<Vec<(u64, u32)>>> = (first..last).map(|_| Vec::new()).collect();
+    let mut by_part: Vec<Vec<Piece>> = (first..last).map(|_| Vec::new()).collect();
     for piece in pieces {
         for (part, keys) in by_part.iter_mut().zip(piece) {
             part.push(keys);
@@ -284,12 +392,13 @@ fn gather(ids: &[u64], parts: usize, first: usize, last: usize) -> Vec<Vec<Vec<(
     by_part
 }
 
-/// A key of a part being built: its hashes ([`mix`], [`mix2`]) and its rank in the layer.
+/// A key of a part being built: its hashes ([`mix`], [`mix2`]) and where its values are
+/// among the part's.
 #[derive(Clone, Copy, Default)]
 struct Key {
     h: u64,
     h2: u64,
-    rank: u32,
+    at: u32,
 }
 
 /// One built part: its pilots and its slots.
@@ -299,24 +408,29 @@ struct Part {
 }
 
 impl Part {
-    /// The part of `pieces` (id, rank): pilots found bucket by bucket, biggest first; if a
-    /// bucket finds none, the part is built again with more slots.
-    fn build(
-        pieces: Vec<Vec<(u64, u32)>>,
-        value: &(impl Fn(usize) -> f64 + Sync),
-        k: usize,
-    ) -> Part {
+    /// The part of `pieces` (ids and their `k` values each): pilots found bucket by bucket,
+    /// biggest first; if a bucket finds none, the part is built again with more slots.
+    fn build(pieces: Vec<Piece>, k: usize) -> Part {
         // Each key's two hashes, computed once.
         let keys: Vec<Key> = pieces
             .iter()
-            .flatten()
-            .map(|&(id, rank)| Key {
+            .flat_map(|p| &p.ids)
+            .enumerate()
+            .map(|(at, &id)| Key {
                 h: mix(id),
                 h2: mix2(id),
-                rank,
+                at: at as u32,
             })
             .collect();
-        drop(pieces);
+        let values: Vec<f64> = if pieces.len() == 1 {
+            pieces
+                .into_iter()
+                .next()
+                .map(|p| p.values)
+                .unwrap_or_default()
+        } else {
+            pieces.into_iter().flat_map(|p| p.values).collect()
+        };
         let m = keys.len();
         let buckets = m.div_ceil(LAMBDA).max(1);
         // Keys by bucket (counting sort), then buckets by decreasing size (ties by index).
@@ -335,8 +449,7 @@ impl Part {
             fill[b] += 1;
         }
         drop(keys);
-        let mut order: Vec<usize> = (0..buckets).collect();
-        order.sort_by_key(|&b| std::cmp::Reverse(start[b + 1] - start[b]));
+        let order = by_decreasing_size(&start);
         let mut n_slots = ((m as f64 / ALPHA).ceil() as usize).max(m).max(1);
         let (pilots, slot_of_key) = loop {
             if let Some(found) = place(&sorted, &start, &order, n_slots) {
@@ -350,7 +463,7 @@ impl Part {
             let slot = &mut slots[s * stride..(s + 1) * stride];
             slot[..FP].copy_from_slice(&fingerprint(key.h).to_le_bytes());
             for v in 0..k {
-                let bits = value(key.rank as usize * k + v).to_bits();
+                let bits = values[key.at as usize * k + v].to_bits();
                 slot[FP + 8 * v..FP + 8 * v + 8].copy_from_slice(&bits.to_le_bytes());
             }
         }
@@ -375,6 +488,30 @@ impl Part {
         }
         Part { pilots, slots }
     }
+}
+
+/// The buckets (`start[b]..start[b + 1]` each) by decreasing size, ties by index: a
+/// counting sort by size (sizes are small: ≈ [`LAMBDA`] keys a bucket), the order of a stable
+/// sort of the buckets by decreasing size.
+fn by_decreasing_size(start: &[usize]) -> Vec<usize> {
+    let size = |b: usize| start[b + 1] - start[b];
+    let buckets = start.len() - 1;
+    let largest = (0..buckets).map(size).max().unwrap_or(0);
+    // at[z]: where the buckets of size z begin, sizes from the largest down.
+    let mut at = vec![0usize; largest + 2];
+    for b in 0..buckets {
+        at[largest - size(b) + 1] += 1;
+    }
+    for z in 0..=largest {
+        at[z + 1] += at[z];
+    }
+    let mut order = vec![0usize; buckets];
+    for b in 0..buckets {
+        let z = largest - size(b);
+        order[at[z]] = b;
+        at[z] += 1;
+    }
+    order
 }
 
 /// Pilots for the buckets of a part (`sorted` keys grouped by bucket, bucket `b` at
@@ -451,6 +588,43 @@ mod tests {
                 let bound = (FP + 8 * k) as f64 / ALPHA + 2.0 / LAMBDA as f64 + 0.5;
                 assert!(n < PART || per_id < bound, "{per_id} bytes an id");
             }
+        }
+    }
+
+    #[test]
+    fn a_build_in_many_scans_is_the_build_in_one() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+        // 6 parts, some ids in a last chunk shorter than a word of scan bytes.
+        let ids = super::super::super::layer::sort_dedup(
+            (0..PART * 5 + 13).map(|_| rng.gen::<u64>() >> 4).collect(),
+        );
+        let values: Vec<f64> = (0..ids.len() * 2).map(|j| j as f64 / 3.0).collect();
+        let value = |j: usize| values[j];
+        let one = PerfectTable::build(&ids, value, 2, usize::MAX);
+        assert!(one.bucket_start.len() > 6, "six parts or more");
+        for per_scan in [1, 2, 4] {
+            let many = PerfectTable::build(&ids, value, 2, per_scan);
+            assert_eq!(
+                many.bucket_start, one.bucket_start,
+                "{per_scan} parts a scan"
+            );
+            assert_eq!(many.pilots, one.pilots, "{per_scan} parts a scan");
+            assert!(many.slots == one.slots, "{per_scan} parts a scan");
+        }
+    }
+
+    #[test]
+    fn buckets_come_biggest_first_ties_by_index() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(6);
+        for buckets in [0usize, 1, 2, 17, 5000] {
+            let mut start = vec![0usize];
+            for _ in 0..buckets {
+                let last = *start.last().unwrap();
+                start.push(last + rng.gen_range(0..9));
+            }
+            let mut naive: Vec<usize> = (0..buckets).collect();
+            naive.sort_by_key(|&b| std::cmp::Reverse(start[b + 1] - start[b]));
+            assert_eq!(by_decreasing_size(&start), naive, "{buckets} buckets");
         }
     }
 
