@@ -100,6 +100,11 @@ impl<'a> AgeFiles<'a> {
         boards.saturating_mul(per_board as u64)
     }
 
+    /// Whether the age is written after the pass ([`Files::Deferred`]).
+    pub fn deferred(&self) -> bool {
+        self.defer
+    }
+
     /// The bytes a deferred age's records hold.
     pub fn bytes(&self) -> usize {
         self.records.len() * std::mem::size_of::<StateRec>()

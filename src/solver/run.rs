@@ -13,11 +13,12 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::backward::{AgeOutput, Backward, Level};
+use super::backward::{Afterstates, AgeOutput, AgeWriter, Backward, Level, Wants};
 use super::budget::Budget;
 use super::checkpoint::Checkpointer;
 use super::forward::{self, AgeLayer, Start};
 use super::output::{AgeFiles, Files};
+use super::records::StateRec;
 use super::{Result, SolveError};
 use crate::rules::board;
 use crate::rules::{ForwardClass, Game, Group, Kind, Shape, Symmetry, Variant};
@@ -144,10 +145,58 @@ type Recent = Vec<(u32, Option<Vec<f64>>)>;
 /// age is finished instead of waiting in memory for the next checkpoint.
 const SAVE_AT_ONCE: usize = 8 << 20;
 
+/// The writer of an age in the backward pass: its files ([`AgeFiles`]) and, for an age
+/// written as the pass goes (a big one, unless `--write-ahead` says otherwise), its state
+/// values saved to `.work/` (a resume reads them) while its level is built. The pass holds them then anyway; saved later on the writer thread,
+/// they stayed in memory until that thread came to them, which under a backlog of writes was
+/// while the pass built the next age's level: 8 more bytes a state at the pass's peak
+/// (4x3 `goal-256 --layout compact`: 1,949 MB at age 416 where its neighbours peaked at
+/// 1,644 to 1,711).
+struct AgeWork<'a> {
+    files: AgeFiles<'a>,
+    work: &'a WorkDir,
+}
+
+impl<'a> AgeWriter for AgeWork<'a> {
+    /// The age's files, and whether its state values were saved.
+    type Written = (Files<'a>, bool);
+
+    fn wants(&self) -> Wants {
+        self.files.wants()
+    }
+
+    fn states(&mut self, ids: &[u64], recs: &mut Vec<StateRec>) -> Result<()> {
+        self.files.states(ids, recs)
+    }
+
+    fn afterstates(&mut self, a: Afterstates<'_>) -> Result<bool> {
+        self.files.afterstates(a)
+    }
+
+    fn finish(self, out: &AgeOutput) -> Result<Self::Written> {
+        let values = &out.summary.values;
+        // Ages ≤ 8 are kept for the initial states' values: the writer thread saves them.
+        let save = out.age > 8 && !self.files.deferred();
+        let work = self.work;
+        let (files, saved) = rayon::join(
+            || self.files.finish(out),
+            || -> Result<bool> {
+                if save {
+                    work.save_values(out.age, values)?;
+                }
+                Ok(save)
+            },
+        );
+        Ok((files?, saved?))
+    }
+}
+
 /// A finished age on its way to being recorded as done: its files written, or to be written
 /// first ([`Files::Deferred`]).
 struct Finished<'a> {
     files: Files<'a>,
+    /// Whether its state values are in `.work/` already ([`AgeWork`]).
+    saved: bool,
     /// The age itself where its files are still to be written, else only its state values
     /// (`summary.values`, `[i * k + v]`: a resume starts from those of the last finished ages).
     out: AgeOutput,
@@ -535,7 +584,11 @@ fn solve_class(
                     for job in rx {
                         // What the pass acquired for this job, released once it is recorded.
                         let bytes = job.bytes();
-                        let Finished { files, mut out } = job;
+                        let Finished {
+                            files,
+                            saved,
+                            mut out,
+                        } = job;
                         let (age, boards) = (out.age, out.boards);
                         let written = match files {
                             Files::Written(w) => w,
@@ -554,7 +607,9 @@ fn solve_class(
                                     work.remove_values(old)?;
                                 }
                             }
-                            if values.len() >= SAVE_AT_ONCE {
+                            if saved {
+                                recent.push((age, None));
+                            } else if values.len() >= SAVE_AT_ONCE {
                                 work.save_values(age, &values)?;
                                 recent.push((age, None));
                             } else {
@@ -596,10 +651,13 @@ fn solve_class(
                     )?;
                     // Written after the pass if what the writer would hold fits its budget.
                     let defer = AgeFiles::deferred_bytes(boards, k) <= write_ahead;
-                    Ok(AgeFiles::new(store, game, age, variants, &storages, defer))
+                    Ok(AgeWork {
+                        files: AgeFiles::new(store, game, age, variants, &storages, defer),
+                        work,
+                    })
                 },
                 |age| Ok(work.load_layers(age)?),
-                |mut out: AgeOutput, files| {
+                |mut out: AgeOutput, (files, saved)| {
                     let stopped = || SolveError::Internal("the writer stopped".into());
                     let streamed = matches!(files, Files::Written(_));
                     if streamed {
@@ -607,7 +665,11 @@ fn solve_class(
                         // afterstates once their files were written).
                         out.states = Vec::new();
                     }
-                    let job = Finished { files, out };
+                    if saved {
+                        // … nor those, once in `.work/`.
+                        out.summary.values = Vec::new();
+                    }
+                    let job = Finished { files, saved, out };
                     if !budget.acquire(job.bytes()) {
                         return Err(stopped());
                     }
