@@ -86,7 +86,9 @@ print("in `.work/` until the solve ends. Output is projected for both layouts: t
 print("bytes a board of a full solve, the compact one (`--layout compact`: afterstate ids and")
 print("values, no Parquet) from the bits an afterstate id of a compact solve plus the value")
 print("width of the projected variant (an upper bound: each age takes only the bits its largest")
-print("value needs).\n")
+print("value needs). What a peak is made of, phase by phase, and a projection of 4x3's largest")
+print("age from a fit over the phases of many ages of one solve (not two whole-run peaks):")
+print("`memory.md`.\n")
 
 
 # States an age from which the backward pass's tables are perfect hashes (`PERFECT_FROM` in

@@ -301,8 +301,8 @@ fn gather_chunk(n: usize) -> usize {
 
 /// Each id's scan (its part over `per_scan`) as a byte, so that the scans after the first
 /// skip the ids of other scans without hashing them: the ids are read once a scan, and a
-/// build of `s` scans would otherwise hash every id `s` times (36 scans for 4x3's largest
-/// age, where a build of 2^27 ids already took 1.5 times as long an id as one of 2^23).
+/// build of `s` scans would otherwise hash every id `s` times (16 scans for 2^27 ids, whose
+/// build took up to twice as long an id as one of 2^23; 36 for 4x3's largest age).
 /// Empty when one scan builds every part.
 fn scans_of(ids: &[u64], parts: usize, per_scan: usize) -> Vec<u8> {
     if parts <= per_scan {
