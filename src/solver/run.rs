@@ -147,11 +147,12 @@ const SAVE_AT_ONCE: usize = 8 << 20;
 
 /// The writer of an age in the backward pass: its files ([`AgeFiles`]) and, for an age
 /// written as the pass goes (a big one, unless `--write-ahead` says otherwise), its state
-/// values saved to `.work/` (a resume reads them) while its level is built. The pass holds them then anyway; saved later on the writer thread,
-/// they stayed in memory until that thread came to them, which under a backlog of writes was
-/// while the pass built the next age's level: 8 more bytes a state at the pass's peak
-/// (4x3 `goal-256 --layout compact`: 1,949 MB at age 416 where its neighbours peaked at
-/// 1,644 to 1,711).
+/// values saved to `.work/` (a resume reads them) while its level is built, when the pass
+/// holds them anyway. Saved later on the writer thread, they stayed in memory until that
+/// thread came to them, which under a backlog of writes was while the pass built the next
+/// age's level: 8 more bytes a state at the pass's peak (4x3 `goal-256 --layout compact`:
+/// 2,184 MB at age 382 where its neighbours peaked at 1,863 to 1,874;
+/// `reports/bench/memory.md`).
 struct AgeWork<'a> {
     files: AgeFiles<'a>,
     work: &'a WorkDir,
@@ -576,9 +577,10 @@ fn solve_class(
                     // The state values of the last two finished ages since the last checkpoint:
                     // a resume needs them only for the ages a checkpoint records, so a small
                     // age's are held (`Some`) and written then (values of other small ages
-                    // never reach the disk); a big age's are written at once (`None`) rather
-                    // than held (4x4 `goal-32`: 0.5 GB an age), and removed if no checkpoint
-                    // comes to need them.
+                    // never reach the disk); a big age's are written at once (`None`: by the
+                    // pass itself if it wrote the age, see `AgeWork`) rather than held (4x4
+                    // `goal-32`: 0.5 GB an age), and removed if no checkpoint comes to need
+                    // them.
                     let mut recent: Recent = Vec::new();
                     let mut pending = false;
                     for job in rx {
