@@ -145,6 +145,10 @@ type Recent = Vec<(u32, Option<Vec<f64>>)>;
 /// age is finished instead of waiting in memory for the next checkpoint.
 const SAVE_AT_ONCE: usize = 8 << 20;
 
+/// Ages whose state values are kept in `.work/` until the solve ends: the initial states' ages
+/// (two spawns: 4, 6, 8), whose values [`initial_values`] reads.
+const INITIAL_AGES: u32 = 8;
+
 /// The writer of an age in the backward pass: its files ([`AgeFiles`]) and, for an age
 /// written as the pass goes (a big one, unless `--write-ahead` says otherwise), its state
 /// values saved to `.work/` (a resume reads them) while its level is built, when the pass
@@ -176,8 +180,8 @@ impl<'a> AgeWriter for AgeWork<'a> {
 
     fn finish(self, out: &AgeOutput) -> Result<Self::Written> {
         let values = &out.summary.values;
-        // Ages ≤ 8 are kept for the initial states' values: the writer thread saves them.
-        let save = out.age > 8 && !self.files.deferred();
+        // The initial states' ages are kept to the end: the writer thread saves them.
+        let save = out.age > INITIAL_AGES && !self.files.deferred();
         let work = self.work;
         let (files, saved) = rayon::join(
             || self.files.finish(out),
@@ -558,12 +562,11 @@ fn solve_class(
                             work.write_json("backward.json", &snapshot)?;
                             if let Some(done) = snapshot.done_age {
                                 // Resuming needs the values of the last two finished ages; the
-                                // starting ages (≤ 8) are kept for the values at the initial
-                                // states.
+                                // initial states' ages are kept for the values there.
                                 let stale: Vec<u32> = values_kept
                                     .iter()
                                     .copied()
-                                    .filter(|&a| a > done + 2 && a > 8)
+                                    .filter(|&a| a > done + 2 && a > INITIAL_AGES)
                                     .collect();
                                 for a in stale {
                                     work.remove_values(a)?;
@@ -598,7 +601,7 @@ fn solve_class(
                         };
                         let values = std::mem::take(&mut out.summary.values);
                         drop(out);
-                        if age <= 8 {
+                        if age <= INITIAL_AGES {
                             // Kept for the values at the initial states (never removed).
                             work.save_values(age, &values)?;
                         } else {

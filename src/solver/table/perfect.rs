@@ -422,15 +422,10 @@ impl Part {
                 at: at as u32,
             })
             .collect();
-        let values: Vec<f64> = if pieces.len() == 1 {
-            pieces
-                .into_iter()
-                .next()
-                .map(|p| p.values)
-                .unwrap_or_default()
-        } else {
-            pieces.into_iter().flat_map(|p| p.values).collect()
-        };
+        let mut values = Vec::with_capacity(keys.len() * k);
+        for piece in pieces {
+            values.extend_from_slice(&piece.values);
+        }
         let m = keys.len();
         let buckets = m.div_ceil(LAMBDA).max(1);
         // Keys by bucket (counting sort), then buckets by decreasing size (ties by index).
