@@ -189,6 +189,7 @@ fn main() {
             min_free: 0,
             storage: StorageRequest::FULL,
             write_ahead: DEFAULT_WRITE_AHEAD,
+            trace_memory: false,
         };
         let m = solve(&Store::new(&dir), &cfg, &|_| {}).unwrap();
         let _ = std::fs::remove_dir_all(&dir);

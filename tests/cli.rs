@@ -766,3 +766,73 @@ fn plain_progress_gives_rates_and_the_time_left_from_the_boards_to_value() {
     assert_eq!(counted, boards);
     assert!(backward.iter().all(|l| l.ends_with(" s left")), "{err}");
 }
+
+#[test]
+fn a_memory_trace_has_every_phase_of_every_age_and_the_solve_keeps_its_whole_peak() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let trace = dir.path().join("memory.tsv");
+    solve(&data, "2x3", &["--trace-memory", trace.to_str().unwrap()]);
+    let text = fs::read_to_string(&trace).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next(),
+        Some("pass\tage\tstates\tafterstates\tphase\tpeak_bytes\tresident_bytes\tseconds")
+    );
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split('\t').collect()).collect();
+    assert!(rows.iter().all(|r| r.len() == 8), "{text}");
+    let num = |s: &str| s.parse::<u64>().unwrap();
+    // Every row's peak is at least what is resident at its end, and both are known.
+    for r in &rows {
+        let (peak, resident) = (num(r[5]), num(r[6]));
+        assert!(resident > 0 && peak >= resident, "{r:?}");
+    }
+    let m = manifest(&data, "2x3", "expectation");
+    let ages = m["ages"].as_array().unwrap();
+    // One forward row an age, with the age's counts, in increasing age.
+    let forward: Vec<&Vec<&str>> = rows.iter().filter(|r| r[0] == "forward").collect();
+    assert_eq!(forward.len(), ages.len());
+    for (r, a) in forward.iter().zip(ages) {
+        assert_eq!(num(r[1]), a["age"].as_u64().unwrap());
+        assert_eq!(num(r[2]), a["n_states"].as_u64().unwrap());
+        assert_eq!(num(r[3]), a["n_afterstates"].as_u64().unwrap());
+        assert_eq!(r[4], "made");
+    }
+    // Five backward rows an age, in the pass's order of phases, from the top age down.
+    let backward: Vec<&Vec<&str>> = rows.iter().filter(|r| r[0] == "backward").collect();
+    assert_eq!(backward.len(), 5 * ages.len());
+    let phases = [
+        "load",
+        "afterstate values",
+        "afterstate table and files",
+        "states valued",
+        "files and level",
+    ];
+    for (five, a) in backward.chunks(5).zip(ages.iter().rev()) {
+        for (r, phase) in five.iter().zip(phases) {
+            assert_eq!(num(r[1]), a["age"].as_u64().unwrap(), "{r:?}");
+            assert_eq!(num(r[2]), a["n_states"].as_u64().unwrap(), "{r:?}");
+            assert_eq!(r[4], phase);
+        }
+    }
+    // Each row's peak was reset after it; the solve's recorded peak is still the largest.
+    let most = rows.iter().map(|r| num(r[5])).max().unwrap();
+    assert!(m["peak_rss_bytes"].as_u64().unwrap() >= most);
+
+    // A trace file that cannot be made: one line, nothing solved or lost.
+    let before = snapshot(&data);
+    let missing = dir.path().join("no such dir").join("memory.tsv");
+    assert_clean_error(
+        &run(&[
+            "solve",
+            "--board",
+            "2x2",
+            "--data",
+            data.to_str().unwrap(),
+            "--trace-memory",
+            missing.to_str().unwrap(),
+        ]),
+        "--trace-memory",
+    );
+    assert_eq!(snapshot(&data), before);
+}

@@ -1,6 +1,6 @@
 //! `age2048 solve`: checked configuration, progress bar, summary.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Instant;
@@ -83,6 +83,11 @@ pub struct SolveArgs {
     /// (inclusive), e.g. 4-100.
     #[arg(long, value_name = "A-B")]
     pub parquet_ages: Option<String>,
+    /// Write the process's peak resident memory phase by phase to FILE (tab-separated, one
+    /// row an age of the forward pass, five an age of the backward; reports/bench/memory.md
+    /// says what each phase holds). Linux only.
+    #[arg(long, value_name = "FILE")]
+    pub trace_memory: Option<PathBuf>,
 }
 
 /// A checked `solve` configuration.
@@ -105,6 +110,7 @@ pub fn config(a: &SolveArgs) -> Result<SolveConfig, CliError> {
             None => DEFAULT_WRITE_AHEAD,
         },
         storage: storage(a)?,
+        trace_memory: a.trace_memory.is_some(),
     })
 }
 
@@ -188,9 +194,18 @@ pub fn run(a: &SolveArgs) -> Result<(), CliError> {
         };
         clear_damaged(&store, &cfg, depth)?;
     }
+    let trace = match &a.trace_memory {
+        Some(path) => Some(MemoryTrace::create(path)?),
+        None => None,
+    };
     let t = Instant::now();
     let progress = Progress::new(a.quiet);
-    let on_event = |e: Event| progress.event(cfg.shape, e);
+    let on_event = |e: Event| {
+        if let Some(trace) = &trace {
+            trace.record(&e);
+        }
+        progress.event(cfg.shape, e)
+    };
     let manifests = solve(&store, &cfg, &on_event)?;
     progress.finish();
     for m in &manifests {
@@ -335,6 +350,8 @@ impl Progress {
                     _ => say(&line),
                 }
             }
+            // `MemoryTrace`'s.
+            Event::Memory { .. } => {}
             _ if matches!(self.mode, Mode::Quiet) => {}
             Event::Forward {
                 age,
@@ -401,6 +418,71 @@ impl Progress {
     fn finish(&self) {
         if let Mode::Bar(bar) = &self.mode {
             bar.finish_and_clear();
+        }
+    }
+}
+
+/// The file of `--trace-memory`: a header, then a row an [`Event::Memory`], each written as
+/// it comes (a killed solve keeps the rows so far).
+struct MemoryTrace {
+    path: PathBuf,
+    /// `None` once a write failed (told once; the solve goes on untraced).
+    file: Mutex<Option<std::fs::File>>,
+    started: Instant,
+}
+
+impl MemoryTrace {
+    /// The columns: the pass and age, the age's states and afterstates, the phase that
+    /// ended, the peak resident bytes during it, the bytes resident at its end, and seconds
+    /// since the solve started.
+    const HEADER: &'static str =
+        "pass\tage\tstates\tafterstates\tphase\tpeak_bytes\tresident_bytes\tseconds\n";
+
+    /// Checks that the system tells phases apart, then creates `path` (replacing it) with
+    /// the header.
+    fn create(path: &std::path::Path) -> Result<MemoryTrace, CliError> {
+        let shown = path.display();
+        if !crate::solver::can_trace_memory() {
+            return Err(CliError::Usage(format!(
+                "--trace-memory {shown}: this system does not let a process read and reset its peak memory (/proc/self/status, /proc/self/clear_refs)"
+            )));
+        }
+        let file = std::fs::File::create(path)
+            .and_then(|mut f| f.write_all(Self::HEADER.as_bytes()).map(|()| f))
+            .map_err(|e| CliError::Usage(format!("--trace-memory {shown}: {e}")))?;
+        Ok(MemoryTrace {
+            path: path.to_path_buf(),
+            file: Mutex::new(Some(file)),
+            started: Instant::now(),
+        })
+    }
+
+    fn record(&self, e: &Event) {
+        let Event::Memory {
+            pass,
+            age,
+            states,
+            afterstates,
+            phase,
+            peak,
+            resident,
+        } = e
+        else {
+            return;
+        };
+        let row = format!(
+            "{pass}\t{age}\t{states}\t{afterstates}\t{phase}\t{peak}\t{resident}\t{:.3}\n",
+            self.started.elapsed().as_secs_f64()
+        );
+        let mut file = self.file.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(f) = file.as_mut() {
+            if let Err(err) = f.write_all(row.as_bytes()) {
+                say(&format!(
+                    "--trace-memory {}: {err}; the solve goes on without it",
+                    self.path.display()
+                ));
+                *file = None;
+            }
         }
     }
 }

@@ -169,6 +169,46 @@ impl AgeWriter for NoFiles {
     }
 }
 
+/// The phases of an age in the backward pass, in order: what a memory trace tells apart
+/// ([`Backward::with_phases`]; `reports/bench/memory.md` says what each holds).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// The age's state and afterstate ids read.
+    Load,
+    /// The afterstates valued (their spawn children looked up in ages n + 2 and n + 4).
+    AfterstateValues,
+    /// The afterstates' table built, and their files written if the writer writes them then.
+    AfterstateTable,
+    /// The states valued (their moves looked up in the afterstates' table).
+    StatesValued,
+    /// The rest of the age's files written while its own table (its level) is built.
+    FilesAndLevel,
+}
+
+impl Phase {
+    pub const ALL: [Phase; 5] = [
+        Phase::Load,
+        Phase::AfterstateValues,
+        Phase::AfterstateTable,
+        Phase::StatesValued,
+        Phase::FilesAndLevel,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Load => "load",
+            Phase::AfterstateValues => "afterstate values",
+            Phase::AfterstateTable => "afterstate table and files",
+            Phase::StatesValued => "states valued",
+            Phase::FilesAndLevel => "files and level",
+        }
+    }
+}
+
+/// Told the end of each phase of each age: the age, the phase, and the age's states and
+/// afterstates.
+pub type PhaseHook<'g> = &'g (dyn Fn(u32, Phase, usize, usize) + Sync);
+
 /// The backward pass over ages `max_age, max_age - 2, …, min_age`.
 pub struct Backward<'g> {
     game: &'g Game,
@@ -176,6 +216,7 @@ pub struct Backward<'g> {
     variants: Vec<Variant>,
     /// [`SEGMENT`], smaller in tests.
     segment: usize,
+    phases: Option<PhaseHook<'g>>,
 }
 
 impl<'g> Backward<'g> {
@@ -194,7 +235,14 @@ impl<'g> Backward<'g> {
             class,
             variants: variants.to_vec(),
             segment: SEGMENT,
+            phases: None,
         })
+    }
+
+    /// The pass, telling `hook` the end of each [`Phase`] of each age.
+    pub fn with_phases(mut self, hook: PhaseHook<'g>) -> Backward<'g> {
+        self.phases = Some(hook);
+        self
     }
 
     pub fn k(&self) -> usize {
@@ -223,10 +271,18 @@ impl<'g> Backward<'g> {
             debug_assert_eq!(next2.age, age + 2);
             debug_assert_eq!(next4.age, age + 4);
             let (states, afterstates) = load(age)?;
+            let counts = (states.len(), afterstates.len());
+            let phase = |p: Phase| {
+                if let Some(hook) = self.phases {
+                    hook(age, p, counts.0, counts.1);
+                }
+            };
+            phase(Phase::Load);
             let after_values = self.afterstate_values(age, &afterstates, &next2, &next4)?;
             // Each table goes as soon as nothing reads it, before the next is built, so that
             // at most two big tables exist at once: age n + 4's is read only by age n's
             // afterstates, the afterstates' only by age n's states.
+            phase(Phase::AfterstateValues);
             drop(std::mem::replace(&mut next4, Level::empty(age + 4)));
             let boards = (states.len() + afterstates.len()) as u64;
             let mut writer = open(age, boards)?;
@@ -247,6 +303,7 @@ impl<'g> Backward<'g> {
                 },
             );
             let written = written?;
+            phase(Phase::AfterstateTable);
             let (afterstates, after_values) = if written {
                 (Vec::new(), Vec::new())
             } else {
@@ -254,6 +311,7 @@ impl<'g> Backward<'g> {
             };
             let summary =
                 self.state_summary(age, &states, &after_table, &mut writer, &mut buffers)?;
+            phase(Phase::StatesValued);
             drop(after_table);
             let out = AgeOutput {
                 age,
@@ -268,6 +326,7 @@ impl<'g> Backward<'g> {
                 || writer.finish(&out),
                 || ValueTable::from_fn(&out.states, |j| out.state_value(j), self.k()),
             );
+            phase(Phase::FilesAndLevel);
             sink(out, written?)?;
             next4 = std::mem::replace(&mut next2, Level { age, table });
             if age < 2 {

@@ -11,6 +11,7 @@
 //! - [`checkpoint`]: finished ages made durable on a thread of their own;
 //! - [`budget`]: how many bytes of finished ages may wait for the writer;
 //! - [`huge`]: big buffers backed by transparent huge pages;
+//! - [`memory`]: the process's resident memory, and its peak phase by phase;
 //! - [`guaranteed`]: the largest tile a player can force, from small in-memory solves.
 //!
 //! The passes do no I/O; [`run`] reaches the disk only through the store.
@@ -23,12 +24,14 @@ pub mod forward;
 pub mod guaranteed;
 mod huge;
 pub mod layer;
+mod memory;
 pub mod output;
 pub mod records;
 pub mod run;
 pub mod table;
 
 pub use error::{Result, SolveError};
+pub use memory::can_trace as can_trace_memory;
 pub use run::{
     solve, Event, Precision, SolveConfig, StorageRequest, DEFAULT_MIN_FREE,
     DEFAULT_POINTS_FRACTION_BITS, DEFAULT_PROBABILITY_FRACTION_BITS, DEFAULT_WRITE_AHEAD,

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::backward::{Afterstates, AgeOutput, AgeWriter, Backward, Level, Wants};
+use super::backward::{Afterstates, AgeOutput, AgeWriter, Backward, Level, Phase, Wants};
 use super::budget::Budget;
 use super::checkpoint::Checkpointer;
 use super::forward::{self, AgeLayer, Start};
@@ -47,6 +47,10 @@ pub struct SolveConfig {
     /// within it is written off the pass, a bigger one as the pass values it; with 0, every
     /// age is. The files are the same bytes either way.
     pub write_ahead: u64,
+    /// Report the process's peak resident memory at the end of every age of the forward pass
+    /// and every phase of an age of the backward pass ([`Event::Memory`]; the peak is reset
+    /// after each, see [`super::memory`]).
+    pub trace_memory: bool,
 }
 
 /// How to store a solve, as asked: the layout, and for the compact one the precision of its
@@ -125,6 +129,19 @@ pub enum Event {
     Resumed { pass: &'static str, age: u32 },
     /// A work file was missing or damaged: `redo` says what is done again.
     Damaged { problem: String, redo: String },
+    /// The end of a phase of an age ([`SolveConfig::trace_memory`]): the process's peak
+    /// resident bytes during the phase, and what is resident at its end. The forward pass has
+    /// one phase an age (`made`: the age's afterstates and its children in the ages above),
+    /// the backward pass five ([`super::backward::Phase`]).
+    Memory {
+        pass: &'static str,
+        age: u32,
+        states: usize,
+        afterstates: usize,
+        phase: &'static str,
+        peak: u64,
+        resident: u64,
+    },
 }
 
 /// How often finished ages are made durable and recorded as done: often enough that a kill
@@ -433,6 +450,9 @@ fn solve_class(
                 })
             });
             let last = forward::run(game, class, start, |layer: AgeLayer| {
+                if cfg.trace_memory {
+                    forward_memory(on_event, &layer);
+                }
                 tx.send(layer)
                     .map_err(|_| SolveError::Internal("the layer saver stopped".into()))
             });
@@ -491,7 +511,23 @@ fn solve_class(
             store.clear_variant(shape, n)?;
         }
     }
-    let backward = Backward::new(game, variants)?;
+    let phases = |age: u32, phase: Phase, states: usize, afterstates: usize| {
+        if let Some(r) = super::memory::phase_peak() {
+            on_event(Event::Memory {
+                pass: "backward",
+                age,
+                states,
+                afterstates,
+                phase: phase.name(),
+                peak: r.peak,
+                resident: r.now,
+            });
+        }
+    };
+    let mut backward = Backward::new(game, variants)?;
+    if cfg.trace_memory {
+        backward = backward.with_phases(&phases);
+    }
     if bwd.done_age != Some(min_age) {
         let t = Instant::now();
         let base_seconds = bwd.seconds;
@@ -760,7 +796,7 @@ fn solve_class(
                 backward_s: bwd.seconds,
                 total_s: t0.elapsed().as_secs_f64(),
             },
-            peak_rss_bytes: peak_rss_bytes(),
+            peak_rss_bytes: super::memory::peak_rss_bytes(),
             storage: storages[vi].clone(),
             ages,
             files,
@@ -899,15 +935,17 @@ fn initial_values(game: &Game, work: &WorkDir, variants: &[Variant]) -> Result<V
         .collect())
 }
 
-/// Peak resident set size of this process (VmHWM), 0 where unknown.
-pub fn peak_rss_bytes() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|kb| kb.parse::<u64>().ok())
-        })
-        .map_or(0, |kb| kb * 1024)
+/// Reports the peak of the forward pass while it made `layer` ([`SolveConfig::trace_memory`]).
+fn forward_memory(on_event: &(dyn Fn(Event) + Sync), layer: &AgeLayer) {
+    if let Some(r) = super::memory::phase_peak() {
+        on_event(Event::Memory {
+            pass: "forward",
+            age: layer.age,
+            states: layer.states.len(),
+            afterstates: layer.afterstates.len(),
+            phase: "made",
+            peak: r.peak,
+            resident: r.now,
+        });
+    }
 }
