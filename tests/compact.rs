@@ -410,3 +410,28 @@ fn another_layout_solves_again() {
     assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
     let _ = fs::remove_dir_all(&dir);
 }
+
+/// Regression: `--precision 50` failed at the first age of the backward pass, after the whole
+/// forward pass ("does not fit 53 bits at 2^-50"): 2x4's points, up to ≈ 2,600, need more
+/// than 53 bits at that precision. Such ages are stored as f64 (exact, so within the error
+/// asked), the others in fixed point.
+#[test]
+fn a_precision_finer_than_53_bits_hold_stores_those_ages_exactly() {
+    let dir = fresh_dir("compact_precision_50");
+    let (full, fine) = (dir.join("full"), dir.join("compact-50"));
+    solve(&full, "2x4", "expectation", &[]);
+    solve(
+        &fine,
+        "2x4",
+        "expectation",
+        &["--layout", "compact", "--precision", "50"],
+    );
+    let c = manifest(&fine, "2x4", "expectation");
+    assert_eq!(c["storage"]["value_fraction_bits"], 50);
+    let boards = sample_boards(&full, "2x4", "expectation", 13);
+    let want = answers(&full, "2x4", "expectation", &boards);
+    let got = answers(&fine, "2x4", "expectation", &boards);
+    let differs = same_within(&want, &got, 2f64.powi(-51));
+    assert!(differs * 100 < boards.len(), "{differs} best moves differ");
+    let _ = fs::remove_dir_all(&dir);
+}

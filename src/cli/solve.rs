@@ -76,7 +76,8 @@ pub struct SolveArgs {
     #[arg(long, default_value = "full", value_name = "LAYOUT")]
     pub layout: String,
     /// Compact layout: fraction bits of the stored values (fixed point, within 2^-(BITS+1);
-    /// default 16 for points, 32 for probabilities), or `f64` for every bit.
+    /// default 16 for points, 32 for probabilities), or `f64` for every bit. An age whose
+    /// largest value needs more than 53 bits at BITS is stored as f64 (exact).
     #[arg(long, value_name = "BITS")]
     pub precision: Option<String>,
     /// Compact layout: also write the `states` and `afterstates` Parquet of ages A to B

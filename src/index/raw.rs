@@ -193,37 +193,41 @@ pub fn encode_age_index(
     .map(|(bytes, _)| bytes)
 }
 
-/// The width of the fixed-point codes of `values` at `fraction_bits` (that of the largest),
-/// once each is checked to fit [`MAX_VALUE_WIDTH`] bits.
-fn fixed_width(values: &[f64], fraction_bits: u8) -> Result<u32, IndexError> {
+/// How an age's values are stored when asked for `asked`, and the width of a fixed-point
+/// code (that of the largest value). Fixed point where the largest value fits
+/// [`MAX_VALUE_WIDTH`] bits at the precision asked; where it does not (a precision finer
+/// than an f64 of that size holds: 3x3's 5,469 points at 2^-50), every bit of the f64, which
+/// is exact and so within the error asked. A value below 0 or not finite is refused.
+fn stored_coding(values: &[f64], asked: ValueCoding) -> Result<(ValueCoding, u32), IndexError> {
+    let ValueCoding::Fixed { fraction_bits } = asked else {
+        return Ok((asked, 0));
+    };
     if fraction_bits > MAX_FRACTION_BITS {
         return Err(invalid(format!(
             "{fraction_bits} fraction bits, at most {MAX_FRACTION_BITS}"
         )));
     }
-    let limit = (MAX_VALUE_WIDTH as f64).exp2();
     // In parallel (an age of a big board has tens of millions of values): the first value
-    // that does not fit, as a scan in order finds it, then the largest.
-    let fits = |v: f64| {
-        let q = fixed_round(v, fraction_bits);
-        q >= 0.0 && q < limit
-    };
-    if let Some(i) = values.par_iter().position_first(|&v| !fits(v)) {
+    // refused, as a scan in order finds it, then the largest.
+    let refused = |v: f64| !(v.is_finite() && fixed_round(v, fraction_bits) >= 0.0);
+    if let Some(i) = values.par_iter().position_first(|&v| refused(v)) {
         let v = values[i];
         return Err(invalid(format!(
-            "value {v} of afterstate {i} does not fit {MAX_VALUE_WIDTH} bits at 2^-{fraction_bits} (values must be finite and ≥ 0)"
+            "value {v} of afterstate {i}: values in fixed point must be finite and ≥ 0"
         )));
     }
     let max = values
         .par_iter()
-        .map(|&v| fixed_round(v, fraction_bits) as u64)
-        .max()
-        .unwrap_or(0);
-    Ok(64 - max.leading_zeros())
+        .map(|&v| fixed_round(v, fraction_bits))
+        .reduce(|| 0.0, f64::max);
+    if max >= f64::from(MAX_VALUE_WIDTH).exp2() {
+        return Ok((ValueCoding::F64, 0));
+    }
+    Ok((asked, 64 - (max as u64).leading_zeros()))
 }
 
 /// `values` at `2^-fraction_bits`, `width` bits each, packed into words (the padding word
-/// included); [`fixed_width`] has checked that they fit.
+/// included); [`stored_coding`] has checked that they fit.
 fn pack_fixed(values: &[f64], fraction_bits: u8, width: u32) -> Vec<u64> {
     let mut words = vec![0u64; packed_words(values.len() as u64, width) as usize];
     if width > 0 {
@@ -241,7 +245,7 @@ fn pack_fixed(values: &[f64], fraction_bits: u8, width: u32) -> Vec<u64> {
 }
 
 /// `v` at `2^-fraction_bits`, rounded: multiplying by a power of two is exact, the rounding
-/// is the only error. [`fixed_width`] has checked that it fits.
+/// is the only error. [`stored_coding`] has checked that it fits.
 #[inline]
 fn fixed_round(v: f64, fraction_bits: u8) -> f64 {
     (v * f64::from(fraction_bits).exp2()).round()
@@ -314,14 +318,12 @@ pub fn encode_age_index_with_stats(
             .ok_or_else(|| invalid(format!("{what}: Elias-Fano set too large")))?;
         Ok(words as usize * 8)
     };
-    let (width, value_bytes) = match options.values {
-        ValueCoding::F64 => (0, afterstate_values.len() * 8),
-        ValueCoding::Fixed { fraction_bits } => {
-            let w = fixed_width(afterstate_values, fraction_bits)?;
-            (
-                w,
-                packed_words(afterstate_values.len() as u64, w) as usize * 8,
-            )
+    let (values, width) = stored_coding(afterstate_values, options.values)?;
+    let options = IndexOptions { values, ..options };
+    let value_bytes = match values {
+        ValueCoding::F64 => afterstate_values.len() * 8,
+        ValueCoding::Fixed { .. } => {
+            packed_words(afterstate_values.len() as u64, width) as usize * 8
         }
     };
     let planned = HEADER_LEN

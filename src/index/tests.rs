@@ -642,13 +642,42 @@ fn fixed_point_refuses_what_it_cannot_hold() {
         Err(IndexError::InvalidInput { what }) => what,
         other => panic!("expected InvalidInput, got {:?}", other.map(|b| b.0.len())),
     };
-    for bad in [-1.0, f64::NAN, f64::INFINITY, 2f64.powi(40)] {
+    for bad in [-1.0, f64::NAN, f64::INFINITY] {
         let mut w = v.clone();
         w[3] = bad;
         let what = inv(&w, 16);
         assert!(what.contains("afterstate 3"), "{what}");
     }
     assert!(inv(&v, 53).contains("fraction bits"));
+    // A value that needs more than 53 bits at the precision asked (2^40 at 2^-16, or 5,469
+    // points at 2^-50) is past what fixed point holds exactly: the age's values are then
+    // stored as f64, exact and so within the error asked, never refused after a long solve.
+    for (big, f) in [(2f64.powi(40), 16u8), (5469.21, 50), (0.75, 43)] {
+        let mut w = v.clone();
+        w[3] = big;
+        let b = encode_age_index_with_stats(&meta, &s, &a, &w, fixed(f))
+            .unwrap()
+            .0;
+        let idx = AgeIndex::from_bytes(&b[..]).unwrap();
+        // The sample's values are below 1,000: at 2^-43 they still fit, in 53 bits.
+        let most = w.iter().copied().fold(0.0, f64::max);
+        let wide = most * f64::from(f).exp2() >= 2f64.powi(53);
+        assert_eq!(wide, f != 43);
+        let want = if wide {
+            ValueCoding::F64
+        } else {
+            ValueCoding::Fixed { fraction_bits: f }
+        };
+        assert_eq!(idx.value_coding(), want, "{big} at 2^-{f}");
+        for (i, x) in w.iter().enumerate() {
+            let got = idx.afterstate_value(i);
+            if wide {
+                assert_eq!(got.to_bits(), x.to_bits());
+            } else {
+                assert!((got - x).abs() <= want.max_error());
+            }
+        }
+    }
     // 2^36 at 2^-16 is 53 bits: the widest that reads back exactly.
     let mut w = v.clone();
     w[0] = 2f64.powi(37) - 1.0;
