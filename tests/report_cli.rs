@@ -736,3 +736,48 @@ fn compare_series_equal_a_duckdb_join() {
     assert!(rows[1..].iter().any(|r| r[6] != "0.0" && r[6] != "0"));
     assert_same_series(&series, &rows);
 }
+
+/// `compare` refuses variants solved under different symmetry groups (their ids name
+/// different boards): one line, status 2, nothing written.
+#[test]
+fn compare_refuses_variants_of_different_symmetry_groups() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let d = data.to_str().unwrap();
+    for (variant, group) in [("expectation", "full"), ("pessimistic", "none")] {
+        let o = run(&[
+            "solve",
+            "--board",
+            "2x2",
+            "--data",
+            d,
+            "--quiet",
+            "--variant",
+            variant,
+            "--symmetry",
+            group,
+            "--force",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    let out = tmp.path().join("c");
+    let o = run(&[
+        "compare",
+        "--board",
+        "2x2",
+        "--variants",
+        "expectation,pessimistic",
+        "--data",
+        d,
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert_eq!(e.trim().lines().count(), 1, "{e}");
+    assert!(
+        e.contains("expectation was solved under symmetry full, pessimistic under none"),
+        "{e}"
+    );
+    assert!(!out.exists() || std::fs::read_dir(&out).unwrap().next().is_none());
+}
