@@ -186,14 +186,6 @@ pub enum Phase {
 }
 
 impl Phase {
-    pub const ALL: [Phase; 5] = [
-        Phase::Load,
-        Phase::AfterstateValues,
-        Phase::AfterstateTable,
-        Phase::StatesValued,
-        Phase::FilesAndLevel,
-    ];
-
     pub fn name(self) -> &'static str {
         match self {
             Phase::Load => "load",

@@ -451,7 +451,13 @@ fn solve_class(
             });
             let last = forward::run(game, class, start, |layer: AgeLayer| {
                 if cfg.trace_memory {
-                    forward_memory(on_event, &layer);
+                    phase_memory(
+                        on_event,
+                        "forward",
+                        "made",
+                        layer.age,
+                        (layer.states.len(), layer.afterstates.len()),
+                    );
                 }
                 tx.send(layer)
                     .map_err(|_| SolveError::Internal("the layer saver stopped".into()))
@@ -512,17 +518,13 @@ fn solve_class(
         }
     }
     let phases = |age: u32, phase: Phase, states: usize, afterstates: usize| {
-        if let Some(r) = super::memory::phase_peak() {
-            on_event(Event::Memory {
-                pass: "backward",
-                age,
-                states,
-                afterstates,
-                phase: phase.name(),
-                peak: r.peak,
-                resident: r.now,
-            });
-        }
+        phase_memory(
+            on_event,
+            "backward",
+            phase.name(),
+            age,
+            (states, afterstates),
+        );
     };
     let mut backward = Backward::new(game, variants)?;
     if cfg.trace_memory {
@@ -935,15 +937,22 @@ fn initial_values(game: &Game, work: &WorkDir, variants: &[Variant]) -> Result<V
         .collect())
 }
 
-/// Reports the peak of the forward pass while it made `layer` ([`SolveConfig::trace_memory`]).
-fn forward_memory(on_event: &(dyn Fn(Event) + Sync), layer: &AgeLayer) {
+/// Reports the peak of a phase of an age of `(states, afterstates)` that ends now
+/// ([`SolveConfig::trace_memory`]).
+fn phase_memory(
+    on_event: &(dyn Fn(Event) + Sync),
+    pass: &'static str,
+    phase: &'static str,
+    age: u32,
+    (states, afterstates): (usize, usize),
+) {
     if let Some(r) = super::memory::phase_peak() {
         on_event(Event::Memory {
-            pass: "forward",
-            age: layer.age,
-            states: layer.states.len(),
-            afterstates: layer.afterstates.len(),
-            phase: "made",
+            pass,
+            age,
+            states,
+            afterstates,
+            phase,
             peak: r.peak,
             resident: r.now,
         });
