@@ -128,7 +128,8 @@ def main():
           f"at {target / 1e6:,.1f} M states MB | GiB |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     transients = []
-    fages = [a for a in forward if states[a] >= args.min_states]
+    # An age whose ages n + 2 and n + 4 are not in the trace (a solve stopped early) is left out.
+    fages = [a for a in forward if states[a] >= args.min_states and a + 4 in forward]
     if len(fages) >= 3:
         pts = [((1.0, S(a) + S(a + 2) + S(a + 4)), forward[a], (a, "made")) for a in fages]
         c, keep, dropped = robust_fit(pts)

@@ -384,12 +384,13 @@ fn gather(
             let mut take = |i: usize| {
                 let id = chunk[i];
                 let p = part_of(id, parts);
-                if (first..last).contains(&p) {
-                    let piece = &mut out[p - first];
-                    piece.ids.push(id);
-                    let rank = base + i;
-                    piece.values.extend((0..k).map(|v| value(rank * k + v)));
-                }
+                // Every id taken is of this scan: one scan builds every part, or the scan
+                // bytes chose the id.
+                debug_assert!((first..last).contains(&p), "id {id} outside the scan");
+                let piece = &mut out[p - first];
+                piece.ids.push(id);
+                let rank = base + i;
+                piece.values.extend((0..k).map(|v| value(rank * k + v)));
             };
             if scan_of.is_empty() {
                 (0..chunk.len()).for_each(&mut take);
