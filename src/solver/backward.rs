@@ -181,7 +181,8 @@ pub enum Phase {
     AfterstateTable,
     /// The states valued (their moves looked up in the afterstates' table).
     StatesValued,
-    /// The rest of the age's files written while its own table (its level) is built.
+    /// The rest of the age's files written while its own table (its level) is built, and
+    /// the age handed on (what the pass does not keep let go).
     FilesAndLevel,
 }
 
@@ -318,8 +319,10 @@ impl<'g> Backward<'g> {
                 || writer.finish(&out),
                 || ValueTable::from_fn(&out.states, |j| out.state_value(j), self.k()),
             );
-            phase(Phase::FilesAndLevel);
             sink(out, written?)?;
+            // Marked once the sink has let go of the age (the peak came before): the next
+            // age's load then starts from what the pass keeps.
+            phase(Phase::FilesAndLevel);
             next4 = std::mem::replace(&mut next2, Level { age, table });
             if age < 2 {
                 break;
