@@ -4,11 +4,12 @@
 # each of the five phases of every backward age), then benches/memory_fit.py over the trace,
 # written to reports/bench/memory_fit.md (whole-run peak, the largest age's phases, a fit of
 # each phase against the sizes of the ages it holds, and its projection to 4x3's largest
-# age). Far too long for CI (4x3 goal-256 compact: about an hour): run it by hand.
+# age); the trace itself is kept as reports/bench/memory.tsv. Far too long for CI (4x3
+# goal-256 compact: about an hour): run it by hand.
 #
 # Usage: benches/memory.sh DATA_DIR "BOARD VARIANTS [EXTRA ARGS…]" [MIN_STATES]
 #   e.g. benches/memory.sh /var/tmp/mem "4x3 goal-256 --layout compact"
-# The trace is DATA_DIR.tsv; DATA_DIR is solved afresh (removed first).
+# DATA_DIR is solved afresh (removed first).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 data=${1:?usage: benches/memory.sh DATA_DIR "BOARD VARIANTS [ARGS]" [MIN_STATES]}
@@ -22,8 +23,8 @@ rm -rf "$data"
 commit=$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src Cargo.toml || echo "+")
 # shellcheck disable=SC2086
 "$bin" solve --board "$board" --variant "$variants" --data "$data" --quiet \
-  --trace-memory "$data.tsv" $extra
-python3 benches/memory_fit.py "$data.tsv" --min-states "$min" \
+  --trace-memory reports/bench/memory.tsv $extra
+python3 benches/memory_fit.py reports/bench/memory.tsv --min-states "$min" \
   --label "$board $variants${extra:+ $extra} at $commit, $(date -u +%F)" \
   > reports/bench/memory_fit.md
-echo "wrote reports/bench/memory_fit.md (trace: $data.tsv)" >&2
+echo "wrote reports/bench/memory_fit.md and memory.tsv" >&2

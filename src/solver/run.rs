@@ -170,10 +170,8 @@ const INITIAL_AGES: u32 = 8;
 /// written as the pass goes (a big one, unless `--write-ahead` says otherwise), its state
 /// values saved to `.work/` (a resume reads them) while its level is built, when the pass
 /// holds them anyway. Saved later on the writer thread, they stayed in memory until that
-/// thread came to them, which under a backlog of writes was while the pass built the next
-/// age's level: 8 more bytes a state at the pass's peak (4x3 `goal-256 --layout compact`:
-/// 2,184 MB at age 382 where its neighbours peaked at 1,863 to 1,874;
-/// `reports/bench/memory.md`).
+/// thread came to them, under a backlog of writes into the next age (4x3 `goal-256
+/// --layout compact`: 140–190 MB more resident between its big ages; `reports/bench/memory.md`).
 struct AgeWork<'a> {
     files: AgeFiles<'a>,
     work: &'a WorkDir,
