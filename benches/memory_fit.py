@@ -31,13 +31,6 @@ import sys
 MB = 1e6
 TRANSIENT_MB = 120
 
-BACKWARD = [
-    "load",
-    "afterstate values",
-    "afterstate table and files",
-    "states valued",
-    "files and level",
-]
 
 
 def solve_normal(rows, ys):
@@ -83,6 +76,8 @@ def main():
     states, afters = {}, {}
     forward = {}
     backward = collections.defaultdict(dict)
+    # The backward pass's phases in the order the trace gives them (the solver names them).
+    phases = []
     with open(args.trace, newline="") as f:
         for r in csv.DictReader(f, delimiter="\t"):
             age = int(r["age"])
@@ -95,6 +90,8 @@ def main():
                 states.setdefault(age, int(r["states"]))
                 afters.setdefault(age, int(r["afterstates"]))
                 backward[age][r["phase"]] = peak
+                if r["phase"] not in phases:
+                    phases.append(r["phase"])
     if not forward and not backward:
         sys.exit(f"{args.trace}: no rows")
     S = lambda a: states.get(a, 0) / MB
@@ -116,7 +113,7 @@ def main():
     print("| pass, phase | peak MB |\n|---|---:|")
     if big in forward:
         print(f"| forward, made | {forward[big]:,.0f} |")
-    for ph in BACKWARD:
+    for ph in phases:
         if ph in backward.get(big, {}):
             print(f"| backward, {ph} | {backward[big][ph]:,.0f} |")
 
@@ -139,7 +136,7 @@ def main():
               f"{at:,.0f} | {at * MB / 2**30:.1f} |")
         transients += [("forward", p[2], e) for p, e in dropped]
     bages = sorted(a for a in backward if states[a] >= args.min_states and a + 2 in states)
-    for ph in BACKWARD:
+    for ph in phases:
         ages = [a for a in bages if ph in backward[a]]
         if len(ages) < 4:
             continue

@@ -348,7 +348,6 @@ fn scans_of(ids: &[u64], parts: usize, per_scan: usize) -> Vec<u8> {
 }
 
 /// Some keys of a part: ids, and their values (`k` an id).
-#[derive(Default)]
 struct Piece {
     ids: Vec<u64>,
     values: Vec<f64>,
