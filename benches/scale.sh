@@ -29,7 +29,10 @@ for spec in "$@"; do
   peak=$(mktemp)
   echo 0 > "$peak"
   ( while sleep 2; do
-      s=$(du -sm "$work" 2>/dev/null | cut -f1 || echo 0)
+      # du fails (and still prints its total) when a file goes while it counts: its first
+      # line only, whatever its status (pipefail made that "0" a second line, and the sample
+      # was lost to a test of "3041\n0").
+      s=$(du -sm "$work" 2>/dev/null | cut -f1 | head -n1 || true)
       [ "${s:-0}" -gt "$(cat "$peak")" ] && echo "$s" > "$peak"
     done ) &
   sampler=$!
