@@ -97,12 +97,9 @@ pub fn sort_dedup_pieces(pieces: Vec<Vec<u64>>) -> Vec<u64> {
     sorted.concat()
 }
 
-/// Buckets of at most this many ids are sorted LSD within the core's L2 (2^14 ids: 128 KiB, as
-/// much again of scratch, inside the 512 KiB of a Zen 3 core's). At 2^16 (1 MiB with its
-/// scratch) the passes' scattered stores missed the L2 (a third of the sort's samples sat on
-/// them, 4x3 `goal-128`'s forward pass): 32 Mi ids of sparse 4x3 boards, 3 in 10 distinct,
-/// took 44.8 ns of CPU an id against 41.8 (5 + 3 alternating runs, medians).
-const CACHE_SORT: usize = 1 << 14;
+/// Buckets of at most this many ids are sorted LSD within the core's cache (2^16 ids: 512 KiB,
+/// as much again of scratch, inside a 2 MiB L2).
+const CACHE_SORT: usize = 1 << 16;
 
 /// Bits of a radix digit at most (2^11 counters: 16 KiB, in L1).
 const DIGIT: u32 = 11;
