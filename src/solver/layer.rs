@@ -97,8 +97,10 @@ pub fn sort_dedup_pieces(pieces: Vec<Vec<u64>>) -> Vec<u64> {
     sorted.concat()
 }
 
-/// Buckets of at most this many ids are sorted LSD within the core's cache (2^16 ids: 512 KiB,
-/// as much again of scratch, inside a 2 MiB L2).
+/// Buckets of at most this many ids are sorted LSD within the core's caches (2^16 ids: 512 KiB,
+/// as much again of scratch: the L2 of a Zen 3 core holds half of it, the rest is the L3's).
+/// 2^14, inside the L2, sorted a synthetic 4x3 layer with 7 % less CPU but was not cleared
+/// against 3x3 `goal-1024` on a noisy host (39fcf80, reverted): to measure again, quietly.
 const CACHE_SORT: usize = 1 << 16;
 
 /// Bits of a radix digit at most (2^11 counters: 16 KiB, in L1).
