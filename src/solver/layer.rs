@@ -99,8 +99,9 @@ pub fn sort_dedup_pieces(pieces: Vec<Vec<u64>>) -> Vec<u64> {
 
 /// Buckets of at most this many ids are sorted LSD within the core's caches (2^16 ids: 512 KiB,
 /// as much again of scratch: the L2 of a Zen 3 core holds half of it, the rest is the L3's).
-/// 2^14, inside the L2, sorted a synthetic 4x3 layer with 7 % less CPU but was not cleared
-/// against 3x3 `goal-1024` on a noisy host (39fcf80, reverted): to measure again, quietly.
+/// 2^14, inside the L2, sorted a synthetic 4x3 layer with 7 % less CPU, but made 3x3
+/// `goal-1024` slower (39fcf80, reverted: 15.1 against 19.3 s, 3 alternating pairs, every pair
+/// slower): its many layers of 2^14 to 2^16 ids then took an MSD pass of 2^11 buckets each.
 const CACHE_SORT: usize = 1 << 16;
 
 /// Bits of a radix digit at most (2^11 counters: 16 KiB, in L1).
