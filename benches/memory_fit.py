@@ -32,7 +32,6 @@ MB = 1e6
 TRANSIENT_MB = 120
 
 
-
 def solve_normal(rows, ys):
     """Least squares: the coefficients c minimising |rows · c - ys|."""
     n = len(rows[0])

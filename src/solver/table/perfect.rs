@@ -198,7 +198,7 @@ impl PerfectTable {
         // The slots of parts already appended, for the next parts to build in: fresh ones
         // for every part would each be paged in and zeroed by the kernel (a group's worth,
         // a few MB, is kept).
-        let room: std::sync::Mutex<Vec<Vec<u8>>> = std::sync::Mutex::default();
+        let spare: std::sync::Mutex<Vec<Vec<u8>>> = std::sync::Mutex::default();
         for first in (0..parts).step_by(per_scan) {
             let last = (first + per_scan).min(parts);
             let scan = (first / per_scan) as u8;
@@ -215,7 +215,7 @@ impl PerfectTable {
                     .collect::<Vec<_>>()
                     .into_par_iter()
                     .map(|pieces| {
-                        Part::build(pieces, k, room.lock().ok().and_then(|mut r| r.pop()))
+                        Part::build(pieces, k, spare.lock().ok().and_then(|mut r| r.pop()))
                     })
                     .collect();
                 for part in built {
@@ -223,7 +223,7 @@ impl PerfectTable {
                     slot_start[p + 1] = slot_start[p] + part.slots.len() / stride;
                     pilots.extend_from_slice(&part.pilots);
                     slots.extend_from_slice(&part.slots);
-                    if let Ok(mut r) = room.lock() {
+                    if let Ok(mut r) = spare.lock() {
                         r.push(part.slots);
                     }
                     p += 1;
@@ -490,9 +490,9 @@ fn refill<T: Copy>(v: &mut Vec<T>, len: usize, x: T) {
 impl Part {
     /// The part of `pieces` (ids and their `k` values each): pilots found bucket by bucket,
     /// biggest first; if a bucket finds none, the part is built again with more slots.
-    /// Its slots are written in `room` if given (a vector of an earlier part's).
-    fn build(pieces: Vec<Piece>, k: usize, room: Option<Vec<u8>>) -> Part {
-        SCRATCH.with_borrow_mut(|scratch| Part::build_in(pieces, k, scratch, room))
+    /// Its slots are written in `spare` if given (a vector of an earlier part's).
+    fn build(pieces: Vec<Piece>, k: usize, spare: Option<Vec<u8>>) -> Part {
+        SCRATCH.with_borrow_mut(|scratch| Part::build_in(pieces, k, scratch, spare))
     }
 
     /// [`Part::build`] in `scratch`.
@@ -500,7 +500,7 @@ impl Part {
         pieces: Vec<Piece>,
         k: usize,
         scratch: &mut Scratch,
-        room: Option<Vec<u8>>,
+        spare: Option<Vec<u8>>,
     ) -> Part {
         let Scratch {
             keys,
@@ -557,7 +557,7 @@ impl Part {
             n_slots += n_slots / 16 + 1;
         };
         let stride = FP + 8 * k;
-        let mut slots = room.unwrap_or_default();
+        let mut slots = spare.unwrap_or_default();
         refill(&mut slots, n_slots * stride, 0);
         for (key, &s) in sorted.iter().zip(slot_of_key.iter()) {
             let slot = &mut slots[s * stride..(s + 1) * stride];
@@ -634,22 +634,29 @@ fn place(
             continue;
         }
         debug_assert!(keys.len() <= 64, "a bucket of {} ids", keys.len());
-        let found = match keys.len() {
-            1 => first_pilot::<1>(keys, taken, n_slots, &mut tried),
-            2 => first_pilot::<2>(keys, taken, n_slots, &mut tried),
-            3 => first_pilot::<3>(keys, taken, n_slots, &mut tried),
-            4 => first_pilot::<4>(keys, taken, n_slots, &mut tried),
-            5 => first_pilot::<5>(keys, taken, n_slots, &mut tried),
-            6 => first_pilot::<6>(keys, taken, n_slots, &mut tried),
-            _ => first_pilot_any(keys, taken, n_slots, &mut tried),
-        };
-        pilots[b] = found?;
+        pilots[b] = pilot_for(keys, taken, n_slots, &mut tried)?;
         for (j, &s) in tried[..keys.len()].iter().enumerate() {
             taken[s / 64] |= 1 << (s % 64);
             slot_of_key[start[b] + j] = s;
         }
     }
     Some(pilots)
+}
+
+/// The first pilot that sends each key of a bucket to a free slot of its own (their slots
+/// then in `tried`), or `None`: [`first_pilot`] for buckets of up to 6 keys (all but a few at
+/// [`LAMBDA`] = 3), [`first_pilot_any`] beyond.
+#[inline(always)]
+fn pilot_for(keys: &[Key], taken: &[u64], n_slots: usize, tried: &mut [usize; 64]) -> Option<u16> {
+    match keys.len() {
+        1 => first_pilot::<1>(keys, taken, n_slots, tried),
+        2 => first_pilot::<2>(keys, taken, n_slots, tried),
+        3 => first_pilot::<3>(keys, taken, n_slots, tried),
+        4 => first_pilot::<4>(keys, taken, n_slots, tried),
+        5 => first_pilot::<5>(keys, taken, n_slots, tried),
+        6 => first_pilot::<6>(keys, taken, n_slots, tried),
+        _ => first_pilot_any(keys, taken, n_slots, tried),
+    }
 }
 
 /// Whether slot `s` is taken (1) or free (0) in the bit map `taken`.
@@ -803,15 +810,7 @@ mod tests {
                         })
                         .collect();
                     let (mut fast, mut slow) = ([0usize; 64], [0usize; 64]);
-                    let got = match size {
-                        1 => first_pilot::<1>(&keys, &taken, n_slots, &mut fast),
-                        2 => first_pilot::<2>(&keys, &taken, n_slots, &mut fast),
-                        3 => first_pilot::<3>(&keys, &taken, n_slots, &mut fast),
-                        4 => first_pilot::<4>(&keys, &taken, n_slots, &mut fast),
-                        5 => first_pilot::<5>(&keys, &taken, n_slots, &mut fast),
-                        6 => first_pilot::<6>(&keys, &taken, n_slots, &mut fast),
-                        _ => first_pilot_any(&keys, &taken, n_slots, &mut fast),
-                    };
+                    let got = pilot_for(&keys, &taken, n_slots, &mut fast);
                     let want = first_pilot_any(&keys, &taken, n_slots, &mut slow);
                     let case = format!("{size} keys, {n_slots} slots at load {load}");
                     assert_eq!(got, want, "{case}");
