@@ -18,7 +18,7 @@ const RADIX_MIN: usize = 1 << 12;
 pub fn sort_dedup(mut ids: Vec<u64>) -> Vec<u64> {
     if ids.len() < RADIX_MIN {
         ids.sort_unstable();
-        ids.dedup();
+        dedup_sorted(&mut ids);
         return ids;
     }
     let mid = ids.len() / 2;
@@ -83,7 +83,7 @@ pub fn sort_dedup_pieces(pieces: Vec<Vec<u64>>) -> Vec<u64> {
                 v.extend_from_slice(&part);
             }
             radix_sort(&mut v);
-            v.dedup();
+            dedup_sorted(&mut v);
             v.shrink_to_fit();
             v
         })
@@ -94,7 +94,44 @@ pub fn sort_dedup_pieces(pieces: Vec<Vec<u64>>) -> Vec<u64> {
             (Some(a), Some(b)) => a < b,
             _ => true,
         }));
-    sorted.concat()
+    concat(sorted)
+}
+
+/// From this many ids on, [`concat`] copies on all threads.
+const PARALLEL_CONCAT: usize = 1 << 20;
+
+/// The pieces one after another, copied a piece a task on all threads once they are big: the
+/// layers the forward pass sorts and merges are hundreds of megabytes, and a copy of them (and
+/// the page faults of the new vector) on one thread left the other core waiting (the pass of
+/// 4x3 `goal-256` ran at 1.6 to 1.7 cores of 2). Each piece is freed once copied, as the
+/// serial copy freed them, so that the pieces and the whole are not all resident at once.
+pub fn concat(pieces: Vec<Vec<u64>>) -> Vec<u64> {
+    let total: usize = pieces.iter().map(Vec::len).sum();
+    if total < PARALLEL_CONCAT {
+        return pieces.concat();
+    }
+    let mut out: Vec<u64> = super::huge::with_capacity(total);
+    {
+        // Each task a slice of the new vector's room and the ids it receives, in order.
+        let mut room = &mut out.spare_capacity_mut()[..total];
+        let mut tasks = Vec::with_capacity(pieces.len());
+        for piece in pieces {
+            let (dst, rest) = std::mem::take(&mut room).split_at_mut(piece.len());
+            tasks.push((dst, piece));
+            room = rest;
+        }
+        debug_assert!(room.is_empty());
+        tasks.into_par_iter().for_each(|(dst, piece)| {
+            for (d, &s) in dst.iter_mut().zip(&piece) {
+                d.write(s);
+            }
+        });
+    }
+    // SAFETY: the tasks' slices cut the first `total` elements of `out`'s room into slices
+    // exactly as long as the pieces copied there (the lengths sum to `total`), and every task
+    // wrote each element of its slice: all `total` elements are initialised.
+    unsafe { out.set_len(total) };
+    out
 }
 
 /// Buckets of at most this many ids are sorted LSD within the core's caches (2^16 ids: 512 KiB,
@@ -225,31 +262,59 @@ fn lsd(a: &mut [u64], b: &mut [u64], bits: u32) -> bool {
     in_b
 }
 
-/// Merges two sorted slices into one strictly increasing vector.
+/// Merges two sorted slices (each may repeat ids) into one strictly increasing vector.
+///
+/// Branch-free like [`union_of`]: every step writes the smaller id after the last one kept
+/// and keeps it only if it differs from that one.
 fn merge_dedup(a: &[u64], b: &[u64]) -> Vec<u64> {
-    let mut out = Vec::with_capacity(a.len() + b.len());
-    let (mut i, mut j) = (0, 0);
-    let push = |x: u64, out: &mut Vec<u64>| {
-        if out.last() != Some(&x) {
-            out.push(x);
-        }
+    let n = a.len() + b.len();
+    let (Some(&a0), Some(&b0)) = (a.first(), b.first()) else {
+        let mut out = if a.is_empty() { b.to_vec() } else { a.to_vec() };
+        dedup_sorted(&mut out);
+        return out;
     };
+    let mut out = vec![0u64; n];
+    // `out[..k]` is strictly increasing; `last` is its last id (at first one no id equals).
+    let mut k = 0;
+    let mut last = !a0.min(b0);
+    let (mut i, mut j) = (0, 0);
     while i < a.len() && j < b.len() {
-        if a[i] <= b[j] {
-            push(a[i], &mut out);
-            i += 1;
-        } else {
-            push(b[j], &mut out);
-            j += 1;
-        }
+        let (x, y) = (a[i], b[j]);
+        let m = x.min(y);
+        out[k] = m;
+        k += usize::from(m != last);
+        last = m;
+        // On equal ids only `a` steps: the copy in `b` comes next and is dropped as a repeat.
+        i += usize::from(x <= y);
+        j += usize::from(y < x);
     }
-    for &x in &a[i..] {
-        push(x, &mut out);
+    for &m in a[i..].iter().chain(&b[j..]) {
+        out[k] = m;
+        k += usize::from(m != last);
+        last = m;
     }
-    for &x in &b[j..] {
-        push(x, &mut out);
-    }
+    out.truncate(k);
     out
+}
+
+/// Drops the repeats of a sorted vector, without a branch on whether an id repeats (board ids
+/// repeat about as often as not in a batch of children, so such a branch was a coin toss).
+fn dedup_sorted(v: &mut Vec<u64>) {
+    if v.len() < 2 {
+        return;
+    }
+    // The last id kept stays in a register: read back from `v[k - 1]`, the id written the step
+    // before made every step wait on a store.
+    let mut last = v[0];
+    let mut k = 1;
+    for r in 1..v.len() {
+        let x = v[r];
+        // `k <= r`: the write never reaches an id not yet read.
+        v[k] = x;
+        k += usize::from(x != last);
+        last = x;
+    }
+    v.truncate(k);
 }
 
 /// From this many ids on, [`union`] merges in parallel.
@@ -266,9 +331,7 @@ pub fn union(a: Vec<u64>, b: Vec<u64>) -> Vec<u64> {
         return a;
     }
     if a.len() + b.len() < PARALLEL_UNION {
-        let mut out = Vec::with_capacity(a.len() + b.len());
-        union_into(&a, &b, &mut out);
-        return out;
+        return union_of(&a, &b);
     }
     let parts = rayon::current_num_threads() * 4;
     let cuts: Vec<(usize, usize)> = (0..=parts)
@@ -285,40 +348,29 @@ pub fn union(a: Vec<u64>, b: Vec<u64>) -> Vec<u64> {
         .collect();
     let pieces: Vec<Vec<u64>> = cuts
         .par_windows(2)
-        .map(|w| {
-            let (a, b) = (&a[w[0].0..w[1].0], &b[w[0].1..w[1].1]);
-            let mut out = Vec::with_capacity(a.len() + b.len());
-            union_into(a, b, &mut out);
-            out
-        })
+        .map(|w| union_of(&a[w[0].0..w[1].0], &b[w[0].1..w[1].1]))
         .collect();
     drop((a, b));
-    let mut out = super::huge::with_capacity(pieces.iter().map(Vec::len).sum());
-    for piece in pieces {
-        out.extend_from_slice(&piece);
-    }
-    out
+    concat(pieces)
 }
 
-/// Appends the union of the sorted, deduplicated `a` and `b` to `out`.
-fn union_into(a: &[u64], b: &[u64], out: &mut Vec<u64>) {
+/// The union of the sorted, deduplicated `a` and `b`.
+///
+/// Without a branch on which side is smaller: the smaller id is appended and each side steps
+/// on when its id was it (both, for an id in both). The ids of two batches of children
+/// interleave at random, so a branch on the comparison was mispredicted about every other id.
+fn union_of(a: &[u64], b: &[u64]) -> Vec<u64> {
+    let mut out = Vec::with_capacity(a.len() + b.len());
     let (mut i, mut j) = (0, 0);
     while i < a.len() && j < b.len() {
         let (x, y) = (a[i], b[j]);
-        if x < y {
-            out.push(x);
-            i += 1;
-        } else if y < x {
-            out.push(y);
-            j += 1;
-        } else {
-            out.push(x);
-            i += 1;
-            j += 1;
-        }
+        out.push(x.min(y));
+        i += usize::from(x <= y);
+        j += usize::from(y <= x);
     }
     out.extend_from_slice(&a[i..]);
     out.extend_from_slice(&b[j..]);
+    out
 }
 
 /// True if `ids` is strictly increasing (the layer invariant).
@@ -421,6 +473,65 @@ mod tests {
                 sort_dedup_pieces(ps),
                 expect,
                 "{pieces} pieces of {n}, {bits} bits"
+            );
+        }
+    }
+
+    /// The branch-free merge and deduplication against the standard ones: sides with runs of
+    /// repeats, shared ids, one side empty, ids at both ends of `u64`.
+    #[test]
+    fn merge_dedup_and_dedup_agree_with_std() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(13);
+        for (na, nb, range) in [
+            (0usize, 0usize, 10u64),
+            (0, 5, 3),
+            (7, 0, 3),
+            (1, 1, 1),
+            (1000, 1000, 50),
+            (3000, 10, 1 << 40),
+            (5000, 5000, 4000),
+        ] {
+            let side = |rng: &mut rand::rngs::StdRng, n: usize| -> Vec<u64> {
+                let mut v: Vec<u64> = (0..n)
+                    .map(|_| match rng.gen_range(0..8) {
+                        0 => 0,
+                        1 => u64::MAX,
+                        _ => rng.gen_range(0..range),
+                    })
+                    .collect();
+                v.sort_unstable();
+                v
+            };
+            let (a, b) = (side(&mut rng, na), side(&mut rng, nb));
+            let mut want = [a.clone(), b.clone()].concat();
+            want.sort_unstable();
+            want.dedup();
+            assert_eq!(merge_dedup(&a, &b), want, "{na} and {nb} ids below {range}");
+            let mut got = a.clone();
+            dedup_sorted(&mut got);
+            let mut expect = a;
+            expect.dedup();
+            assert_eq!(got, expect);
+        }
+    }
+
+    #[test]
+    fn concat_is_the_pieces_in_order() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(17);
+        for (pieces, longest) in [
+            (0usize, 1usize),
+            (3, 10),
+            (5, 700_000),
+            (40, 100_000),
+            (2, 3_000_000),
+        ] {
+            let ps: Vec<Vec<u64>> = (0..pieces)
+                .map(|_| (0..rng.gen_range(0..longest)).map(|_| rng.gen()).collect())
+                .collect();
+            assert_eq!(
+                concat(ps.clone()),
+                ps.concat(),
+                "{pieces} pieces up to {longest} ids"
             );
         }
     }
