@@ -7,6 +7,16 @@
 //! `goal-32`: 63 M states an age, 1.3 GB a table open, 0.74 GB perfect); the small ones, where
 //! the look-ups are most of the time and the tables sit in the caches anyway (a 3x3 solve's
 //! backward pass took 75 % longer with perfect tables throughout).
+//!
+//! Tried for the afterstates' table and not kept (2026-11-26): a 32-bit fingerprint and the
+//! values per slot, five slots to a cache line, filled by linear probing (one read a look-up,
+//! no pilots to search). At load 0.85 a build of 16 Mi ids took ≈ 85 ns an id on one thread
+//! (a compare-and-swap on every slot passed) against the perfect table's ≈ 113, but a look-up
+//! ≈ 80 ns against ≈ 40 (blocks of 64, prefetched): 14 % of the look-ups ran past their home
+//! line, 3.6 lines on average, each line a miss no prefetch had asked for (linear probing's
+//! clusters; inserting in hash order moves ids, not the mean displacement). And at 15 bytes
+//! an id it would add to the phase that builds the afterstates' table, the one whose peak
+//! already projects highest for the full 4x3 (`reports/bench/memory.md`: 15.0 GiB).
 
 mod open;
 mod perfect;
