@@ -105,7 +105,7 @@ const PARALLEL_CONCAT: usize = 1 << 20;
 /// the page faults of the new vector) on one thread left the other core waiting (the pass of
 /// 4x3 `goal-256` ran at 1.6 to 1.7 cores of 2). Each piece is freed once copied, as the
 /// serial copy freed them, so that the pieces and the whole are not all resident at once.
-pub fn concat(pieces: Vec<Vec<u64>>) -> Vec<u64> {
+fn concat(pieces: Vec<Vec<u64>>) -> Vec<u64> {
     let total: usize = pieces.iter().map(Vec::len).sum();
     if total < PARALLEL_CONCAT {
         return pieces.concat();
