@@ -267,16 +267,16 @@ fn lsd(a: &mut [u64], b: &mut [u64], bits: u32) -> bool {
 /// Branch-free like [`union_of`]: every step writes the smaller id after the last one kept
 /// and keeps it only if it differs from that one.
 fn merge_dedup(a: &[u64], b: &[u64]) -> Vec<u64> {
-    let n = a.len() + b.len();
-    let (Some(&a0), Some(&b0)) = (a.first(), b.first()) else {
-        let mut out = if a.is_empty() { b.to_vec() } else { a.to_vec() };
-        dedup_sorted(&mut out);
-        return out;
+    // The first id written: the smaller of the two first ones.
+    let first = match (a.first(), b.first()) {
+        (Some(&x), Some(&y)) => x.min(y),
+        (Some(&x), None) | (None, Some(&x)) => x,
+        (None, None) => return Vec::new(),
     };
-    let mut out = vec![0u64; n];
+    let mut out = vec![0u64; a.len() + b.len()];
     // `out[..k]` is strictly increasing; `last` is its last id (at first one no id equals).
     let mut k = 0;
-    let mut last = !a0.min(b0);
+    let mut last = !first;
     let (mut i, mut j) = (0, 0);
     while i < a.len() && j < b.len() {
         let (x, y) = (a[i], b[j]);
