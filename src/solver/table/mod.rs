@@ -3,8 +3,8 @@
 //! A small layer gets an open-addressing table of ids and values ([`open`]: one cache line a
 //! look-up, 21 to 32 bytes an id); from [`PERFECT_FROM`] ids on, a layer gets a perfect hash
 //! onto slots of a fingerprint and the values ([`perfect`]: two dependent reads a look-up,
-//! about 11.8 bytes an id with one variant). The big layers are where memory goes (4x4
-//! `goal-32`: 63 M states an age, 1.3 GB a table open, 0.74 GB perfect); the small ones, where
+//! about 11.6 bytes an id with one variant). The big layers are where memory goes (4x4
+//! `goal-32`: 63 M states an age, 1.3 GB a table open, 0.73 GB perfect); the small ones, where
 //! the look-ups are most of the time and the tables sit in the caches anyway (a 3x3 solve's
 //! backward pass took 75 % longer with perfect tables throughout).
 //!

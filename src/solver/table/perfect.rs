@@ -7,16 +7,17 @@
 //! holds the id's values. The hash is PtrHash's (Groot Koerkamp, "PtrHash: Minimal Perfect
 //! Hashing at RAM Throughput", SEA 2025), without its eviction and remapping: the ids are
 //! split by hash into parts of about [`PART`] ids; a part's ids fall into buckets of about
-//! [`LAMBDA`] ids, and each bucket has a 16-bit *pilot* chosen when the table is built so
+//! [`LAMBDA`] ids, and each bucket has a one-byte *pilot* chosen when the table is built so
 //! that `slot(id) = reduce(h₂(id) ⊕ C·pilot)` sends the bucket's ids to slots no other id
 //! took (`h₂` a second hash of the id, computed once, so that trying a pilot costs one
-//! multiplication a key). Buckets of three need about 4.6 tries a key at load 0.9, buckets
-//! of four 8.8 (simulated); with the cheaper tries a build takes ≈ 55 ns an id on two cores
-//! where it took ≈ 105 (`benches/solver.rs`, 8 Mi ids).
-//! Buckets are placed biggest first, into `m / ALPHA` slots for a part of `m` ids (a free
-//! slot for a bucket of two found within ~100 pilots; a part whose buckets do not all fit
-//! gets more slots and is built again). A look-up reads the bucket's pilot (2 bytes a
-//! bucket: 42 MB for 63 M ids) and then its slot;
+//! multiplication a key). Buckets of two need about 2.9 tries a key at load 0.9, of three
+//! 4.7, of four 8.8 (simulated); a build of 8 Mi ids took 55.9 ns an id in buckets of two
+//! with one-byte pilots, 62.4 in buckets of three with two-byte ones (`benches/solver.rs`,
+//! medians of 5 alternating runs).
+//! Buckets are placed biggest first, into `m / ALPHA` slots for a part of `m` ids (the last
+//! pairs find a free pair of slots within ~160 pilots; a part whose buckets do not all fit
+//! within 256 gets more slots and is built again). A look-up reads the bucket's pilot (a
+//! byte a bucket: 32 MB for 63 M ids) and then its slot;
 //! the backward pass does it in three steps over a block of look-ups (pilots asked for, then
 //! slots located and asked for, then read), so that both misses overlap across the block.
 //!
@@ -24,7 +25,7 @@
 //! nor its bucket nor its slot) followed by its `k` values; a look-up of an id the layer does
 //! not hold finds a slot whose fingerprint differs, but for 1 in 2^16 such ids, and answers
 //! `None` (the pass reports such a miss as an inconsistency between the passes). A layer of
-//! `n` ids costs `(2 + 8k) / ALPHA + 2 / LAMBDA` bytes an id: 11.8 with one variant, against
+//! `n` ids costs `(2 + 8k) / ALPHA + 1 / LAMBDA` bytes an id: 11.6 with one variant, against
 //! 21 to 32 for an open-addressing table of ids and values. Building is parallel over parts
 //! and deterministic: a part's pilots depend on its ids only. A build reads the ids in scans
 //! of [`PARTS_PER_SCAN`] parts, gathering each scan's ids with their values in the layer's
@@ -47,8 +48,16 @@ use super::super::layer::prefetch;
 /// Ids per part (on average): a part's slot map fits in L1 while it is built.
 const PART: usize = 1 << 16;
 
-/// Ids per bucket (on average).
-const LAMBDA: usize = 3;
+/// Ids per bucket (on average). Buckets of two need 2.9 tries of a pilot a key at load 0.9,
+/// buckets of three 4.7 (simulated over parts of 2^14 and 2^16 random keys): the build's
+/// search takes a third fewer tries for a byte of pilot every two ids where three ids had two.
+const LAMBDA: usize = 2;
+
+/// A bucket's pilot: a byte, as in PtrHash. At [`LAMBDA`] = 2 and load 0.9 the last buckets
+/// placed (pairs at a load of 0.8, single ids at 0.9) find a pilot within 256 tries but for
+/// about one part in a few hundred, which is then built again with more slots (simulated:
+/// the largest pilot of a part of 2^16 keys was 132 to 163).
+type Pilot = u8;
 
 /// Ids over slots of a part.
 const ALPHA: f64 = 0.9;
@@ -110,14 +119,14 @@ fn reduce(x: u64, n: usize) -> usize {
 /// What a pilot contributes to a slot: `C · pilot` (PtrHash's pilot hash), whose high bits,
 /// which [`reduce`] reads, vary with every bit of the pilot.
 #[inline(always)]
-fn pilot_hash(pilot: u16) -> u64 {
+fn pilot_hash(pilot: Pilot) -> u64 {
     u64::from(pilot).wrapping_mul(0x517c_c1b7_2722_0a95)
 }
 
 /// The slot (within its part of `slots` slots) of the id of second hash `h2` ([`mix2`]) under
 /// `pilot`.
 #[inline(always)]
-fn slot_of(h2: u64, pilot: u16, slots: usize) -> usize {
+fn slot_of(h2: u64, pilot: Pilot, slots: usize) -> usize {
     reduce(h2 ^ pilot_hash(pilot), slots)
 }
 
@@ -142,7 +151,7 @@ pub struct PerfectTable {
     bucket_start: Vec<usize>,
     /// `slot_start[p]`: the first slot of part `p` (one more entry: the end).
     slot_start: Vec<usize>,
-    pilots: Vec<u16>,
+    pilots: Vec<Pilot>,
     /// Slots of `stride` bytes: fingerprint (little-endian), then `k` values (their bits,
     /// little-endian).
     slots: Vec<u8>,
@@ -184,7 +193,7 @@ impl PerfectTable {
         // parts (in parallel), and writes their slots.
         let mut bucket_start = vec![0usize; parts + 1];
         let mut slot_start = vec![0usize; parts + 1];
-        let mut pilots: Vec<u16> = super::super::huge::with_capacity(n.div_ceil(LAMBDA) + parts);
+        let mut pilots: Vec<Pilot> = super::super::huge::with_capacity(n.div_ceil(LAMBDA) + parts);
         // Room for a part in eight to be built again with more slots (a sixteenth more each
         // time): a vector of a few hundred MB that outgrew its room was copied whole into
         // one twice its size (4x3 `goal-256`, age 382: 300 MB more at the build's peak). Room
@@ -315,7 +324,7 @@ impl PerfectTable {
     /// Bytes the table holds.
     #[cfg(test)]
     pub fn bytes(&self) -> usize {
-        self.slots.len() + 2 * self.pilots.len() + 16 * self.bucket_start.len()
+        self.slots.len() + std::mem::size_of_val(&self.pilots[..]) + 16 * self.bucket_start.len()
     }
 }
 
@@ -455,7 +464,7 @@ struct Key {
 
 /// One built part: its pilots and its slots.
 struct Part {
-    pilots: Vec<u16>,
+    pilots: Vec<Pilot>,
     slots: Vec<u8>,
 }
 
@@ -621,12 +630,12 @@ fn place(
     n_slots: usize,
     taken: &mut Vec<u64>,
     slot_of_key: &mut Vec<usize>,
-) -> Option<Vec<u16>> {
+) -> Option<Vec<Pilot>> {
     let buckets = start.len() - 1;
     // Slots taken, a bit each: a part's map (≈ 9 KB) stays in L1 while pilots are tried.
     refill(taken, n_slots.div_ceil(64), 0);
     refill(slot_of_key, sorted.len(), 0);
-    let mut pilots = vec![0u16; buckets];
+    let mut pilots = vec![0; buckets];
     let mut tried = [0usize; 64];
     for &b in order {
         let keys = &sorted[start[b]..start[b + 1]];
@@ -644,10 +653,15 @@ fn place(
 }
 
 /// The first pilot that sends each key of a bucket to a free slot of its own (their slots
-/// then in `tried`), or `None`: [`first_pilot`] for buckets of up to 6 keys (all but a few at
-/// [`LAMBDA`] = 3), [`first_pilot_any`] beyond.
+/// then in `tried`), or `None`: [`first_pilot`] for buckets of up to 6 keys (all but one in
+/// 200 at [`LAMBDA`] = 2), [`first_pilot_any`] beyond.
 #[inline(always)]
-fn pilot_for(keys: &[Key], taken: &[u64], n_slots: usize, tried: &mut [usize; 64]) -> Option<u16> {
+fn pilot_for(
+    keys: &[Key],
+    taken: &[u64],
+    n_slots: usize,
+    tried: &mut [usize; 64],
+) -> Option<Pilot> {
     match keys.len() {
         1 => first_pilot::<1>(keys, taken, n_slots, tried),
         2 => first_pilot::<2>(keys, taken, n_slots, tried),
@@ -676,10 +690,10 @@ fn first_pilot<const N: usize>(
     taken: &[u64],
     n_slots: usize,
     tried: &mut [usize; 64],
-) -> Option<u16> {
+) -> Option<Pilot> {
     debug_assert_eq!(keys.len(), N);
     let h2: [u64; N] = std::array::from_fn(|j| keys[j].h2);
-    for pilot in 0..=u16::MAX {
+    for pilot in 0..=Pilot::MAX {
         let s: [usize; N] = std::array::from_fn(|j| slot_of(h2[j], pilot, n_slots));
         let mut busy = 0u64;
         for j in 0..N {
@@ -703,8 +717,8 @@ fn first_pilot_any(
     taken: &[u64],
     n_slots: usize,
     tried: &mut [usize; 64],
-) -> Option<u16> {
-    'pilot: for pilot in 0..=u16::MAX {
+) -> Option<Pilot> {
+    'pilot: for pilot in 0..=Pilot::MAX {
         for (j, key) in keys.iter().enumerate() {
             let s = slot_of(key.h2, pilot, n_slots);
             if is_taken(taken, s) != 0 || tried[..j].contains(&s) {
@@ -745,7 +759,8 @@ mod tests {
             assert!(outside <= 5, "{outside} of 10,000 outside ids found");
             if n > 0 {
                 let per_id = t.bytes() as f64 / ids.len() as f64;
-                let bound = (FP + 8 * k) as f64 / ALPHA + 2.0 / LAMBDA as f64 + 0.5;
+                let pilot = std::mem::size_of::<Pilot>() as f64;
+                let bound = (FP + 8 * k) as f64 / ALPHA + pilot / LAMBDA as f64 + 0.5;
                 assert!(n < PART || per_id < bound, "{per_id} bytes an id");
             }
         }
