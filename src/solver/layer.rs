@@ -99,9 +99,7 @@ pub fn sort_dedup_pieces(pieces: Vec<Vec<u64>>) -> Vec<u64> {
 /// pieces: 28.8 → 26.7 ns an id (medians of 5 alternating runs).
 fn sort_range(parts: Vec<Vec<u64>>) -> Vec<u64> {
     let n: usize = parts.iter().map(Vec::len).sum();
-    let first = parts.iter().find_map(|p| p.first()).copied().unwrap_or(0);
-    let diff = parts.iter().flatten().fold(0u64, |m, &x| m | (x ^ first));
-    let bits = 64 - diff.leading_zeros();
+    let bits = varying_bits(parts.iter().flatten());
     let mut out: Vec<u64> = super::huge::with_capacity(n);
     if n <= CACHE_SORT || bits == 0 {
         for part in parts {
@@ -228,10 +226,12 @@ fn radix_sort(v: &mut [u64]) {
     sort_part(v, &mut scratch, false);
 }
 
-/// The number of low bits in which the ids of `v` differ (0 when they are all equal or none).
-fn varying_bits(v: &[u64]) -> u32 {
-    let first = v.first().copied().unwrap_or(0);
-    let diff = v.iter().fold(0u64, |m, &x| m | (x ^ first));
+/// The number of low bits in which `ids` differ (0 when they are all equal or none).
+fn varying_bits<'a>(mut ids: impl Iterator<Item = &'a u64>) -> u32 {
+    let Some(&first) = ids.next() else {
+        return 0;
+    };
+    let diff = ids.fold(0u64, |m, &x| m | (x ^ first));
     64 - diff.leading_zeros()
 }
 
@@ -243,7 +243,7 @@ fn sort_part(a: &mut [u64], b: &mut [u64], into_b: bool) {
         a.sort_unstable();
         0
     } else {
-        varying_bits(a)
+        varying_bits(a.iter())
     };
     let in_b = if bits == 0 {
         false // sorted already
@@ -266,7 +266,7 @@ fn sort_part(a: &mut [u64], b: &mut [u64], into_b: bool) {
 /// Moves the ids of `src`, which differ in their low `bits` bits only, into `dst` grouped by
 /// their top [`DIGIT`] of those bits, stably; returns the ranges of the groups that hold an id.
 fn msd_scatter(src: &[u64], dst: &mut [u64], bits: u32) -> Vec<std::ops::Range<usize>> {
-    debug_assert_eq!(bits, varying_bits(src));
+    debug_assert_eq!(bits, varying_bits(src.iter()));
     let (shift, mask) = msd_digit(bits);
     let mut at = vec![0usize; mask as usize + 1];
     for &x in src {
