@@ -501,18 +501,22 @@ mod tests {
         }
     }
 
-    /// Board-like ids (small, skewed exponents in every nibble: parts of very uneven sizes,
-    /// several MSD levels) and runs of equal ids, against the standard sort.
-    #[test]
-    fn radix_sort_agrees_with_std_on_skewed_ids() {
-        let mut rng = rand::rngs::StdRng::seed_from_u64(21);
-        let nibble = |rng: &mut rand::rngs::StdRng| -> u64 {
+    /// A board-like id of `cells` nibbles: small exponents (each one more than the last with
+    /// probability 0.55, up to 11), so that digits are skewed and parts very uneven in size.
+    fn board_like(rng: &mut rand::rngs::StdRng, cells: usize) -> u64 {
+        (0..cells).fold(0u64, |id, _| {
             let mut e = 0;
             while e < 11 && rng.gen_bool(0.55) {
                 e += 1;
             }
-            e
-        };
+            (id << 4) | e
+        })
+    }
+
+    /// Board-like ids (several MSD levels) and runs of equal ids, against the standard sort.
+    #[test]
+    fn radix_sort_agrees_with_std_on_skewed_ids() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(21);
         let check = |v: Vec<u64>, what: String| {
             let mut got = v.clone();
             radix_sort(&mut got);
@@ -521,9 +525,7 @@ mod tests {
             assert_eq!(got, expect, "{what}");
         };
         for (n, cells) in [(1_500_000usize, 12usize), (700_000, 16), (300_000, 9)] {
-            let v = (0..n)
-                .map(|_| (0..cells).fold(0u64, |id, _| (id << 4) | nibble(&mut rng)))
-                .collect();
+            let v = (0..n).map(|_| board_like(&mut rng, cells)).collect();
             check(v, format!("n={n} cells={cells}"));
         }
         for distinct in [1u64, 3, 5000] {
@@ -601,15 +603,6 @@ mod tests {
     #[test]
     fn sort_range_agrees_with_std() {
         let mut rng = rand::rngs::StdRng::seed_from_u64(29);
-        let skewed = |rng: &mut rand::rngs::StdRng| -> u64 {
-            (0..12).fold(0u64, |id, _| {
-                let mut e = 0;
-                while e < 11 && rng.gen_bool(0.55) {
-                    e += 1;
-                }
-                (id << 4) | e
-            })
-        };
         let cases: Vec<(&str, Vec<Vec<u64>>)> = vec![
             ("none", vec![]),
             ("empty parts", vec![vec![], vec![], vec![]]),
@@ -633,7 +626,7 @@ mod tests {
             (
                 "board-like",
                 (0..5)
-                    .map(|_| (0..200_000).map(|_| skewed(&mut rng)).collect())
+                    .map(|_| (0..200_000).map(|_| board_like(&mut rng, 12)).collect())
                     .collect(),
             ),
             (
