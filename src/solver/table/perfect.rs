@@ -482,6 +482,8 @@ struct Scratch {
     order: Vec<usize>,
     taken: Vec<u64>,
     slot_of_key: Vec<usize>,
+    /// Each key's slot by its place in the part's order (`Key::at`).
+    slot_at: Vec<u32>,
     used: Vec<u64>,
 }
 
@@ -520,6 +522,7 @@ impl Part {
             order,
             taken,
             slot_of_key,
+            slot_at,
             used,
         } = scratch;
         // Each key's two hashes, computed once.
@@ -568,12 +571,20 @@ impl Part {
         let stride = FP + 8 * k;
         let mut slots = spare.unwrap_or_default();
         refill(&mut slots, n_slots * stride, 0);
+        // The slots are filled in the keys' own order, so that their values are read in
+        // order and only the slots are written out of it: in the buckets' order, each key's
+        // values were a read out of order in a part's values, bigger than a core's L2, and the
+        // load a key stalled the build (a seventh of `Part::build`'s samples sat on it).
+        refill(slot_at, m, 0);
         for (key, &s) in sorted.iter().zip(slot_of_key.iter()) {
+            slot_at[key.at as usize] = s as u32;
+        }
+        for ((key, &s), vals) in keys.iter().zip(slot_at.iter()).zip(values.chunks_exact(k)) {
+            let s = s as usize;
             let slot = &mut slots[s * stride..(s + 1) * stride];
             slot[..FP].copy_from_slice(&fingerprint(key.h).to_le_bytes());
-            for v in 0..k {
-                let bits = values[key.at as usize * k + v].to_bits();
-                slot[FP + 8 * v..FP + 8 * v + 8].copy_from_slice(&bits.to_le_bytes());
+            for (v, x) in vals.iter().enumerate() {
+                slot[FP + 8 * v..FP + 8 * v + 8].copy_from_slice(&x.to_bits().to_le_bytes());
             }
         }
         // An empty slot's fingerprint is that of none of its part's ids where possible, so
