@@ -575,6 +575,7 @@ impl Part {
         // order and only the slots are written out of it: in the buckets' order, each key's
         // values were a read out of order in a part's values, bigger than a core's L2, and the
         // load a key stalled the build (a seventh of `Part::build`'s samples sat on it).
+        debug_assert_eq!(values.len(), m * k, "k values a key, in the keys' order");
         refill(slot_at, m, 0);
         for (key, &s) in sorted.iter().zip(slot_of_key.iter()) {
             slot_at[key.at as usize] = s as u32;
