@@ -30,12 +30,21 @@ pub fn board_age(code: u64) -> u64 {
 }
 
 /// Largest exponent of any cell of any code (0 if there are none).
+///
+/// Each code's nibbles are spread over the bytes of two words (even cells, odd cells) and the
+/// largest of each byte kept across all codes, byte by byte, with no branch: the sixteen cells
+/// are compared with one another once, at the end, not once a code.
 pub fn max_exponent(codes: impl IntoIterator<Item = u64>) -> u8 {
-    codes
-        .into_iter()
-        .map(|c| (0..16).map(|i| (c >> (4 * i)) & 15).max().unwrap_or(0) as u8)
-        .max()
-        .unwrap_or(0)
+    const LOW: u64 = 0x0F0F_0F0F_0F0F_0F0F;
+    let mut most = [0u8; 16];
+    for c in codes {
+        let (even, odd) = ((c & LOW).to_le_bytes(), ((c >> 4) & LOW).to_le_bytes());
+        for j in 0..8 {
+            most[j] = most[j].max(even[j]);
+            most[8 + j] = most[8 + j].max(odd[j]);
+        }
+    }
+    most.into_iter().max().unwrap_or(0)
 }
 
 /// The paper's per-age re-basing of board codes (§3.2.2 of Kaneko & Yamashita 2025).
@@ -186,22 +195,10 @@ impl Compaction {
     /// Compact ids of `codes`; an error names the first code that does not fit the board,
     /// this age or the base (the checks are the compaction itself: nothing is computed twice).
     pub(crate) fn compact_all(&self, codes: &[u64], what: &str) -> Result<Vec<u64>, IndexError> {
+        let batch = Batch::new(self);
         (0..codes.len())
-            .map(|i| self.compact_at(codes, i, what))
+            .map(|i| batch.compact_at(codes, i, what))
             .collect()
-    }
-
-    /// The compact id of `codes[i]`, or an error naming it if it does not fit the board, this
-    /// age or the base.
-    #[inline]
-    pub(crate) fn compact_at(
-        &self,
-        codes: &[u64],
-        i: usize,
-        what: &str,
-    ) -> Result<u64, IndexError> {
-        let c = codes[i];
-        self.compact(c).ok_or_else(|| self.misfit(c, i, what))
     }
 
     /// Why `c` has no compact id.
@@ -223,6 +220,90 @@ impl Compaction {
             "{what}: code {c:#x} at index {i} has an exponent >= base {}",
             self.base
         ))
+    }
+}
+
+/// The tiles of the two cells of a byte of a code (`2^e`, 0 for an empty cell), by byte.
+const TILES: [u32; 256] = {
+    let mut t = [0u32; 256];
+    let mut b = 0;
+    while b < 256 {
+        let (lo, hi) = (b & 15, b >> 4);
+        t[b] = ((1u32 << lo) & !1) + ((1u32 << hi) & !1);
+        b += 1;
+    }
+    t
+};
+
+/// A digit pair that has a cell at or above the base.
+const MISFIT: u16 = 1 << 15;
+
+/// [`Compaction::compact`] for the many codes of an encoding, a byte (two cells) a step
+/// instead of a cell: a table maps a byte of the code to its two digits in base `b`
+/// (`e_lo + e_hi·b`, or [`MISFIT`]) and another to its two tiles, and the pairs' digits are
+/// weighted by powers of `b²` independently rather than folded one cell after another
+/// (Horner's rule is a chain of `n − 1` multiplications a code). The same ids, the same
+/// refusals: a test holds it to [`Compaction::compact`] on seeded codes, good and bad.
+pub(crate) struct Batch<'a> {
+    codec: &'a Compaction,
+    /// By byte of the code shifted past cell 0: cells `2j + 1` (low nibble) and `2j + 2`.
+    digits: [u16; 256],
+    /// `b^(2j)`, the weight of byte `j` of the shifted code.
+    weight: [u64; 8],
+}
+
+impl<'a> Batch<'a> {
+    pub(crate) fn new(codec: &'a Compaction) -> Batch<'a> {
+        let b = u64::from(codec.base);
+        let mut digits = [MISFIT; 256];
+        for (byte, d) in digits.iter_mut().enumerate() {
+            let (lo, hi) = (byte as u64 & 15, byte as u64 >> 4);
+            if lo < b && hi < b {
+                *d = (lo + hi * b) as u16;
+            }
+        }
+        // b ≤ 16 and 15 cells past cell 0 at most: b^14 ≤ 2^56, every id below 16^15 = 2^60.
+        let mut weight = [1u64; 8];
+        for j in 1..8 {
+            weight[j] = weight[j - 1].saturating_mul(b * b);
+        }
+        Batch {
+            codec,
+            digits,
+            weight,
+        }
+    }
+
+    /// [`Compaction::compact`] of `code`.
+    #[inline]
+    pub(crate) fn compact(&self, code: u64) -> Option<u64> {
+        let c = self.codec;
+        if code & !c.shape_mask != 0 {
+            return None;
+        }
+        let (rest, all) = ((code >> 4).to_le_bytes(), code.to_le_bytes());
+        let (mut id, mut misfit, mut sum) = (0u64, 0u16, 0u32);
+        for j in 0..8 {
+            let d = self.digits[usize::from(rest[j])];
+            misfit |= d;
+            // A misfit pair's weight is never added: the whole code is refused below.
+            id = id.wrapping_add(u64::from(d).wrapping_mul(self.weight[j]));
+            sum += TILES[usize::from(all[j])];
+        }
+        (misfit & MISFIT == 0 && u64::from(sum) == u64::from(c.age)).then_some(id)
+    }
+
+    /// The compact id of `codes[i]`, or an error naming it if it does not fit the board, this
+    /// age or the base.
+    #[inline]
+    pub(crate) fn compact_at(
+        &self,
+        codes: &[u64],
+        i: usize,
+        what: &str,
+    ) -> Result<u64, IndexError> {
+        let c = codes[i];
+        self.compact(c).ok_or_else(|| self.codec.misfit(c, i, what))
     }
 }
 

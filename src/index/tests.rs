@@ -255,6 +255,88 @@ fn compaction_is_monotone_and_invertible_exhaustive() {
 }
 
 #[test]
+fn max_exponent_is_the_largest_nibble_of_all_codes() {
+    let naive = |codes: &[u64]| {
+        codes
+            .iter()
+            .flat_map(|&c| (0..16).map(move |i| ((c >> (4 * i)) & 15) as u8))
+            .max()
+            .unwrap_or(0)
+    };
+    let mut rng = StdRng::seed_from_u64(12);
+    assert_eq!(max_exponent([]), 0);
+    for round in 0..2000 {
+        // Few codes or many; the largest exponent in any cell, sparse boards or full ones.
+        let top = rng.gen_range(1..=16u64);
+        let cells = rng.gen_range(0..=16);
+        let codes: Vec<u64> = (0..rng.gen_range(0..40))
+            .map(|_| {
+                (0..cells).fold(0u64, |acc, _| {
+                    acc | (rng.gen_range(0..top) << (4 * rng.gen_range(0..16)))
+                })
+            })
+            .collect();
+        assert_eq!(
+            max_exponent(codes.iter().copied()),
+            naive(&codes),
+            "round {round}"
+        );
+    }
+    for e in 0..16u64 {
+        for i in 0..16 {
+            assert_eq!(max_exponent([0x1111, e << (4 * i)]), e.max(1) as u8);
+        }
+    }
+}
+
+#[test]
+fn batch_compaction_is_compact_on_good_and_bad_codes() {
+    let mut rng = StdRng::seed_from_u64(13);
+    for &(rows, cols) in &[
+        (1u8, 2u8),
+        (2, 2),
+        (3, 3),
+        (2, 4),
+        (3, 4),
+        (4, 3),
+        (4, 4),
+        (1, 16),
+    ] {
+        let n = u32::from(rows) * u32::from(cols);
+        for _ in 0..40 {
+            let age = 2 * rng.gen_range(1..=600u64);
+            let mut codes = boards_of_age(&mut rng, n, age, 300);
+            // Bad ones too: a cell changed (another age, an exponent at or above the base),
+            // a cell outside the board.
+            for k in 0..codes.len() {
+                let c = codes[k];
+                let cell = rng.gen_range(0..16);
+                codes.push(c ^ (rng.gen_range(1..16u64) << (4 * cell)));
+            }
+            let most = max_exponent(codes.iter().copied());
+            for base in [
+                Compaction::base_for(codes.iter().copied()),
+                (most + 1).max(2),
+                2,
+                16,
+            ] {
+                let Ok(codec) = Compaction::new(rows, cols, age as u32, base) else {
+                    continue;
+                };
+                let batch = Batch::new(&codec);
+                for &c in &codes {
+                    assert_eq!(
+                        batch.compact(c),
+                        codec.compact(c),
+                        "{rows}x{cols} {c:#x} b={base}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
 fn code_set_with_real_looking_boards() {
     let mut rng = StdRng::seed_from_u64(5);
     for &(rows, cols, age) in &[
