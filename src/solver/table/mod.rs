@@ -17,6 +17,14 @@
 //! clusters; inserting in hash order moves ids, not the mean displacement). And at 15 bytes
 //! an id it would add to the phase that builds the afterstates' table, the one whose peak
 //! already projects highest for the full 4x3 (`reports/bench/memory.md`: 15.0 GiB).
+//!
+//! Tried and not kept (2026-11-27): building each big table in the buffers of the one the
+//! backward pass let go before it, so that its pages are written again rather than faulted in
+//! and zeroed (2.8 % of a 4x3 `goal-128` compact backward pass's CPU, half of it under a
+//! table's slots). System time fell by a few seconds of ≈ 60, wall time did not move beyond
+//! the host's spread, and the peak rose by 1–2 %: a reused buffer is resident whole from the
+//! build's first scan, a fresh one only as its parts are appended, and a build's peak is
+//! within its scans.
 
 mod open;
 mod perfect;
