@@ -265,7 +265,7 @@ impl<'a> Batch<'a> {
         // b ≤ 16 and 15 cells past cell 0 at most: b^14 ≤ 2^56, every id below 16^15 = 2^60.
         let mut weight = [1u64; 8];
         for j in 1..8 {
-            weight[j] = weight[j - 1].saturating_mul(b * b);
+            weight[j] = weight[j - 1] * (b * b);
         }
         Batch {
             codec,
