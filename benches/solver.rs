@@ -43,6 +43,30 @@ fn sparse_boards(n: usize, cells: usize) -> Vec<u64> {
         .collect()
 }
 
+/// The values of `ids` summed, looked up as the backward pass does: in blocks of 64 (every
+/// part found and pilot asked for, then every slot located and asked for, then read), the
+/// `j`-th id in stream `j % streams`.
+fn blocked(table: &ValueTable, ids: &[u64], streams: usize) -> f64 {
+    const B: usize = 64;
+    let mut hint = vec![0u32; streams];
+    let (mut part, mut loc) = ([0u32; B], [0u64; B]);
+    let mut sum = 0.0;
+    for (b, block) in ids.chunks(B).enumerate() {
+        for (j, &x) in block.iter().enumerate() {
+            let h = &mut hint[(b * B + j) % streams];
+            table.prefetch(black_box(x), h);
+            part[j] = *h;
+        }
+        for (j, &x) in block.iter().enumerate() {
+            loc[j] = table.locate(x, part[j]);
+        }
+        for &l in &loc[..block.len()] {
+            sum += table.at(l).map_or(0.0, |v| v.get(0));
+        }
+    }
+    sum
+}
+
 /// All four moves of every board at once, as the solver's passes ask for them.
 fn all_moves(game: &Game, bs: &[u64]) -> u64 {
     let mut acc = 0u64;
@@ -172,12 +196,39 @@ fn main() {
     );
     let perfect = perfect.expect("built");
     let probe: Vec<u64> = (0..1 << 20).map(|i| big[(i * 7919) % big.len()]).collect();
-    time("perfect value table get (8 Mi ids)", 5, probe.len(), || {
-        probe
-            .iter()
-            .filter_map(|&x| perfect.get(black_box(x)).map(|v| v.get(0)))
-            .count()
-    });
+    time(
+        "perfect value table get, its part by binary search (8 Mi ids)",
+        5,
+        probe.len(),
+        || {
+            probe
+                .iter()
+                .filter_map(|&x| perfect.get(black_box(x)).map(|v| v.get(0)))
+                .count()
+        },
+    );
+    // The backward pass's way: blocks of look-ups in streams, each near its stream's last in
+    // the layer's order 85 % of the time, else anywhere (as the spawns of a tile on a cell
+    // over afterstates in their order: `reports/bench/profile.md`); then the same look-ups
+    // (the probes above) in no order.
+    let streams = 16;
+    let mut rng = Rng(9);
+    let mut last = vec![0usize; streams];
+    let near: Vec<u64> = (0..1 << 20)
+        .map(|i| {
+            let s = i % streams;
+            last[s] = if rng.below(100) < 85 {
+                (last[s] + rng.below(8) as usize).min(big.len() - 1)
+            } else {
+                rng.below(big.len() as u64) as usize
+            };
+            big[last[s]]
+        })
+        .collect();
+    for (order, ids) in [("near their stream's last", &near), ("in no order", &probe)] {
+        let name = format!("perfect value table, blocks of look-ups {order} (8 Mi ids)");
+        time(&name, 5, ids.len(), || blocked(&perfect, ids, streams));
+    }
     time("2x4 expectation solve, written", 3, 1, || {
         let dir = std::env::temp_dir().join(format!("age2048-bench-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);

@@ -216,6 +216,9 @@ pub struct Backward<'g> {
     variants: Vec<Variant>,
     /// [`SEGMENT`], smaller in tests.
     segment: usize,
+    /// [`super::table::PERFECT_FROM`]: ids from which the pass's own tables are perfect
+    /// hashes (smaller in tests).
+    perfect_from: usize,
     phases: Option<PhaseHook<'g>>,
 }
 
@@ -235,6 +238,7 @@ impl<'g> Backward<'g> {
             class,
             variants: variants.to_vec(),
             segment: SEGMENT,
+            perfect_from: super::table::PERFECT_FROM,
             phases: None,
         })
     }
@@ -292,7 +296,10 @@ impl<'g> Backward<'g> {
             // 4x3 `goal-128 --layout compact`, 1,033 MB at its largest age while the files
             // were written as the level was built, 905–965 MB since).
             let (after_table, written) = rayon::join(
-                || ValueTable::new(&afterstates, &after_values, self.k()),
+                || {
+                    let value = |j| after_values[j];
+                    ValueTable::from_fn_at(&afterstates, value, self.k(), self.perfect_from)
+                },
                 || {
                     writer.afterstates(Afterstates {
                         age,
@@ -324,7 +331,10 @@ impl<'g> Backward<'g> {
             // The rest of the age's files while its level is built.
             let (written, table) = rayon::join(
                 || writer.finish(&out),
-                || ValueTable::from_fn(&out.states, |j| out.state_value(j), self.k()),
+                || {
+                    let value = |j| out.state_value(j);
+                    ValueTable::from_fn_at(&out.states, value, self.k(), self.perfect_from)
+                },
             );
             sink(out, written?)?;
             // Marked once the sink has let go of the age (the peak came before): the next
@@ -390,6 +400,11 @@ impl<'g> Backward<'g> {
         // order) the ids of the children spawning a 2 and a 4.
         let mut empties = [0usize; BLOCK];
         let mut kid = [[[NONE; 2]; MAX_CELLS]; BLOCK];
+        // Where each child's look-up found its part (the second step's input), and where
+        // each stream's last one did: a stream is a spawn of one tile on one cell, whose
+        // children over afterstates in their order are close in the next layers' order.
+        let mut part = [[[0u32; 2]; MAX_CELLS]; BLOCK];
+        let mut hint = [[0u32; 2]; MAX_CELLS];
         // Per afterstate of the block: the goal tile is on it (asked once).
         let mut done = [false; BLOCK];
         let tables = [&next2.table, &next4.table];
@@ -411,8 +426,9 @@ impl<'g> Backward<'g> {
                     for t in 0..2 {
                         if spawns[t] {
                             let c = canon_child(i, t as u8 + 1);
-                            tables[t].prefetch(c);
+                            tables[t].prefetch(c, &mut hint[i][t]);
                             kid[j][n][t] = c;
+                            part[j][n][t] = hint[i][t];
                         }
                     }
                     n += 1;
@@ -424,8 +440,8 @@ impl<'g> Backward<'g> {
             for t in 0..2 {
                 if spawns[t] && tables[t].two_step() {
                     for (j, kids) in kid.iter_mut().enumerate().take(block.len()) {
-                        for kid in &mut kids[..empties[j]] {
-                            kid[t] = tables[t].locate(kid[t]);
+                        for (kid, at) in kids[..empties[j]].iter_mut().zip(&part[j]) {
+                            kid[t] = tables[t].locate(kid[t], at[t]);
                         }
                     }
                 }
@@ -639,6 +655,10 @@ impl<'g> Backward<'g> {
         // invalid) and its reward.
         let mut after = [[NONE; 4]; BLOCK];
         let mut reward = [[0u32; 4]; BLOCK];
+        // Where each afterstate's look-up found its part, and where each direction's last
+        // one did (the moves of states in their order are close in the afterstates' order).
+        let mut part = [[0u32; 4]; BLOCK];
+        let mut hint = [0u32; 4];
         // Per state of the block: the goal tile is on it (asked once).
         let mut done = [false; BLOCK];
         // What an absorbed state's record is, whole: a reused buffer holds an earlier state's.
@@ -656,16 +676,19 @@ impl<'g> Backward<'g> {
                 for (di, m) in game.rules.moves(s).into_iter().enumerate() {
                     if let Some((a, r)) = m {
                         let c = game.canon(a);
-                        after_table.prefetch(c);
+                        after_table.prefetch(c, &mut hint[di]);
                         after[j][di] = c;
+                        part[j][di] = hint[di];
                         reward[j][di] = r;
                     }
                 }
             }
             if after_table.two_step() {
-                for moves in after.iter_mut().take(block.len()) {
-                    for a in moves.iter_mut().filter(|a| **a != NONE) {
-                        *a = after_table.locate(*a);
+                for (moves, at) in after.iter_mut().zip(&part).take(block.len()) {
+                    for (a, &p) in moves.iter_mut().zip(at) {
+                        if *a != NONE {
+                            *a = after_table.locate(*a, p);
+                        }
                     }
                 }
             }
@@ -777,6 +800,23 @@ mod tests {
     /// Every age of a solve, in memory, its records handed over in segments of `records`
     /// states (or not at all), folded in segments of `segment` otherwise.
     fn solve(game: &Game, variants: &[Variant], records: Option<usize>, segment: usize) -> Solved {
+        solve_with(
+            game,
+            variants,
+            records,
+            segment,
+            super::super::table::PERFECT_FROM,
+        )
+    }
+
+    /// [`solve`] with the pass's tables perfect hashes from `perfect_from` ids on.
+    fn solve_with(
+        game: &Game,
+        variants: &[Variant],
+        records: Option<usize>,
+        segment: usize,
+        perfect_from: usize,
+    ) -> Solved {
         let class = variants[0].forward_class();
         let mut layers: BTreeMap<u32, (Vec<u64>, Vec<u64>)> = BTreeMap::new();
         let top = forward::run(game, &class, Start::Fresh, |l: AgeLayer| {
@@ -787,6 +827,7 @@ mod tests {
         let bottom = *layers.keys().next().unwrap();
         let mut pass = Backward::new(game, variants).unwrap();
         pass.segment = segment;
+        pass.perfect_from = perfect_from;
         let mut out = Vec::new();
         pass.run(
             top,
@@ -855,6 +896,33 @@ mod tests {
             }
         }
         assert!(seen > 0, "no start holds a 4");
+    }
+
+    /// The look-ups in perfect tables (whose parts are found from each stream's last: a spawn
+    /// on a cell, a move in a direction) give every state's record the open tables give, bit
+    /// for bit, over boards and variants of both tiles, one tile, and several at once.
+    #[test]
+    fn perfect_tables_give_the_records_of_open_ones() {
+        for (shape, names) in [
+            ((3, 3), &["goal-128"][..]),
+            ((2, 4), &["expectation", "optimistic", "pessimistic"]),
+            ((4, 4), &["goal-8"]),
+            ((2, 3), &["goal-8-p4=0"]),
+        ] {
+            let game = Game::new(Shape::new(shape.0, shape.1).unwrap(), Group::Full);
+            let variants: Vec<Variant> = names
+                .iter()
+                .map(|n| Variant::parse(n, Given::default()).unwrap())
+                .collect();
+            let open = solve_with(&game, &variants, Some(usize::MAX), SEGMENT, usize::MAX);
+            let perfect = solve_with(&game, &variants, Some(usize::MAX), SEGMENT, 0);
+            assert_eq!(open.len(), perfect.len());
+            for ((o, (_, o_recs, _)), (p, (_, p_recs, _))) in open.iter().zip(&perfect) {
+                let bits = |r: &[StateRec]| r.iter().map(rec_bits).collect::<Vec<_>>();
+                assert_eq!(o.age, p.age);
+                assert_eq!(bits(o_recs), bits(p_recs), "{shape:?} age {}", o.age);
+            }
+        }
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! A small layer gets an open-addressing table of ids and values ([`open`]: one cache line a
 //! look-up, 21 to 32 bytes an id); from [`PERFECT_FROM`] ids on, a layer gets a perfect hash
 //! onto slots of a fingerprint and the values ([`perfect`]: two dependent reads a look-up,
-//! about 11.6 bytes an id with one variant). The big layers are where memory goes (4x4
+//! mostly from the caches since its parts follow the layer's order, about 11.6 bytes an id
+//! with one variant). The big layers are where memory goes (4x4
 //! `goal-32`: 63 M states an age, 1.3 GB a table open, 0.73 GB perfect); the small ones, where
 //! the look-ups are most of the time and the tables sit in the caches anyway (a 3x3 solve's
 //! backward pass took 75 % longer with perfect tables throughout).
@@ -76,7 +77,18 @@ impl ValueTable {
     /// [`ValueTable::new`] with `value(rank * k + v)` the value of variant `v` of the id of
     /// rank `rank`: the values need not sit in a vector of their own.
     pub fn from_fn(ids: &[u64], value: impl Fn(usize) -> f64 + Sync, k: usize) -> ValueTable {
-        if ids.len() >= PERFECT_FROM {
+        ValueTable::from_fn_at(ids, value, k, PERFECT_FROM)
+    }
+
+    /// [`ValueTable::from_fn`], a [`PerfectTable`] from `perfect_from` ids on (tests make
+    /// every table perfect, to hold the backward pass's look-ups in them to the open ones').
+    pub fn from_fn_at(
+        ids: &[u64],
+        value: impl Fn(usize) -> f64 + Sync,
+        k: usize,
+        perfect_from: usize,
+    ) -> ValueTable {
+        if ids.len() >= perfect_from {
             ValueTable::Perfect(PerfectTable::from_fn(ids, value, k))
         } else {
             ValueTable::Open(OpenTable::from_fn(ids, value, k))
@@ -84,12 +96,15 @@ impl ValueTable {
     }
 
     /// Asks the CPU to start loading what a look-up of `id` reads first, so that a batch of
-    /// look-ups overlaps its cache misses instead of paying them one after another.
+    /// look-ups overlaps its cache misses instead of paying them one after another. `hint`
+    /// is where the look-up before it in the same stream was (a stream's look-ups are close
+    /// in the layer's order: see [`perfect`]); it becomes where this one is, which the
+    /// second step ([`ValueTable::locate`]) takes. Start a stream at 0.
     #[inline(always)]
-    pub fn prefetch(&self, id: u64) {
+    pub fn prefetch(&self, id: u64, hint: &mut u32) {
         match self {
             ValueTable::Open(t) => t.prefetch(id),
-            ValueTable::Perfect(t) => t.prefetch(id),
+            ValueTable::Perfect(t) => t.prefetch(id, hint),
         }
     }
 
@@ -100,14 +115,14 @@ impl ValueTable {
         matches!(self, ValueTable::Perfect(_))
     }
 
-    /// The second step of a look-up of `id` whose first ([`ValueTable::prefetch`]) was made:
-    /// where [`ValueTable::at`] reads, its cache line asked for (a perfect table reads the
-    /// pilot; for an open table, `id` itself and nothing read).
+    /// The second step of a look-up of `id` whose first ([`ValueTable::prefetch`]) was made
+    /// and left its hint at `at`: where [`ValueTable::at`] reads, its cache line asked for
+    /// (a perfect table reads the pilot; for an open table, `id` itself and nothing read).
     #[inline(always)]
-    pub fn locate(&self, id: u64) -> u64 {
+    pub fn locate(&self, id: u64, at: u32) -> u64 {
         match self {
             ValueTable::Open(_) => id,
-            ValueTable::Perfect(t) => t.locate_packed(id),
+            ValueTable::Perfect(t) => t.locate_packed(id, at),
         }
     }
 
@@ -156,7 +171,9 @@ mod tests {
                 };
                 let want = ids.binary_search(&x).ok().map(|i| values[i]);
                 let got = t.get(x).map(|v| v.get(0));
-                let stepped = t.at(t.locate(x)).map(|v| v.get(0));
+                let mut hint = rng.gen_range(0..ids.len() as u32 / 512);
+                t.prefetch(x, &mut hint);
+                let stepped = t.at(t.locate(x, hint)).map(|v| v.get(0));
                 assert_eq!(got.map(f64::to_bits), stepped.map(f64::to_bits));
                 match (want, got) {
                     (Some(w), g) => assert_eq!(g.map(f64::to_bits), Some(w.to_bits())),

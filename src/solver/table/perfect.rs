@@ -5,48 +5,53 @@
 //! and every move's afterstate there), so the table need not store the ids to tell a hit
 //! from a miss: a perfect hash sends each id of the layer to a slot of its own, and the slot
 //! holds the id's values. The hash is PtrHash's (Groot Koerkamp, "PtrHash: Minimal Perfect
-//! Hashing at RAM Throughput", SEA 2025), without its eviction and remapping: the ids are
-//! split by hash into parts of about [`PART`] ids; a part's ids fall into buckets of about
-//! [`LAMBDA`] ids, and each bucket has a one-byte *pilot* chosen when the table is built so
-//! that `slot(id) = reduce(h₂(id) ⊕ C·pilot)` sends the bucket's ids to slots no other id
-//! took (`h₂` a second hash of the id, computed once, so that trying a pilot costs one
-//! multiplication a key). Buckets of two need about 2.9 tries a key at load 0.9, of three
-//! 4.7, of four 8.8 (simulated); a build of 8 Mi ids took 55.9 ns an id in buckets of two
-//! with one-byte pilots, 62.4 in buckets of three with two-byte ones (`benches/solver.rs`,
-//! medians of 5 alternating runs).
-//! Buckets are placed biggest first, into `m / ALPHA` slots for a part of `m` ids (the last
-//! pairs find a free pair of slots within ~160 pilots; a part whose buckets do not all fit
-//! within 256 gets more slots and is built again). A look-up reads the bucket's pilot (a
-//! byte a bucket: 32 MB for 63 M ids) and then its slot;
-//! the backward pass does it in three steps over a block of look-ups (pilots asked for, then
-//! slots located and asked for, then read), so that both misses overlap across the block.
+//! Hashing at RAM Throughput", SEA 2025), without its eviction and remapping, and with parts
+//! that are runs of the layer's order rather than chosen by hash: part `p` holds the ids of
+//! ranks `p·PART..(p+1)·PART` ([`PART`]), and the first id of each part is kept, so that a
+//! look-up finds its part by searching those from the part of the look-up before it in the
+//! same stream ([`PerfectTable::part_near`]). The backward pass's look-ups are close in the
+//! layer's order from one to the next of a stream (a spawn of a given tile on a given cell,
+//! a move in a given direction, over afterstates or states taken in their order): a part's
+//! pilots and slots (≈ 12 KB) are read from memory once and then from the core's cache for
+//! the stream's next look-ups, where parts chosen by hash sent every look-up to a line of its
+//! own, two misses a look-up (a pilot and a slot).
 //!
-//! A slot is a 16-bit fingerprint of the id (bits of its hash that choose neither its part
-//! nor its bucket nor its slot) followed by its `k` values; a look-up of an id the layer does
-//! not hold finds a slot whose fingerprint differs, but for 1 in 2^16 such ids, and answers
-//! `None` (the pass reports such a miss as an inconsistency between the passes). A layer of
-//! `n` ids costs `(2 + 8k) / ALPHA + 1 / LAMBDA` bytes an id: 11.6 with one variant, against
-//! 21 to 32 for an open-addressing table of ids and values. Building is parallel over parts
-//! and deterministic: a part's pilots depend on its ids only. A build reads the ids in scans
-//! of [`PARTS_PER_SCAN`] parts, gathering each scan's ids with their values in the layer's
-//! order (what it holds beside the table: 8 + 8k bytes a key of the scan, in pieces sized
-//! for their keys, and the slots of the few parts being built); each id's scan is noted as a
-//! byte when there are several, so that no id is hashed once a scan. A scan costs a read of
-//! the layer's ids and values (≈ 2 ns an id on two cores), so fewer, bigger scans are
-//! quicker: 2^27 ids took 146 ns an id in 16 scans, 180 in 32, 228 in 64. What the build
-//! freed goes back to the kernel at its end (the allocator kept ≈ 9 bytes an id of it); what
-//! a part is built in (its keys sorted by bucket, the slots taken: ≈ 90 bytes a key) is each
-//! thread's own from part to part and build to build (≈ 6 MB a thread), and a part's slots
-//! are written in those of a part already appended, so that neither is paged in and zeroed
-//! anew for every part. A pilot is tried on all the keys of its bucket before the one branch
-//! on its outcome. Both cut a build of 2^25 ids from 133 to 113 ns of CPU an id.
+//! A part's ids fall into buckets of about [`LAMBDA`] ids, and each bucket has a one-byte
+//! *pilot* chosen when the table is built so that `slot(id) = reduce(h₂(id) ⊕ C·pilot)`
+//! sends the bucket's ids to slots of the part no other id took (`h₂` a second hash of the
+//! id, computed once, so that trying a pilot costs one multiplication a key). Buckets of two
+//! need about 2.9 tries a key at load 0.9, of three 4.7, of four 8.8 (simulated). Buckets are
+//! placed biggest first, into `m / ALPHA` slots for a part of `m` ids (a part whose buckets
+//! do not all fit within 256 pilots gets more slots and is built again). A look-up reads the
+//! bucket's pilot and then its slot; the backward pass does it in three steps over a block of
+//! look-ups (part found and pilot asked for, then slot located and asked for, then read), so
+//! that the misses there are overlap across the block.
+//!
+//! A slot is a 16-bit fingerprint of the id (bits of its hash that choose neither its bucket
+//! nor its slot) followed by its `k` values; a look-up of an id the layer does not hold finds
+//! a slot whose fingerprint differs, but for 1 in 2^16 such ids, and answers `None` (the pass
+//! reports such a miss as an inconsistency between the passes). A layer of `n` ids costs
+//! `(2 + 8k) / ALPHA + 1 / LAMBDA` bytes an id, and 24 bytes a part (its first id, first
+//! bucket and first slot): 11.6 with one variant, against 21 to 32 for an open-addressing
+//! table of ids and values. Building is parallel over parts and deterministic: a part's
+//! pilots depend on its ids only. A part reads its ids and their values where the layer holds
+//! them, in order; the build holds nothing but the table and the few parts of a round being
+//! built. What a part is built in (its keys sorted by bucket, the slots taken) is each
+//! thread's own from part to part and build to build, and a part's slots are written in those
+//! of a part already appended, so that neither is paged in and zeroed anew for every part. A
+//! pilot is tried on all the keys of its bucket before the one branch on its outcome.
 
 use rayon::prelude::*;
 
 use super::super::layer::prefetch;
 
-/// Ids per part (on average): a part's slot map fits in L1 while it is built.
-const PART: usize = 1 << 16;
+/// Ids per part (the last may have fewer): a part's pilots and slots (≈ 12 KB with one
+/// variant) for each stream of look-ups fit in a core's L2 together (32 streams on 4x4, a
+/// spawn of either tile on any cell).
+const PART: usize = 1 << 10;
+
+/// Parts a thread builds in a round of a build.
+const GROUP_PER_THREAD: usize = 64;
 
 /// Ids per bucket (on average). Buckets of two need 2.9 tries of a pilot a key at load 0.9,
 /// buckets of three 4.7 (simulated over parts of 2^14 and 2^16 random keys): the build's
@@ -61,15 +66,6 @@ type Pilot = u8;
 
 /// Ids over slots of a part.
 const ALPHA: f64 = 0.9;
-
-/// Parts built from one scan of the ids: bounds what the build holds besides the table (16
-/// bytes a key of the scan's 2^23 or so: ≈ 160 MB whatever the layer, 200 above the table
-/// at the peak of a build of 2^25 ids).
-const PARTS_PER_SCAN: usize = 128;
-
-/// Scans of a build at most (a scan's number is a byte a key; past this many, a scan takes
-/// more parts).
-const MAX_SCANS: usize = 255;
 
 /// Bytes of a slot's fingerprint.
 const FP: usize = 2;
@@ -131,14 +127,14 @@ fn slot_of(h2: u64, pilot: Pilot, slots: usize) -> usize {
 }
 
 /// The bucket (within its part of `buckets` buckets) of the id of hash `h`: from its low 32
-/// bits, where the part comes from its high ones.
+/// bits.
 #[inline(always)]
 fn bucket_of(h: u64, buckets: usize) -> usize {
     (((h & 0xffff_ffff) * buckets as u64) >> 32) as usize
 }
 
-/// The fingerprint of the id of hash `h`: bits 32 to 47, which choose neither its part (the
-/// top bits) nor its bucket (the low 32).
+/// The fingerprint of the id of hash `h`: bits 32 to 47, which do not choose its bucket (the
+/// low 32).
 #[inline(always)]
 fn fingerprint(h: u64) -> u16 {
     (h >> 32) as u16
@@ -147,6 +143,8 @@ fn fingerprint(h: u64) -> u16 {
 /// Maps the ids of one big layer to their values (`k` per id, one per variant). See the
 /// module documentation.
 pub struct PerfectTable {
+    /// `first[p]`: the first id of part `p` (the smallest of its ids).
+    first: Vec<u64>,
     /// `bucket_start[p]`: the first bucket of part `p` (one more entry: the end).
     bucket_start: Vec<usize>,
     /// `slot_start[p]`: the first slot of part `p` (one more entry: the end).
@@ -171,17 +169,6 @@ impl PerfectTable {
     /// [`super::ValueTable::new`] with `value(rank * k + v)` the value of variant `v` of the id of
     /// rank `rank`: the values need not sit in a vector of their own.
     pub fn from_fn(ids: &[u64], value: impl Fn(usize) -> f64 + Sync, k: usize) -> PerfectTable {
-        PerfectTable::build(ids, value, k, PARTS_PER_SCAN)
-    }
-
-    /// [`PerfectTable::from_fn`] building at least `per_scan` parts a scan of the ids (the
-    /// table is the same whatever the scans: a part's pilots and slots depend on its ids only).
-    fn build(
-        ids: &[u64],
-        value: impl Fn(usize) -> f64 + Sync,
-        k: usize,
-        per_scan: usize,
-    ) -> PerfectTable {
         debug_assert!(
             super::super::layer::is_layer(ids),
             "a layer must be sorted and deduplicated"
@@ -189,8 +176,9 @@ impl PerfectTable {
         let n = ids.len();
         let parts = n.div_ceil(PART).max(1);
         let stride = FP + 8 * k;
-        // Scans: each gathers the ids and values of the ids of a run of parts, builds those
-        // parts (in parallel), and writes their slots.
+        let first: Vec<u64> = (0..parts)
+            .map(|p| ids.get(p * PART).copied().unwrap_or(0))
+            .collect();
         let mut bucket_start = vec![0usize; parts + 1];
         let mut slot_start = vec![0usize; parts + 1];
         let mut pilots: Vec<Pilot> = super::super::huge::with_capacity(n.div_ceil(LAMBDA) + parts);
@@ -201,50 +189,33 @@ impl PerfectTable {
         let planned = (n as f64 / ALPHA) as usize;
         let mut slots: Vec<u8> =
             super::super::huge::with_capacity((planned + planned / 8 + 2 * parts) * stride);
-        let per_scan = per_scan.max(parts.div_ceil(MAX_SCANS)).max(1);
-        let scan_of = scans_of(ids, parts, per_scan);
-        let group = (8 * rayon::current_num_threads()).max(16);
+        // Parts a round: built in parallel, then appended in order (a round's parts exist
+        // twice, as built and as appended, so a round is kept to a few MB).
+        let group = (GROUP_PER_THREAD * rayon::current_num_threads()).max(16);
         // The slots of parts already appended, for the next parts to build in: fresh ones
-        // for every part would each be paged in and zeroed by the kernel (a group's worth,
-        // a few MB, is kept).
+        // for every part would each be paged in and zeroed by the kernel.
         let spare: std::sync::Mutex<Vec<Vec<u8>>> = std::sync::Mutex::default();
-        for first in (0..parts).step_by(per_scan) {
-            let last = (first + per_scan).min(parts);
-            let scan = (first / per_scan) as u8;
-            let mut by_part = gather(ids, &value, k, (&scan_of, scan), parts, first, last)
-                .into_iter()
-                .peekable();
-            // A few parts a thread at a time, each appended to the table once built and its
-            // keys let go: the scan's parts never all exist twice, as keys and as slots.
-            let mut p = first;
-            while by_part.peek().is_some() {
-                let built: Vec<Part> = by_part
-                    .by_ref()
-                    .take(group)
-                    .collect::<Vec<_>>()
-                    .into_par_iter()
-                    .map(|pieces| {
-                        Part::build(pieces, k, spare.lock().ok().and_then(|mut r| r.pop()))
-                    })
-                    .collect();
-                for part in built {
-                    bucket_start[p + 1] = bucket_start[p] + part.pilots.len();
-                    slot_start[p + 1] = slot_start[p] + part.slots.len() / stride;
-                    pilots.extend_from_slice(&part.pilots);
-                    slots.extend_from_slice(&part.slots);
-                    if let Ok(mut r) = spare.lock() {
-                        r.push(part.slots);
-                    }
-                    p += 1;
+        for round in (0..parts).step_by(group) {
+            let built: Vec<Part> = (round..(round + group).min(parts))
+                .into_par_iter()
+                .map(|p| {
+                    let keys = p * PART..((p + 1) * PART).min(n);
+                    let spare = spare.lock().ok().and_then(|mut r| r.pop());
+                    Part::build(&ids[keys.clone()], keys.start, &value, k, spare)
+                })
+                .collect();
+            for (part, p) in built.into_iter().zip(round..) {
+                bucket_start[p + 1] = bucket_start[p] + part.pilots.len();
+                slot_start[p + 1] = slot_start[p] + part.slots.len() / stride;
+                pilots.extend_from_slice(&part.pilots);
+                slots.extend_from_slice(&part.slots);
+                if let Ok(mut r) = spare.lock() {
+                    r.push(part.slots);
                 }
             }
-            debug_assert_eq!(p, last);
         }
-        // The scans' pieces and parts were many blocks of a few KB, which the allocator keeps
-        // once freed: about 9 bytes an id resident after a build of 2^24 or 2^25 ids (most of
-        // what the table itself takes), there at the backward pass's peak unless handed back.
-        super::super::huge::trim();
         PerfectTable {
+            first,
             bucket_start,
             slot_start,
             pilots,
@@ -254,28 +225,71 @@ impl PerfectTable {
         }
     }
 
-    /// The part, bucket and hash of `id`.
+    /// The part that holds `id` if the layer does (the last whose first id is at most `id`;
+    /// part 0 for an id below them all), searched from the part `hint` (a look-up's part
+    /// before it in the same stream), which then becomes it. Close ids are in close parts:
+    /// the common case, a look-up in its stream's last part, costs two comparisons; one
+    /// `d` parts away, about `4 log₂ d` (a gallop then a binary search).
     #[inline(always)]
-    fn bucket(&self, id: u64) -> (usize, usize, u64) {
-        let h = mix(id);
-        let p = reduce(h, self.bucket_start.len() - 1);
-        let b0 = self.bucket_start[p];
-        (p, b0 + bucket_of(h, self.bucket_start[p + 1] - b0), h)
+    pub fn part_near(&self, id: u64, hint: &mut u32) -> usize {
+        let first = &self.first[..];
+        let parts = first.len();
+        let mut p = (*hint as usize).min(parts - 1);
+        if first[p] <= id {
+            if p + 1 < parts && first[p + 1] <= id {
+                // Right: first[lo] <= id < first[hi] (or hi the end).
+                let (mut lo, mut step) = (p + 1, 1);
+                let mut hi = lo + 1;
+                while hi < parts && first[hi] <= id {
+                    lo = hi;
+                    step *= 2;
+                    hi = lo + step;
+                }
+                let hi = hi.min(parts);
+                p = lo + first[lo + 1..hi].partition_point(|&f| f <= id);
+            }
+        } else if p > 0 {
+            // Left: first[hi] > id, and first[lo] <= id unless lo is 0.
+            let (mut hi, mut step) = (p, 1);
+            let mut lo = hi - 1;
+            while lo > 0 && first[lo] > id {
+                hi = lo;
+                step *= 2;
+                lo = hi.saturating_sub(step);
+            }
+            p = lo + first[lo + 1..hi].partition_point(|&f| f <= id);
+        }
+        debug_assert!(p < parts);
+        *hint = p as u32;
+        p
     }
 
-    /// Asks the CPU to start loading the pilot a lookup of `id` reads first, so that a batch of
-    /// lookups overlaps its cache misses instead of paying them one after another.
+    /// The bucket of `id` in part `p`, and its hash.
     #[inline(always)]
-    pub fn prefetch(&self, id: u64) {
-        if let Some(p) = self.pilots.get(self.bucket(id).1) {
-            prefetch(p);
+    fn bucket(&self, id: u64, p: usize) -> (usize, u64) {
+        let h = mix(id);
+        let b0 = self.bucket_start[p];
+        (b0 + bucket_of(h, self.bucket_start[p + 1] - b0), h)
+    }
+
+    /// Asks the CPU to start loading the pilot a look-up of `id` reads first, so that a batch
+    /// of look-ups overlaps its cache misses instead of paying them one after another; the
+    /// first step of a look-up. `hint` is the stream's part, as [`PerfectTable::part_near`]
+    /// takes it, and becomes the part of `id`, which the second step
+    /// ([`PerfectTable::locate_packed`]) takes.
+    #[inline(always)]
+    pub fn prefetch(&self, id: u64, hint: &mut u32) {
+        let p = self.part_near(id, hint);
+        if let Some(x) = self.pilots.get(self.bucket(id, p).0) {
+            prefetch(x);
         }
     }
 
-    /// The slot of `id` (where its values are if the layer holds it) and its fingerprint.
+    /// The slot of `id` in part `p` (where its values are if the layer holds it) and its
+    /// fingerprint.
     #[inline(always)]
-    pub fn locate(&self, id: u64) -> Option<(usize, u16)> {
-        let (p, b, h) = self.bucket(id);
+    fn locate(&self, id: u64, p: usize) -> Option<(usize, u16)> {
+        let (b, h) = self.bucket(id, p);
         let pilot = *self.pilots.get(b)?;
         let s0 = self.slot_start[p];
         let s = s0 + slot_of(mix2(id), pilot, self.slot_start[p + 1] - s0);
@@ -284,7 +298,7 @@ impl PerfectTable {
 
     /// The values in slot `s` if its fingerprint is `fp` (from [`PerfectTable::locate`]).
     #[inline(always)]
-    pub fn at(&self, (s, fp): (usize, u16)) -> Option<&[u8]> {
+    fn at(&self, (s, fp): (usize, u16)) -> Option<&[u8]> {
         let slot = self.slots.get(s * self.stride..(s + 1) * self.stride)?;
         if u16::from_le_bytes([slot[0], slot[1]]) != fp {
             return None;
@@ -292,11 +306,12 @@ impl PerfectTable {
         Some(&slot[FP..FP + 8 * self.k])
     }
 
-    /// [`PerfectTable::locate`] in one word (`slot << 16 | fingerprint`), with the slot's
-    /// line asked for: the second step of a look-up whose pilot was prefetched.
+    /// Where the values of `id` are if the layer holds it, in one word (`slot << 16 |
+    /// fingerprint`), with the slot's line asked for: the second step of a look-up whose
+    /// first ([`PerfectTable::prefetch`]) found `id` in part `p`.
     #[inline(always)]
-    pub fn locate_packed(&self, id: u64) -> u64 {
-        let Some((s, fp)) = self.locate(id) else {
+    pub fn locate_packed(&self, id: u64, p: u32) -> u64 {
+        let Some((s, fp)) = self.locate(id, p as usize) else {
             return u64::MAX;
         };
         if let Some(b) = self.slots.get(s * self.stride) {
@@ -318,139 +333,15 @@ impl PerfectTable {
     /// documentation: an id outside it is told apart but for 1 in 2^16).
     #[inline]
     pub fn get(&self, id: u64) -> Option<&[u8]> {
-        self.at(self.locate(id)?)
+        let p = self.first.partition_point(|&f| f <= id).saturating_sub(1);
+        self.at(self.locate(id, p)?)
     }
 
     /// Bytes the table holds.
     #[cfg(test)]
     pub fn bytes(&self) -> usize {
-        self.slots.len() + std::mem::size_of_val(&self.pilots[..]) + 16 * self.bucket_start.len()
+        self.slots.len() + std::mem::size_of_val(&self.pilots[..]) + 24 * self.bucket_start.len()
     }
-}
-
-/// The part of `id` in a table of `parts` parts.
-#[inline(always)]
-fn part_of(id: u64, parts: usize) -> usize {
-    reduce(mix(id), parts)
-}
-
-/// Ids a task of [`scans_of`] and [`gather`] reads at least (a multiple of 8).
-const GATHER_CHUNK: usize = 1 << 16;
-
-/// Tasks of a [`gather`] at most: each gives every part a piece of its own, so a big layer cut
-/// into chunks of [`GATHER_CHUNK`] ids would give each part thousands of pieces of a few
-/// keys (2,048 of 32 for 2^27 ids), each a vector grown from nothing.
-const GATHER_TASKS: usize = 256;
-
-/// The ids a task of [`gather`] reads, for a layer of `n` ids.
-fn gather_chunk(n: usize) -> usize {
-    n.div_ceil(GATHER_TASKS)
-        .next_multiple_of(8)
-        .max(GATHER_CHUNK)
-}
-
-/// Each id's scan (its part over `per_scan`) as a byte, so that the scans after the first
-/// skip the ids of other scans without hashing them: the ids are read once a scan, and a
-/// build of `s` scans would otherwise hash every id `s` times (16 scans for 2^27 ids, whose
-/// build took up to twice as long an id as one of 2^23; 36 for 4x3's largest age).
-/// Empty when one scan builds every part.
-fn scans_of(ids: &[u64], parts: usize, per_scan: usize) -> Vec<u8> {
-    if parts <= per_scan {
-        return Vec::new();
-    }
-    debug_assert!(parts.div_ceil(per_scan) <= MAX_SCANS);
-    let mut out = vec![0u8; ids.len()];
-    out.par_chunks_mut(GATHER_CHUNK)
-        .zip(ids.par_chunks(GATHER_CHUNK))
-        .for_each(|(scans, ids)| {
-            for (s, &id) in scans.iter_mut().zip(ids) {
-                *s = (part_of(id, parts) / per_scan) as u8;
-            }
-        });
-    out
-}
-
-/// Some keys of a part: ids, and their values (`k` an id).
-struct Piece {
-    ids: Vec<u64>,
-    values: Vec<f64>,
-}
-
-/// The ids of parts `first..last` (of `parts`) with their values, by part: each part's keys
-/// as pieces in increasing rank. The values are read here, in the ids' order (a sequential
-/// read, where a part's keys read in bucket order would each miss the cache and the TLB).
-/// `scan_of` is [`scans_of`]'s (empty: every id is hashed), `scan` the number of this scan.
-fn gather(
-    ids: &[u64],
-    value: &(impl Fn(usize) -> f64 + Sync),
-    k: usize,
-    (scan_of, scan): (&[u8], u8),
-    parts: usize,
-    first: usize,
-    last: usize,
-) -> Vec<Vec<Piece>> {
-    debug_assert!(scan_of.is_empty() || scan_of.len() == ids.len());
-    let size = gather_chunk(ids.len());
-    let pieces: Vec<Vec<Piece>> = ids
-        .par_chunks(size)
-        .enumerate()
-        .map(|(c, chunk)| {
-            // A piece's keys are about `chunk / parts` (their parts come from a hash): room
-            // for four standard deviations more, so that a piece is one allocation of about
-            // its size rather than doublings up to twice it (the build's peak, 16 bytes a key
-            // of the scan, and what the allocator keeps of it afterwards).
-            let mean = chunk.len() / parts;
-            let room = mean + 4 * mean.isqrt() + 4;
-            let mut out: Vec<Piece> = (first..last)
-                .map(|_| Piece {
-                    ids: Vec::with_capacity(room),
-                    values: Vec::with_capacity(room * k),
-                })
-                .collect();
-            let base = c * size;
-            let mut take = |i: usize| {
-                let id = chunk[i];
-                let p = part_of(id, parts);
-                // Every id taken is of this scan: one scan builds every part, or the scan
-                // bytes chose the id.
-                debug_assert!((first..last).contains(&p), "id {id} outside the scan");
-                let piece = &mut out[p - first];
-                piece.ids.push(id);
-                let rank = base + i;
-                piece.values.extend((0..k).map(|v| value(rank * k + v)));
-            };
-            if scan_of.is_empty() {
-                (0..chunk.len()).for_each(&mut take);
-            } else {
-                // Eight scan bytes at a time: a word without this scan's byte is skipped.
-                let scans = &scan_of[base..base + chunk.len()];
-                let this = u64::from_ne_bytes([scan; 8]);
-                let ones = u64::from_ne_bytes([1; 8]);
-                let highs = u64::from_ne_bytes([0x80; 8]);
-                for (w, word) in scans.chunks(8).enumerate() {
-                    if let Ok(bytes) = <[u8; 8]>::try_from(word) {
-                        let x = u64::from_ne_bytes(bytes) ^ this;
-                        if x.wrapping_sub(ones) & !x & highs == 0 {
-                            continue; // no byte of this scan
-                        }
-                    }
-                    for (j, &s) in word.iter().enumerate() {
-                        if s == scan {
-                            take(8 * w + j);
-                        }
-                    }
-                }
-            }
-            out
-        })
-        .collect();
-    let mut by_part: Vec<Vec<Piece>> = (first..last).map(|_| Vec::new()).collect();
-    for piece in pieces {
-        for (part, keys) in by_part.iter_mut().zip(piece) {
-            part.push(keys);
-        }
-    }
-    by_part
 }
 
 /// A key of a part being built: its hashes ([`mix`], [`mix2`]) and where its values are
@@ -476,7 +367,6 @@ struct Part {
 struct Scratch {
     keys: Vec<Key>,
     sorted: Vec<Key>,
-    values: Vec<f64>,
     start: Vec<usize>,
     fill: Vec<usize>,
     order: Vec<usize>,
@@ -499,16 +389,25 @@ fn refill<T: Copy>(v: &mut Vec<T>, len: usize, x: T) {
 }
 
 impl Part {
-    /// The part of `pieces` (ids and their `k` values each): pilots found bucket by bucket,
-    /// biggest first; if a bucket finds none, the part is built again with more slots.
-    /// Its slots are written in `spare` if given (a vector of an earlier part's).
-    fn build(pieces: Vec<Piece>, k: usize, spare: Option<Vec<u8>>) -> Part {
-        SCRATCH.with_borrow_mut(|scratch| Part::build_in(pieces, k, scratch, spare))
+    /// The part of `ids` (of ranks `rank0..`, the value of variant `v` of rank `r` at
+    /// `value(r * k + v)`): pilots found bucket by bucket, biggest first; if a bucket finds
+    /// none, the part is built again with more slots. Its slots are written in `spare` if
+    /// given (a vector of an earlier part's).
+    fn build(
+        ids: &[u64],
+        rank0: usize,
+        value: &impl Fn(usize) -> f64,
+        k: usize,
+        spare: Option<Vec<u8>>,
+    ) -> Part {
+        SCRATCH.with_borrow_mut(|scratch| Part::build_in(ids, rank0, value, k, scratch, spare))
     }
 
     /// [`Part::build`] in `scratch`.
     fn build_in(
-        pieces: Vec<Piece>,
+        ids: &[u64],
+        rank0: usize,
+        value: &impl Fn(usize) -> f64,
         k: usize,
         scratch: &mut Scratch,
         spare: Option<Vec<u8>>,
@@ -516,7 +415,6 @@ impl Part {
         let Scratch {
             keys,
             sorted,
-            values,
             start,
             fill,
             order,
@@ -527,21 +425,11 @@ impl Part {
         } = scratch;
         // Each key's two hashes, computed once.
         keys.clear();
-        keys.extend(
-            pieces
-                .iter()
-                .flat_map(|p| &p.ids)
-                .enumerate()
-                .map(|(at, &id)| Key {
-                    h: mix(id),
-                    h2: mix2(id),
-                    at: at as u32,
-                }),
-        );
-        values.clear();
-        for piece in pieces {
-            values.extend_from_slice(&piece.values);
-        }
+        keys.extend(ids.iter().enumerate().map(|(at, &id)| Key {
+            h: mix(id),
+            h2: mix2(id),
+            at: at as u32,
+        }));
         let m = keys.len();
         let buckets = m.div_ceil(LAMBDA).max(1);
         // Keys by bucket (counting sort), then buckets by decreasing size (ties by index).
@@ -572,19 +460,18 @@ impl Part {
         let mut slots = spare.unwrap_or_default();
         refill(&mut slots, n_slots * stride, 0);
         // The slots are filled in the keys' own order, so that their values are read in
-        // order and only the slots are written out of it: in the buckets' order, each key's
-        // values were a read out of order in a part's values, bigger than a core's L2, and the
-        // load a key stalled the build (a seventh of `Part::build`'s samples sat on it).
-        debug_assert_eq!(values.len(), m * k, "k values a key, in the keys' order");
+        // order (from the layer's, a sequential read) and only the slots are written out of
+        // it.
         refill(slot_at, m, 0);
         for (key, &s) in sorted.iter().zip(slot_of_key.iter()) {
             slot_at[key.at as usize] = s as u32;
         }
-        for ((key, &s), vals) in keys.iter().zip(slot_at.iter()).zip(values.chunks_exact(k)) {
+        for (i, (key, &s)) in keys.iter().zip(slot_at.iter()).enumerate() {
             let s = s as usize;
             let slot = &mut slots[s * stride..(s + 1) * stride];
             slot[..FP].copy_from_slice(&fingerprint(key.h).to_le_bytes());
-            for (v, x) in vals.iter().enumerate() {
+            for v in 0..k {
+                let x = value((rank0 + i) * k + v);
                 slot[FP + 8 * v..FP + 8 * v + 8].copy_from_slice(&x.to_bits().to_le_bytes());
             }
         }
@@ -779,24 +666,37 @@ mod tests {
     }
 
     #[test]
-    fn a_build_in_many_scans_is_the_build_in_one() {
+    fn a_part_is_found_from_any_hint_as_by_binary_search() {
         let mut rng = rand::rngs::StdRng::seed_from_u64(5);
-        // 6 parts, some ids in a last chunk shorter than a word of scan bytes.
-        let ids = super::super::super::layer::sort_dedup(
-            (0..PART * 5 + 13).map(|_| rng.gen::<u64>() >> 4).collect(),
-        );
-        let values: Vec<f64> = (0..ids.len() * 2).map(|j| j as f64 / 3.0).collect();
-        let value = |j: usize| values[j];
-        let one = PerfectTable::build(&ids, value, 2, usize::MAX);
-        assert!(one.bucket_start.len() > 6, "six parts or more");
-        for per_scan in [1, 2, 4] {
-            let many = PerfectTable::build(&ids, value, 2, per_scan);
-            assert_eq!(
-                many.bucket_start, one.bucket_start,
-                "{per_scan} parts a scan"
+        for n in [1usize, PART, PART + 1, PART * 37 + 13] {
+            let ids = super::super::super::layer::sort_dedup(
+                (0..n).map(|_| rng.gen::<u64>() >> 4).collect(),
             );
-            assert_eq!(many.pilots, one.pilots, "{per_scan} parts a scan");
-            assert!(many.slots == one.slots, "{per_scan} parts a scan");
+            let t = PerfectTable::new(&ids, &vec![0.0; ids.len()], 1);
+            let parts = t.first.len();
+            assert_eq!(parts, ids.len().div_ceil(PART));
+            let naive = |id: u64| t.first.partition_point(|&f| f <= id).saturating_sub(1);
+            for _ in 0..20_000 {
+                // Ids of the layer, ids between them, below and above them all, and the
+                // first id of a part; hints anywhere, beyond the last part too.
+                let id = match rng.gen_range(0..5) {
+                    0 => ids[rng.gen_range(0..ids.len())],
+                    1 => rng.gen::<u64>() >> 4,
+                    2 => ids[0].saturating_sub(rng.gen_range(0..3)),
+                    3 => t.first[rng.gen_range(0..parts)],
+                    _ => u64::MAX - rng.gen_range(0..3),
+                };
+                let mut hint = rng.gen_range(0..parts as u32 + 3);
+                let from = hint;
+                let p = t.part_near(id, &mut hint);
+                assert_eq!(p, naive(id), "id {id} from part {from} of {parts}");
+                assert_eq!(hint as usize, p);
+            }
+            // Every id is found in the part that holds its rank.
+            for (r, &id) in ids.iter().enumerate() {
+                let mut hint = 0;
+                assert_eq!(t.part_near(id, &mut hint), r / PART);
+            }
         }
     }
 
