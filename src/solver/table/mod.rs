@@ -7,7 +7,9 @@
 //! with one variant). The big layers are where memory goes (4x4
 //! `goal-32`: 63 M states an age, 1.3 GB a table open, 0.73 GB perfect); the small ones, where
 //! the look-ups are most of the time and the tables sit in the caches anyway (a 3x3 solve's
-//! backward pass took 75 % longer with perfect tables throughout).
+//! backward pass took 75 % longer with perfect tables throughout when their parts were
+//! chosen by hash; with parts in the layer's order, perfect tables from 2^16 ids on made a
+//! 3x3 solve 8 % slower and 4x4 `goal-16` 4 %, medians of 3 alternating pairs, 2026-11-27).
 //!
 //! Tried for the afterstates' table and not kept (2026-11-26): a 32-bit fingerprint and the
 //! values per slot, five slots to a cache line, filled by linear probing (one read a look-up,

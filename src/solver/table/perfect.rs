@@ -25,7 +25,7 @@
 //! do not all fit within 256 pilots gets more slots and is built again). A look-up reads the
 //! bucket's pilot and then its slot; the backward pass does it in three steps over a block of
 //! look-ups (part found and pilot asked for, then slot located and asked for, then read), so
-//! that the misses there are overlap across the block.
+//! that what misses there overlaps across the block.
 //!
 //! A slot is a 16-bit fingerprint of the id (bits of its hash that choose neither its bucket
 //! nor its slot) followed by its `k` values; a look-up of an id the layer does not hold finds
