@@ -311,6 +311,11 @@ impl PerfectTable {
     /// first ([`PerfectTable::prefetch`]) found `id` in part `p`.
     #[inline(always)]
     pub fn locate_packed(&self, id: u64, p: u32) -> u64 {
+        debug_assert!(
+            (p as usize) < self.first.len(),
+            "part {p} of a table of {} parts: not a first step's",
+            self.first.len()
+        );
         let Some((s, fp)) = self.locate(id, p as usize) else {
             return u64::MAX;
         };
