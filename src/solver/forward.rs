@@ -82,24 +82,39 @@ pub fn expand(game: &Game, class: &ForwardClass, states: &[u64]) -> Vec<u64> {
         .fold(Vec::new(), layer::union)
 }
 
-/// [`expand`] of one batch of states.
+/// [`expand`] of one batch of states: each task cuts the afterstates it makes into the
+/// ranges of splitters taken from the afterstates of a sample of the states, as it makes them
+/// ([`layer::Cuts`]), and the ranges are then sorted in parallel.
 fn expand_batch(game: &Game, class: &ForwardClass, states: &[u64]) -> Vec<u64> {
-    let raw: Vec<Vec<u64>> = states
+    let ranges = layer::Cuts::ranges_for_threads();
+    let mut sample = Vec::new();
+    for &s in states.iter().step_by((states.len() / (ranges * 32)).max(1)) {
+        moves_of(game, class, s, |a| sample.push(a));
+    }
+    let cuts = layer::Cuts::from_sample(sample, ranges);
+    let cut: Vec<Vec<Vec<u64>>> = states
         .par_chunks(CHUNK)
         .map(|chunk| {
-            let mut out = Vec::with_capacity(chunk.len() * 3);
+            let mut out = cuts.parts(chunk.len() * 3);
             for &s in chunk {
-                if absorbed(class, s) {
-                    continue;
-                }
-                for (a, _) in game.rules.moves(s).into_iter().flatten() {
-                    out.push(game.canon(a));
-                }
+                moves_of(game, class, s, |a| out[cuts.range_of(a)].push(a));
             }
             out
         })
         .collect();
-    layer::sort_dedup_pieces(raw)
+    layer::sort_dedup_cut(cut)
+}
+
+/// The canonical afterstates of the valid moves of state `s` (none if it is absorbed), to
+/// `out`.
+#[inline(always)]
+fn moves_of(game: &Game, class: &ForwardClass, s: u64, mut out: impl FnMut(u64)) {
+    if absorbed(class, s) {
+        return;
+    }
+    for (a, _) in game.rules.moves(s).into_iter().flatten() {
+        out(game.canon(a));
+    }
 }
 
 /// States spawned from a layer of afterstates, a batch of afterstates at a time (a batch
@@ -137,41 +152,65 @@ fn spawn_batches(
     }
 }
 
-/// States spawned from a batch of afterstates: `(age + 2, age + 4)` layers.
+/// States spawned from a batch of afterstates: `(age + 2, age + 4)` layers. As in
+/// [`expand_batch`], each task cuts the children it makes into ranges as it makes them, with
+/// splitters (one set a tile) from the children of a sample of the afterstates.
 fn spawn(game: &Game, class: &ForwardClass, afterstates: &[u64]) -> (Vec<u64>, Vec<u64>) {
     let cells = game.cells();
-    let parts: Vec<(Vec<u64>, Vec<u64>)> = afterstates
+    let ranges = layer::Cuts::ranges_for_threads();
+    let mut sample = [Vec::new(), Vec::new()];
+    for &a in afterstates
+        .iter()
+        .step_by((afterstates.len() / (ranges * 16)).max(1))
+    {
+        children_of(game, class, a, |t, c| sample[t].push(c));
+    }
+    let [two, four] = sample;
+    let cuts = [
+        layer::Cuts::from_sample(two, ranges),
+        layer::Cuts::from_sample(four, ranges),
+    ];
+    let spawns = [class.spawn2, class.spawn4];
+    let parts: Vec<[Vec<Vec<u64>>; 2]> = afterstates
         .par_chunks(CHUNK)
         .map(|chunk| {
-            let mut two = Vec::new();
-            let mut four = Vec::new();
+            let made: usize = chunk
+                .iter()
+                .filter(|&&a| !absorbed(class, a))
+                .map(|&a| board::count_empty(a, cells) as usize)
+                .sum();
+            let mut out = [0, 1].map(|t| cuts[t].parts(if spawns[t] { made } else { 0 }));
             for &a in chunk {
-                if absorbed(class, a) {
-                    continue;
-                }
-                let images = game.sym.images_of(a);
-                // The child's id, from the afterstate's images where they exist.
-                let child = |i: usize, e: u8| match &images {
-                    Some(img) => game.sym.spawn_canon(img, i, e),
-                    None => game.canon(board::place(a, i, e)),
-                };
-                for i in board::empty_cells(a, cells) {
-                    if class.spawn2 {
-                        two.push(child(i, 1));
-                    }
-                    if class.spawn4 {
-                        four.push(child(i, 2));
-                    }
-                }
+                children_of(game, class, a, |t, c| out[t][cuts[t].range_of(c)].push(c));
             }
-            (two, four)
+            out
         })
         .collect();
-    let (two, four): (Vec<Vec<u64>>, Vec<Vec<u64>>) = parts.into_iter().unzip();
-    (
-        layer::sort_dedup_pieces(two),
-        layer::sort_dedup_pieces(four),
-    )
+    let (two, four): (Vec<_>, Vec<_>) = parts.into_iter().map(|[t, f]| (t, f)).unzip();
+    (layer::sort_dedup_cut(two), layer::sort_dedup_cut(four))
+}
+
+/// The canonical children of afterstate `a` (none if it is absorbed), to `out` with their
+/// tile: 0 for a 2, 1 for a 4, each made where its spawn can happen. Their ids come from the
+/// afterstate's images where the group has them ([`crate::rules::symmetry`]).
+#[inline(always)]
+fn children_of(game: &Game, class: &ForwardClass, a: u64, mut out: impl FnMut(usize, u64)) {
+    if absorbed(class, a) {
+        return;
+    }
+    let images = game.sym.images_of(a);
+    let child = |i: usize, e: u8| match &images {
+        Some(img) => game.sym.spawn_canon(img, i, e),
+        None => game.canon(board::place(a, i, e)),
+    };
+    for i in board::empty_cells(a, game.cells()) {
+        if class.spawn2 {
+            out(0, child(i, 1));
+        }
+        if class.spawn4 {
+            out(1, child(i, 2));
+        }
+    }
 }
 
 fn merge_into(pending: &mut BTreeMap<u32, Vec<u64>>, age: u32, ids: Vec<u64>) {

@@ -28,50 +28,110 @@ pub fn sort_dedup(mut ids: Vec<u64>) -> Vec<u64> {
 }
 
 /// Sorts and deduplicates ids given in pieces (as parallel tasks produce them), in parallel
-/// throughout: a sample of the ids picks splitters, every piece is cut into the ranges between
-/// them, and each range is gathered, radix-sorted and deduplicated on its own. The ranges are
-/// disjoint and in order, so their concatenation is the sorted layer (the same whatever the
-/// number of threads).
+/// throughout: a sample of the ids picks splitters ([`Cuts`]), every piece is cut into the
+/// ranges between them, and each range is sorted and deduplicated on its own
+/// ([`sort_dedup_cut`]).
 pub fn sort_dedup_pieces(pieces: Vec<Vec<u64>>) -> Vec<u64> {
     let n: usize = pieces.iter().map(Vec::len).sum();
-    let ranges = (rayon::current_num_threads() * 4).max(1);
+    let ranges = Cuts::ranges_for_threads();
     if n < RADIX_MIN * ranges {
         return sort_dedup(pieces.concat());
     }
-    // Splitters: every k-th id of a strided sample, sorted.
+    // Splitters: a strided sample of some 64 ids a range.
     let stride = (n / (ranges * 64)).max(1);
-    let mut sample: Vec<u64> = pieces
-        .iter()
-        .flat_map(|p| p.iter().step_by(stride).copied())
-        .collect();
-    sample.sort_unstable();
-    sample.dedup();
-    let splitters: Vec<u64> = (1..ranges)
-        .map(|j| sample[j * sample.len() / ranges])
-        .collect();
-    let splitters = {
-        let mut s = splitters;
-        s.dedup();
-        s
-    };
-    let k = splitters.len() + 1;
-    // Cut each piece into the k ranges (each piece is freed once it is cut), then hand every
-    // range its parts, so that a range's parts are freed as soon as it is gathered: the peak
-    // is the ids once plus the ranges being sorted, not the ids twice.
+    let cuts = Cuts::from_sample(
+        pieces
+            .iter()
+            .flat_map(|p| p.iter().step_by(stride).copied())
+            .collect(),
+        ranges,
+    );
+    // Each piece is cut (and freed) in turn, so that the peak is the ids once plus the ranges
+    // being sorted, not the ids twice.
     let cut: Vec<Vec<Vec<u64>>> = pieces
         .into_par_iter()
         .map(|piece| {
-            // One vector a range, each with room for its share (`vec![v; k]` would clone the
-            // room away: a clone of an empty vector has none, and k - 1 ranges grew by doubling).
-            let mut out: Vec<Vec<u64>> = (0..k)
-                .map(|_| Vec::with_capacity(piece.len() / k + 16))
-                .collect();
+            let mut out = cuts.parts(piece.len());
             for x in piece {
-                out[splitters.partition_point(|&s| s <= x)].push(x);
+                out[cuts.range_of(x)].push(x);
             }
             out
         })
         .collect();
+    sort_dedup_cut(cut)
+}
+
+/// Splitters that cut ids into ranges sorted on their own, in parallel: range `r` holds the
+/// ids `x` with `splitters[r - 1] <= x < splitters[r]`. Any splitters give the same sorted
+/// layer (the ranges are disjoint and in order); a sample of the ids makes the ranges about
+/// equal, so that the threads finish together.
+///
+/// A pass that makes ids (the forward pass's children) can cut them into ranges as it makes
+/// them, with splitters from a sample made first ([`Cuts::from_sample`]): the ids are then
+/// not written whole and read back from memory to be cut.
+pub struct Cuts {
+    splitters: Vec<u64>,
+}
+
+impl Cuts {
+    /// Ranges to cut into for the threads of the pool: four a thread, so that a range that
+    /// turns out bigger than the others does not leave the other threads idle long.
+    pub fn ranges_for_threads() -> usize {
+        (rayon::current_num_threads() * 4).max(1)
+    }
+
+    /// At most `ranges` ranges, from a sample of the ids in any order (no ranges' worth of
+    /// splitters when the sample is smaller, one range when it is empty).
+    pub fn from_sample(mut sample: Vec<u64>, ranges: usize) -> Cuts {
+        sample.sort_unstable();
+        sample.dedup();
+        let mut splitters: Vec<u64> = if sample.is_empty() {
+            Vec::new()
+        } else {
+            (1..ranges)
+                .map(|j| sample[j * sample.len() / ranges])
+                .collect()
+        };
+        splitters.dedup();
+        Cuts { splitters }
+    }
+
+    /// The number of ranges.
+    pub fn len(&self) -> usize {
+        self.splitters.len() + 1
+    }
+
+    /// Always false: there is at least one range.
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// The range of id `x`.
+    #[inline(always)]
+    pub fn range_of(&self, x: u64) -> usize {
+        self.splitters.partition_point(|&s| s <= x)
+    }
+
+    /// Empty vectors, one a range, with room for an even share of `ids` each (and some:
+    /// `vec![v; k]` would clone the room away, and ranges grown by doubling copy their ids).
+    pub fn parts(&self, ids: usize) -> Vec<Vec<u64>> {
+        let k = self.len();
+        let room = if ids == 0 {
+            0
+        } else {
+            ids / k + ids / (4 * k) + 16
+        };
+        (0..k).map(|_| Vec::with_capacity(room)).collect()
+    }
+}
+
+/// Sorts and deduplicates ids cut into ranges: `cut[i][r]` is the part of range `r` that
+/// task `i` made, each part's ids within its range of one [`Cuts`] (every task's vector of
+/// parts as long). The ranges are sorted in parallel, each from its parts ([`sort_range`]),
+/// a range's parts freed as soon as it is gathered, and the sorted ranges joined in order.
+pub fn sort_dedup_cut(cut: Vec<Vec<Vec<u64>>>) -> Vec<u64> {
+    let k = cut.first().map_or(0, Vec::len);
+    debug_assert!(cut.iter().all(|parts| parts.len() == k));
     let mut by_range: Vec<Vec<Vec<u64>>> = (0..k).map(|_| Vec::with_capacity(cut.len())).collect();
     for parts in cut {
         for (range, part) in by_range.iter_mut().zip(parts) {
@@ -557,6 +617,52 @@ mod tests {
                 "{pieces} pieces of {n}, {bits} bits"
             );
         }
+    }
+
+    /// Ids cut as they are made, by splitters from a sample that may not look like them, sort
+    /// to the same layer: a sample from the ids, from other ids (all ids in one range, or
+    /// spread over ranges unevenly), an empty sample, and a sample of one id.
+    #[test]
+    fn sort_dedup_cut_is_the_layer_whatever_the_splitters() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(31);
+        let tasks: Vec<Vec<u64>> = (0..9)
+            .map(|t| (0..30_000 + t).map(|_| rng.gen::<u64>() >> 20).collect())
+            .collect();
+        let mut expect = tasks.concat();
+        expect.sort_unstable();
+        expect.dedup();
+        let samples: Vec<(&str, Vec<u64>)> = vec![
+            (
+                "of the ids",
+                tasks.concat().into_iter().step_by(97).collect(),
+            ),
+            ("above them all", (0..500).map(|i| u64::MAX - i).collect()),
+            ("below half of them", (0..500).map(|i| i << 30).collect()),
+            ("empty", Vec::new()),
+            ("one id", vec![expect[expect.len() / 2]]),
+        ];
+        for (name, sample) in samples {
+            for ranges in [1, 3, 8] {
+                let cuts = Cuts::from_sample(sample.clone(), ranges);
+                assert!(cuts.len() <= ranges);
+                let cut: Vec<Vec<Vec<u64>>> = tasks
+                    .iter()
+                    .map(|ids| {
+                        let mut out = cuts.parts(ids.len());
+                        for &x in ids {
+                            out[cuts.range_of(x)].push(x);
+                        }
+                        out
+                    })
+                    .collect();
+                assert_eq!(
+                    sort_dedup_cut(cut),
+                    expect,
+                    "sample {name}, {ranges} ranges"
+                );
+            }
+        }
+        assert!(sort_dedup_cut(Vec::new()).is_empty());
     }
 
     /// The branch-free merge and deduplication against the standard ones: sides with runs of
