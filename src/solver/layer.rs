@@ -74,10 +74,15 @@ pub struct Cuts {
 }
 
 impl Cuts {
-    /// Ranges to cut into for the threads of the pool: four a thread, so that a range that
-    /// turns out bigger than the others does not leave the other threads idle long.
+    /// Ranges to cut into for the threads of the pool: two a thread, so that a range that
+    /// turns out bigger than the others does not leave the other threads idle long. Each
+    /// range is a write stream of every task that makes ids, and fewer streams won over
+    /// finer balance: the forward pass of 4x3 `goal-128 --layout compact` (2 threads, 2
+    /// alternating pairs each, medians) took 207.4 s with two ranges a thread against 212.2
+    /// with four, and 242.0 s with eight against 219.5 with four (the host's speed differed
+    /// between the two comparisons).
     pub fn ranges_for_threads() -> usize {
-        (rayon::current_num_threads() * 4).max(1)
+        (rayon::current_num_threads() * 2).max(1)
     }
 
     /// At most `ranges` ranges, from a sample of the ids in any order (no ranges' worth of
