@@ -85,8 +85,8 @@ impl Cuts {
         (rayon::current_num_threads() * 2).max(1)
     }
 
-    /// At most `ranges` ranges, from a sample of the ids in any order (no ranges' worth of
-    /// splitters when the sample is smaller, one range when it is empty).
+    /// At most `ranges` ranges, from a sample of the ids in any order: fewer when the sample
+    /// holds fewer distinct ids than `ranges`, one when it is empty.
     pub fn from_sample(mut sample: Vec<u64>, ranges: usize) -> Cuts {
         sample.sort_unstable();
         sample.dedup();
@@ -101,14 +101,9 @@ impl Cuts {
         Cuts { splitters }
     }
 
-    /// The number of ranges.
-    pub fn len(&self) -> usize {
+    /// The number of ranges (at least one).
+    pub fn count(&self) -> usize {
         self.splitters.len() + 1
-    }
-
-    /// Always false: there is at least one range.
-    pub fn is_empty(&self) -> bool {
-        false
     }
 
     /// The range of id `x`.
@@ -120,7 +115,7 @@ impl Cuts {
     /// Empty vectors, one a range, with room for an even share of `ids` each (and some:
     /// `vec![v; k]` would clone the room away, and ranges grown by doubling copy their ids).
     pub fn parts(&self, ids: usize) -> Vec<Vec<u64>> {
-        let k = self.len();
+        let k = self.count();
         let room = if ids == 0 {
             0
         } else {
@@ -626,7 +621,7 @@ mod tests {
 
     /// Ids cut as they are made, by splitters from a sample that may not look like them, sort
     /// to the same layer: a sample from the ids, from other ids (all ids in one range, or
-    /// spread over ranges unevenly), an empty sample, and a sample of one id.
+    /// nearly all in the last), an empty sample, and a sample of one id.
     #[test]
     fn sort_dedup_cut_is_the_layer_whatever_the_splitters() {
         let mut rng = rand::rngs::StdRng::seed_from_u64(31);
@@ -642,14 +637,14 @@ mod tests {
                 tasks.concat().into_iter().step_by(97).collect(),
             ),
             ("above them all", (0..500).map(|i| u64::MAX - i).collect()),
-            ("below half of them", (0..500).map(|i| i << 30).collect()),
+            ("in their lowest 32nd", (0..500).map(|i| i << 30).collect()),
             ("empty", Vec::new()),
             ("one id", vec![expect[expect.len() / 2]]),
         ];
         for (name, sample) in samples {
             for ranges in [1, 3, 8] {
                 let cuts = Cuts::from_sample(sample.clone(), ranges);
-                assert!(cuts.len() <= ranges);
+                assert!(cuts.count() <= ranges);
                 let cut: Vec<Vec<Vec<u64>>> = tasks
                     .iter()
                     .map(|ids| {
