@@ -127,26 +127,28 @@ fn spawn_batches(
     mut merge: impl FnMut(Vec<u64>, Vec<u64>),
 ) {
     let kinds = usize::from(class.spawn2) + usize::from(class.spawn4);
-    // Children per chunk of afterstates, then chunks gathered into batches.
-    let made: Vec<usize> = afterstates
+    // Children of each tile per chunk of afterstates (their empty cells), then chunks
+    // gathered into batches.
+    let empties: Vec<usize> = afterstates
         .par_chunks(CHUNK)
         .map(|chunk| {
             chunk
                 .iter()
                 .filter(|&&a| !absorbed(class, a))
-                .map(|&a| board::count_empty(a, game.cells()) as usize * kinds)
+                .map(|&a| board::count_empty(a, game.cells()) as usize)
                 .sum()
         })
         .collect();
-    let mut start = 0;
+    let mut first = 0; // the batch's first chunk
     let mut ids = 0;
-    for (c, &n) in made.iter().enumerate() {
-        ids += n;
+    for (c, &n) in empties.iter().enumerate() {
+        ids += n * kinds;
         let end = ((c + 1) * CHUNK).min(afterstates.len());
         if ids >= BATCH_IDS || end == afterstates.len() {
-            let (two, four) = spawn(game, class, &afterstates[start..end]);
+            let batch = &afterstates[first * CHUNK..end];
+            let (two, four) = spawn(game, class, batch, &empties[first..=c]);
             merge(two, four);
-            start = end;
+            first = c + 1;
             ids = 0;
         }
     }
@@ -154,9 +156,16 @@ fn spawn_batches(
 
 /// States spawned from a batch of afterstates: `(age + 2, age + 4)` layers. As in
 /// [`expand_batch`], each task cuts the children it makes into ranges as it makes them, with
-/// splitters (one set a tile) from the children of a sample of the afterstates.
-fn spawn(game: &Game, class: &ForwardClass, afterstates: &[u64]) -> (Vec<u64>, Vec<u64>) {
-    let cells = game.cells();
+/// splitters (one set a tile) from the children of a sample of the afterstates. `empties`
+/// holds the empty cells of the afterstates not absorbed, by chunk of [`CHUNK`]: the children
+/// of each tile a chunk makes.
+fn spawn(
+    game: &Game,
+    class: &ForwardClass,
+    afterstates: &[u64],
+    empties: &[usize],
+) -> (Vec<u64>, Vec<u64>) {
+    debug_assert_eq!(empties.len(), afterstates.len().div_ceil(CHUNK));
     let ranges = layer::Cuts::ranges_for_threads();
     let mut sample = [Vec::new(), Vec::new()];
     for &a in afterstates
@@ -173,12 +182,8 @@ fn spawn(game: &Game, class: &ForwardClass, afterstates: &[u64]) -> (Vec<u64>, V
     let spawns = [class.spawn2, class.spawn4];
     let parts: Vec<[Vec<Vec<u64>>; 2]> = afterstates
         .par_chunks(CHUNK)
-        .map(|chunk| {
-            let made: usize = chunk
-                .iter()
-                .filter(|&&a| !absorbed(class, a))
-                .map(|&a| board::count_empty(a, cells) as usize)
-                .sum();
+        .zip(empties)
+        .map(|(chunk, &made)| {
             let mut out = [0, 1].map(|t| cuts[t].parts(if spawns[t] { made } else { 0 }));
             for &a in chunk {
                 children_of(game, class, a, |t, c| out[t][cuts[t].range_of(c)].push(c));
