@@ -148,7 +148,7 @@ pub fn sort_dedup_cut(cut: Vec<Vec<Vec<u64>>>) -> Vec<u64> {
     concat(sorted)
 }
 
-/// The sorted, deduplicated ids of one range of [`sort_dedup_pieces`], given in parts.
+/// The sorted, deduplicated ids of one range of [`sort_dedup_cut`], given in parts.
 ///
 /// The first radix digit scatters the ids straight from the parts into the range's vector,
 /// and each of its buckets is then sorted in the thread's own scratch ([`sort_cached`]): the
