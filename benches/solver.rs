@@ -9,7 +9,7 @@ use std::hint::black_box;
 
 use age2048::rules::{Dir, Game, Group, Shape, Variant};
 use age2048::solver::forward::{AgeLayer, Start};
-use age2048::solver::layer::{sort_dedup, sort_dedup_pieces};
+use age2048::solver::layer::{sort_dedup, sort_dedup_pieces, union, Runs};
 use age2048::solver::table::ValueTable;
 use age2048::solver::{solve, SolveConfig, StorageRequest, DEFAULT_WRITE_AHEAD};
 use age2048::store::Store;
@@ -173,6 +173,41 @@ fn main() {
         n_real,
         || sort_dedup_pieces(real_pieces.clone()).len(),
     );
+    // A pending layer grown from k batches' sorted runs (drawn from 2^22 ids, three draws an
+    // id, so that an id is in about three runs), merged into the whole layer a run at a time or held as `Runs`: the first
+    // costs as k times the layer, the second as log2(k) times. Each round's figure includes
+    // one copy of the runs.
+    let mut rng = Rng(11);
+    let distinct: Vec<u64> = (0..1 << 22).map(|_| rng.next_u64() >> 16).collect();
+    for k in [4usize, 16, 64] {
+        let runs: Vec<Vec<u64>> = (0..k)
+            .map(|_| {
+                sort_dedup(
+                    (0..3 * (1 << 22) / k)
+                        .map(|_| distinct[rng.below(1 << 22) as usize])
+                        .collect(),
+                )
+            })
+            .collect();
+        time(
+            &format!("a layer from {k} runs, a union a run, per distinct id"),
+            5,
+            1 << 22,
+            || runs.clone().into_iter().fold(Vec::new(), union).len(),
+        );
+        time(
+            &format!("a layer from {k} runs, held as Runs, per distinct id"),
+            5,
+            1 << 22,
+            || {
+                let mut held = Runs::default();
+                for run in runs.clone() {
+                    held.push(run);
+                }
+                held.into_layer().len()
+            },
+        );
+    }
     let ids = sort_dedup(boards(300_000));
     let values: Vec<f64> = (0..ids.len()).map(|i| i as f64).collect();
     let table = ValueTable::new(&ids, &values, 1);

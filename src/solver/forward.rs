@@ -23,8 +23,10 @@ const CHUNK: usize = 2048;
 
 /// Ids a batch of [`expand`] or [`spawn`] may make before they are deduplicated (2^25: 256 MiB).
 /// A big age's raw children are several times its layer (4x4 `goal-32`: ≈ 400 M ids, 3.4 GB,
-/// for an age of 63 M states), so the pass makes them a batch at a time and merges each
-/// batch's sorted, deduplicated ids into the layer it grows.
+/// for an age of 63 M states), so the pass makes them a batch at a time and adds each
+/// batch's sorted, deduplicated ids to the runs its layer is grown from ([`layer::Runs`]:
+/// the batches of an age grow with its layer, and merging each into the whole layer would
+/// cost as the square of it).
 const BATCH_IDS: usize = 1 << 25;
 
 /// One finished age of the forward pass.
@@ -79,7 +81,11 @@ pub fn expand(game: &Game, class: &ForwardClass, states: &[u64]) -> Vec<u64> {
     states
         .chunks((BATCH_IDS / 4).max(1))
         .map(|batch| expand_batch(game, class, batch))
-        .fold(Vec::new(), layer::union)
+        .fold(layer::Runs::default(), |mut runs, batch| {
+            runs.push(batch);
+            runs
+        })
+        .into_layer()
 }
 
 /// [`expand`] of one batch of states: each task cuts the afterstates it makes into the
@@ -218,12 +224,11 @@ fn children_of(game: &Game, class: &ForwardClass, a: u64, mut out: impl FnMut(us
     }
 }
 
-fn merge_into(pending: &mut BTreeMap<u32, Vec<u64>>, age: u32, ids: Vec<u64>) {
-    if ids.is_empty() {
-        return;
+/// Adds a batch's children of age `age` to the pending layers.
+fn merge_into(pending: &mut BTreeMap<u32, layer::Runs>, age: u32, ids: Vec<u64>) {
+    if !ids.is_empty() {
+        pending.entry(age).or_default().push(ids);
     }
-    let old = pending.remove(&age).unwrap_or_default();
-    pending.insert(age, layer::union(old, ids));
 }
 
 /// Runs the forward pass, handing each finished age to `sink` in increasing order.
@@ -234,7 +239,11 @@ pub fn run(
     start: Start,
     mut sink: impl FnMut(AgeLayer) -> Result<()>,
 ) -> Result<u32> {
-    let mut pending = seeds(game, class);
+    // The partial layers of the ages to come, each grown from its batches' runs.
+    let mut pending: BTreeMap<u32, layer::Runs> = BTreeMap::new();
+    for (age, ids) in seeds(game, class) {
+        merge_into(&mut pending, age, ids);
+    }
     let mut max_age = 0;
     if let Start::After {
         age,
@@ -253,7 +262,8 @@ pub fn run(
         });
         max_age = age;
     }
-    while let Some((age, states)) = pending.pop_first() {
+    while let Some((age, runs)) = pending.pop_first() {
+        let states = runs.into_layer();
         debug_assert!(layer::is_layer(&states));
         let afterstates = expand(game, class, &states);
         spawn_batches(game, class, &afterstates, |two, four| {
