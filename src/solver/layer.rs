@@ -541,12 +541,11 @@ pub struct Runs {
 
 impl Runs {
     /// Adds a sorted, deduplicated run of ids.
-    pub fn push(&mut self, run: Vec<u64>) {
+    pub fn push(&mut self, mut run: Vec<u64>) {
         debug_assert!(is_layer(&run));
         if run.is_empty() {
             return;
         }
-        let mut run = run;
         while let Some(last) = self.runs.pop_if(|last| last.len() <= 2 * run.len()) {
             run = union(last, run);
         }
