@@ -556,8 +556,9 @@ impl Runs {
         self.runs.push(run);
     }
 
-    /// The number of runs held.
-    pub fn count(&self) -> usize {
+    /// The number of runs held (for the tests: the pass needs only the layer).
+    #[cfg(test)]
+    fn count(&self) -> usize {
         self.runs.len()
     }
 
@@ -867,7 +868,8 @@ mod tests {
                 let run: Vec<u64> = (0..n).map(|_| rng.gen_range(0..span)).collect();
                 want.extend(run.iter().copied());
                 runs.push(sort_dedup(run));
-                // Each run more than twice the next: fewer runs than the ids' bits.
+                // Each run more than twice the next: no more runs than the layer's size has
+                // bits.
                 let bits = usize::BITS - want.len().leading_zeros();
                 assert!(
                     runs.count() <= bits as usize,
