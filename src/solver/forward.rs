@@ -225,7 +225,7 @@ fn children_of(game: &Game, class: &ForwardClass, a: u64, mut out: impl FnMut(us
 }
 
 /// Adds a batch's children of age `age` to the pending layers.
-fn merge_into(pending: &mut BTreeMap<u32, layer::Runs>, age: u32, ids: Vec<u64>) {
+fn add_run(pending: &mut BTreeMap<u32, layer::Runs>, age: u32, ids: Vec<u64>) {
     if !ids.is_empty() {
         pending.entry(age).or_default().push(ids);
     }
@@ -242,7 +242,7 @@ pub fn run(
     // The partial layers of the ages to come, each grown from its batches' runs.
     let mut pending: BTreeMap<u32, layer::Runs> = BTreeMap::new();
     for (age, ids) in seeds(game, class) {
-        merge_into(&mut pending, age, ids);
+        add_run(&mut pending, age, ids);
     }
     let mut max_age = 0;
     if let Start::After {
@@ -253,12 +253,12 @@ pub fn run(
     {
         pending.retain(|&a, _| a > age);
         spawn_batches(game, class, &afterstates, |two, four| {
-            merge_into(&mut pending, age + 2, two);
-            merge_into(&mut pending, age + 4, four);
+            add_run(&mut pending, age + 2, two);
+            add_run(&mut pending, age + 4, four);
         });
         // Of the children of age - 2, only those spawning a 4 (age + 2) are still to come.
         spawn_batches(game, class, &afterstates_prev, |_, four| {
-            merge_into(&mut pending, age + 2, four);
+            add_run(&mut pending, age + 2, four);
         });
         max_age = age;
     }
@@ -267,8 +267,8 @@ pub fn run(
         debug_assert!(layer::is_layer(&states));
         let afterstates = expand(game, class, &states);
         spawn_batches(game, class, &afterstates, |two, four| {
-            merge_into(&mut pending, age + 2, two);
-            merge_into(&mut pending, age + 4, four);
+            add_run(&mut pending, age + 2, two);
+            add_run(&mut pending, age + 4, four);
         });
         max_age = age;
         sink(AgeLayer {
