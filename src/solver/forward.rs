@@ -125,12 +125,12 @@ fn moves_of(game: &Game, class: &ForwardClass, s: u64, mut out: impl FnMut(u64))
 
 /// States spawned from a layer of afterstates, a batch of afterstates at a time (a batch
 /// makes at most [`BATCH_IDS`] children, counted by the empty cells of its afterstates):
-/// `merge` receives each batch's layers of children spawning a 2 and a 4.
+/// `add` receives each batch's layers of children spawning a 2 and a 4 (runs of their ages).
 fn spawn_batches(
     game: &Game,
     class: &ForwardClass,
     afterstates: &[u64],
-    mut merge: impl FnMut(Vec<u64>, Vec<u64>),
+    mut add: impl FnMut(Vec<u64>, Vec<u64>),
 ) {
     let kinds = usize::from(class.spawn2) + usize::from(class.spawn4);
     // Children of each tile per chunk of afterstates (their empty cells), then chunks
@@ -153,7 +153,7 @@ fn spawn_batches(
         if ids >= BATCH_IDS || end == afterstates.len() {
             let batch = &afterstates[first * CHUNK..end];
             let (two, four) = spawn(game, class, batch, &empties[first..=c]);
-            merge(two, four);
+            add(two, four);
             first = c + 1;
             ids = 0;
         }
