@@ -1,5 +1,5 @@
 //! Layers: the sorted, deduplicated ids of one age, and how they are made (radix sort,
-//! deduplication, union).
+//! deduplication, union, and [`Runs`] for a layer grown from batches).
 //!
 //! A layer is a `Vec<u64>` of canonical ids in strictly increasing order, so that the rank of
 //! an id is its position and per-id data (values, flags) live in plain parallel arrays. The
