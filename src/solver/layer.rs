@@ -127,7 +127,7 @@ impl Cuts {
 
 /// Sorts and deduplicates ids cut into ranges: `cut[i][r]` is the part of range `r` that
 /// task `i` made, each part's ids within its range of one [`Cuts`] (every task's vector of
-/// parts as long). The ranges are sorted in parallel, each from its parts ([`sort_range`]),
+/// parts as long). The ranges are sorted in parallel, each from its parts (`sort_range`),
 /// a range's parts freed as soon as it is gathered, and the sorted ranges joined in order.
 pub fn sort_dedup_cut(cut: Vec<Vec<Vec<u64>>>) -> Vec<u64> {
     let k = cut.first().map_or(0, Vec::len);
