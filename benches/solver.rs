@@ -201,11 +201,11 @@ fn main() {
             5,
             1 << 22,
             || {
-                let mut held = Runs::default();
-                for run in runs.clone() {
-                    held.push(run);
-                }
-                held.into_layer().len()
+                runs.clone()
+                    .into_iter()
+                    .collect::<Runs>()
+                    .into_layer()
+                    .len()
             },
         );
     }

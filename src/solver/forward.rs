@@ -81,10 +81,7 @@ pub fn expand(game: &Game, class: &ForwardClass, states: &[u64]) -> Vec<u64> {
     states
         .chunks((BATCH_IDS / 4).max(1))
         .map(|batch| expand_batch(game, class, batch))
-        .fold(layer::Runs::default(), |mut runs, batch| {
-            runs.push(batch);
-            runs
-        })
+        .collect::<layer::Runs>()
         .into_layer()
 }
 

@@ -568,6 +568,17 @@ impl Runs {
     }
 }
 
+impl FromIterator<Vec<u64>> for Runs {
+    /// The runs, each [`Runs::push`]ed in turn.
+    fn from_iter<I: IntoIterator<Item = Vec<u64>>>(runs: I) -> Runs {
+        let mut held = Runs::default();
+        for run in runs {
+            held.push(run);
+        }
+        held
+    }
+}
+
 /// True if `ids` is strictly increasing (the layer invariant).
 pub fn is_layer(ids: &[u64]) -> bool {
     ids.windows(2).all(|w| w[0] < w[1])
