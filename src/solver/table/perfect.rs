@@ -12,8 +12,8 @@
 //! same stream ([`PerfectTable::part_near`]). The backward pass's look-ups are close in the
 //! layer's order from one to the next of a stream (a spawn of a given tile on a given cell,
 //! a move in a given direction, over afterstates or states taken in their order): a part's
-//! pilots and slots (≈ 12 KB) are read from memory once and then from the core's cache for
-//! the stream's next look-ups, where parts chosen by hash sent every look-up to a line of its
+//! pilots (2 KB) are read from memory once and then from the core's cache for the stream's
+//! next look-ups, where parts chosen by hash sent every look-up to a line of its
 //! own, two misses a look-up (a pilot and a slot).
 //!
 //! A part's ids fall into buckets of about [`LAMBDA`] ids, and each bucket has a one-byte
@@ -45,10 +45,18 @@ use rayon::prelude::*;
 
 use super::super::layer::prefetch;
 
-/// Ids per part (the last may have fewer): a part's pilots and slots (≈ 12 KB with one
-/// variant) for each stream of look-ups fit in a core's L2 together (32 streams on 4x4, a
-/// spawn of either tile on any cell).
-const PART: usize = 1 << 10;
+/// Ids per part (the last may have fewer): a part's pilots and slots take ≈ 48 KB with one
+/// variant, and the parts' first ids 8 bytes a part (33 KB for 17 M afterstates, within a
+/// core's L2), which a look-up outside its stream's last part searches.
+///
+/// Parts of 2^12 ids against 2^10 (2026-11-27): the backward pass of 4x3 `goal-128 --layout
+/// compact`, resumed from one forward pass, took 365.9 s (372.2, 359.6; user 614 and 620 s)
+/// against 388.7 (402.7 beside a niced build, 374.7; user 639 and 647 s), and 364.9 with
+/// 2^11 (363.4, 366.4; user 625 and 632 s): alternating A B C C B A, the same output bytes.
+/// What won is the search over four times fewer first ids and more of a stream's look-ups in
+/// its last part; what bigger parts could lose, a part's slots staying in the caches for the
+/// stream's next look-ups, they did not do at 2^10 either (`reports/bench/profile.md`).
+const PART: usize = 1 << 12;
 
 /// Parts a thread builds in a round of a build.
 const GROUP_PER_THREAD: usize = 64;
@@ -60,7 +68,7 @@ const LAMBDA: usize = 2;
 
 /// A bucket's pilot: a byte, as in PtrHash. At [`LAMBDA`] = 2 and load 0.9 the last buckets
 /// placed (pairs at a load of 0.8, single ids at 0.9) find a pilot within 256 tries but for
-/// about one part in fifty of [`PART`] keys (172 of 8,192 for 8 Mi random ids), which is then
+/// about one part in fifty of 2^10 keys (172 of 8,192 for 8 Mi random ids), which is then
 /// built again with a sixteenth more slots.
 type Pilot = u8;
 
