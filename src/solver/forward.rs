@@ -87,7 +87,8 @@ pub fn expand(game: &Game, class: &ForwardClass, states: &[u64]) -> Vec<u64> {
 
 /// [`expand`] of one batch of states: each task cuts the afterstates it makes into the
 /// ranges of splitters taken from the afterstates of a sample of the states, as it makes them
-/// ([`layer::Cuts`]), and the ranges are then sorted in parallel.
+/// ([`layer::Cuts`]), but for the repeats its [`layer::RecentIds`] drops, and the ranges are
+/// then sorted in parallel.
 fn expand_batch(game: &Game, class: &ForwardClass, states: &[u64]) -> Vec<u64> {
     let ranges = layer::Cuts::ranges_for_threads();
     let mut sample = Vec::new();
@@ -97,10 +98,14 @@ fn expand_batch(game: &Game, class: &ForwardClass, states: &[u64]) -> Vec<u64> {
     let cuts = layer::Cuts::from_sample(sample, ranges);
     let cut: Vec<Vec<Vec<u64>>> = states
         .par_chunks(CHUNK)
-        .map(|chunk| {
+        .map_init(layer::RecentIds::default, |seen, chunk| {
             let mut out = cuts.parts(chunk.len() * 3);
             for &s in chunk {
-                moves_of(game, class, s, |a| out[cuts.range_of(a)].push(a));
+                moves_of(game, class, s, |a| {
+                    if seen.insert(a) {
+                        out[cuts.range_of(a)].push(a);
+                    }
+                });
             }
             out
         })
@@ -186,10 +191,14 @@ fn spawn(
     let parts: Vec<[Vec<Vec<u64>>; 2]> = afterstates
         .par_chunks(CHUNK)
         .zip(empties)
-        .map(|(chunk, &made)| {
+        .map_init(<[layer::RecentIds; 2]>::default, |seen, (chunk, &made)| {
             let mut out = [0, 1].map(|t| cuts[t].parts(if spawns[t] { made } else { 0 }));
             for &a in chunk {
-                children_of(game, class, a, |t, c| out[t][cuts[t].range_of(c)].push(c));
+                children_of(game, class, a, |t, c| {
+                    if seen[t].insert(c) {
+                        out[t][cuts[t].range_of(c)].push(c);
+                    }
+                });
             }
             out
         })
