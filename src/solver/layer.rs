@@ -1,5 +1,6 @@
 //! Layers: the sorted, deduplicated ids of one age, and how they are made (radix sort,
-//! deduplication, union, and [`Runs`] for a layer grown from batches).
+//! deduplication, union, [`Runs`] for a layer grown from batches, and [`RecentIds`] for the
+//! repeats a task drops as it makes them).
 //!
 //! A layer is a `Vec<u64>` of canonical ids in strictly increasing order, so that the rank of
 //! an id is its position and per-id data (values, flags) live in plain parallel arrays. The
