@@ -13,8 +13,8 @@
 //! layer's order from one to the next of a stream (a spawn of a given tile on a given cell,
 //! a move in a given direction, over afterstates or states taken in their order): a part's
 //! pilots (2 KB) are read from memory once and then from the core's cache for the stream's
-//! next look-ups, where parts chosen by hash sent every look-up to a line of its
-//! own, two misses a look-up (a pilot and a slot).
+//! next look-ups, where parts chosen by hash sent every look-up to a line of its own, two
+//! misses a look-up (a pilot and a slot).
 //!
 //! A part's ids fall into buckets of about [`LAMBDA`] ids, and each bucket has a one-byte
 //! *pilot* chosen when the table is built so that `slot(id) = reduce(h₂(id) ⊕ C·pilot)`
