@@ -126,6 +126,10 @@ impl Cuts {
     }
 }
 
+/// Fibonacci hashing's multiplier (2^64 over the golden ratio, odd): the high bits of `x · FIB`
+/// are spread evenly over their range for ids close together, as a layer's are.
+pub const FIB: u64 = 0x9E37_79B9_7F4A_7C15;
+
 /// Bits of a [`RecentIds`] filter's index: 2^12 ids (32 KB), within a core's L1 and L2.
 const RECENT_BITS: u32 = 12;
 
@@ -158,7 +162,7 @@ impl RecentIds {
     /// True if `x` is not among the filter's ids (it now is), false if it is.
     #[inline(always)]
     pub fn insert(&mut self, x: u64) -> bool {
-        let h = (x.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - RECENT_BITS)) as usize;
+        let h = (x.wrapping_mul(FIB) >> (64 - RECENT_BITS)) as usize;
         let slot = &mut self.slots[h & ((1 << RECENT_BITS) - 1)];
         if *slot == x {
             false

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use rayon::prelude::*;
 
-use super::super::layer::prefetch;
+use super::super::layer::{prefetch, FIB};
 
 const EMPTY: u64 = u64::MAX;
 
@@ -166,7 +166,7 @@ impl OpenTable {
 /// and the number of slots (uniform over `0..slots` when the hash is uniform over `u64`).
 #[inline(always)]
 fn home(id: u64, slots: usize) -> usize {
-    let h = id.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    let h = id.wrapping_mul(FIB);
     ((u128::from(h) * slots as u128) >> 64) as usize
 }
 
