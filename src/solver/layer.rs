@@ -163,7 +163,7 @@ impl RecentIds {
     #[inline(always)]
     pub fn insert(&mut self, x: u64) -> bool {
         let h = (x.wrapping_mul(FIB) >> (64 - RECENT_BITS)) as usize;
-        let slot = &mut self.slots[h & ((1 << RECENT_BITS) - 1)];
+        let slot = &mut self.slots[h];
         if *slot == x {
             false
         } else {
