@@ -46,8 +46,8 @@ const BLOCK: usize = 16;
 /// Cells of the largest board (4x4).
 const MAX_CELLS: usize = 16;
 
-/// No board: never an id (it would be a board of sixteen 32768 tiles).
-const NONE: u64 = u64::MAX;
+/// No board ([`super::layer::NO_ID`]): a move that is invalid, a cell not spawned on.
+const NONE: u64 = super::layer::NO_ID;
 
 /// A layer of states with its values, kept while younger ages need it: only its
 /// [`ValueTable`] (ids and values in one slot each), the ids and values as vectors go to the

@@ -130,6 +130,9 @@ impl Cuts {
 /// are spread evenly over their range for ids close together, as a layer's are.
 pub const FIB: u64 = 0x9E37_79B9_7F4A_7C15;
 
+/// No board: never an id (it would be a board of sixteen 32768 tiles).
+pub const NO_ID: u64 = u64::MAX;
+
 /// Bits of a [`RecentIds`] filter's index: 2^12 ids (32 KB), within a core's L1 and L2.
 const RECENT_BITS: u32 = 12;
 
@@ -151,9 +154,8 @@ pub struct RecentIds {
 
 impl Default for RecentIds {
     fn default() -> RecentIds {
-        // u64::MAX is never an id (a board of sixteen 32768 tiles).
         RecentIds {
-            slots: vec![u64::MAX; 1 << RECENT_BITS],
+            slots: vec![NO_ID; 1 << RECENT_BITS],
         }
     }
 }
