@@ -19,8 +19,11 @@ bin="$CARGO_TARGET_DIR/release/age2048"
 out=reports/bench
 mkdir -p "$out" "$root"
 tsv=$out/scale.tsv
-[ -f "$tsv" ] || printf 'date\tcommit\tboard\tvariants\targs\tthreads\twall_s\tforward_s\tbackward_s\tstates\tafterstates\tpeak_rss_mb\tpeak_work_mb\toutput_mb\tload\tmax_age_states\tid_bits\n' > "$tsv"
+[ -f "$tsv" ] || printf 'date\tcommit\tboard\tvariants\targs\tthreads\twall_s\tforward_s\tbackward_s\tstates\tafterstates\tpeak_rss_mb\tpeak_work_mb\toutput_mb\tload\tmax_age_states\tid_bits\tcpu\n' > "$tsv"
 commit=$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src Cargo.toml || echo "+")
+# The processor, which the rates depend on as much as the code: its model name, family and
+# model (AMD's family 25 is Zen 3 and 4, 26 Zen 5).
+cpu=$(awk -F': ' '/^model name/ {n=$2} /^cpu family/ {f=$2} /^model\t/ {m=$2} END {print n " f" f "m" m}' /proc/cpuinfo)
 
 for spec in "$@"; do
   read -r board variants extra <<< "$spec"
@@ -44,9 +47,9 @@ for spec in "$@"; do
   read -r wall rss_kb < "$peak.time"
   first=${variants%%,*}
   python3 - "$data" "$board" "$first" "$wall" "$rss_kb" "$(cat "$peak")" "$load" \
-    "$commit" "$variants" "${extra:-}" >> "$tsv" <<'EOF'
+    "$commit" "$variants" "${extra:-}" "$cpu" >> "$tsv" <<'EOF'
 import json, sys, os, datetime
-data, board, variant, wall, rss_kb, work_mb, load, commit, variants, extra = sys.argv[1:]
+data, board, variant, wall, rss_kb, work_mb, load, commit, variants, extra, cpu = sys.argv[1:]
 # The manifest of the first variant: found by its contents (the store owns its path).
 def manifests():
     for d, _, fs in os.walk(data):
@@ -69,7 +72,7 @@ print("\t".join(str(x) for x in [
     datetime.date.today().isoformat(), commit, board, variants, extra, m["threads"],
     f"{float(wall):.1f}", f"{t['forward_s']:.1f}", f"{t['backward_s']:.1f}",
     m["n_states"], m["n_afterstates"], f"{int(rss_kb) / 1024:.0f}", work_mb,
-    f"{out / 2**20:.0f}", load, max(a["n_states"] for a in m["ages"]), f"{id_bits:.2f}"]))
+    f"{out / 2**20:.0f}", load, max(a["n_states"] for a in m["ages"]), f"{id_bits:.2f}", cpu]))
 EOF
   rm -f "$peak" "$peak.time"
 done

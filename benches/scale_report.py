@@ -31,11 +31,15 @@ print("build without the reporting layer, this 2-core machine). Rates are (after
 print("second per core: (states + afterstates) / pass seconds / threads. Output is every file")
 print("of the data directory (Parquet, indexes, manifests); work is the peak of `.work/`;")
 print("largest age is the most states of one age. A row of several variants solves them in")
-print("one pass each way, and its output holds all of them.\n")
+print("one pass each way, and its output holds all of them. The processor is recorded since")
+print("2026-11-27 (`f26` is AMD's family 26, Zen 5: 1 MiB of L2 a core, 32 MiB of L3); the rows")
+print("before it ran on this 2-core kind of machine with another processor (from 2026-11-26 an")
+print("EPYC of the Zen 3 family, 512 KiB of L2 a core), and are not to be compared with later")
+print("rows as if the code alone had changed.\n")
 print("| date | commit | board | variants | threads | wall s | forward s | backward s | states "
       "| afterstates | largest age | fwd M/s/core | bwd M/s/core | peak RSS MB | peak work MB "
-      "| output MB | bytes/board out | load |")
-print("|" + "---|" * 18)
+      "| output MB | bytes/board out | load | processor |")
+print("|" + "---|" * 19)
 for r in rows:
     f, b = rate(r, r["forward_s"]), rate(r, r["backward_s"])
     v = r["variants"] + (f" {r['args']}" if r["args"] else "")
@@ -46,14 +50,18 @@ for r in rows:
           f"| {n(int(big)) if big else '—'} | {f'{f:.2f}' if f else '—'} "
           f"| {f'{b:.2f}' if b else '—'} | {r['peak_rss_mb']} | {r['peak_work_mb']} "
           f"| {r['output_mb']} | {int(r['output_mb']) * 2**20 / max(1, boards(r)):.1f} "
-          f"| {r['load']} |")
+          f"| {r['load']} | {r.get('cpu') or '—'} |")
 
 # The basis of a projection: the biggest solve measured on the same board (either orientation),
 # else the biggest of any board; one that knows its largest age, one variant, no `--discount`.
 # Among equally big solves the latest wins, unless other work took a core's worth of its machine
-# (load above threads + 1) and a quieter one exists.
+# (load above threads + 1) and a quieter one exists. Only solves on the processor of the latest
+# row (the machine the projections are for) are bases, where it has any.
 measured = [r for r in rows if r.get("max_age_states") and "," not in r["variants"]
             and "discount" not in r["variants"] + r["args"]]
+here = rows[-1].get("cpu") if rows else None
+if here and any(r.get("cpu") == here for r in measured):
+    measured = [r for r in measured if r.get("cpu") == here]
 
 
 def compact(r):
@@ -153,7 +161,8 @@ def project(title, shapes, states, afterstates, largest, cores, mem_gib, disk_gb
     print(f"### {title}\n")
     print(f"{cores} cores, {mem_gib} GiB, {disk_gb:,} GB of disk. {n(states)} states + "
           f"{n(afterstates)} afterstates, largest age {n(largest)} states ({note}).\n")
-    print(f"Basis: {b['board']} `{b['variants']}` of {b['date']} ({b['commit']}): forward "
+    print(f"Basis: {b['board']} `{b['variants']}` of {b['date']} ({b['commit']}"
+          f"{', ' + b['cpu'] if b.get('cpu') else ''}): forward "
           f"{fwd:.2f} M and backward {bwd:.2f} M boards/s/core; peak RSS {rss_per_state:.0f} "
           f"bytes a state of its largest age ({b['peak_rss_mb']} MB over "
           f"{n(int(b['max_age_states']))}); work {work_bits:.1f} bits a board; output "
