@@ -147,7 +147,10 @@ const RECENT_BITS: u32 = 12;
 /// made, 1.01 G distinct: a child's repeats come from afterstates far apart in the layer's
 /// order, as on 3x3 in `reports/bench/profile.md`). Forward passes of 4x3 `goal-128 --layout
 /// compact`, A B C C B A: 196.9 s (196.7, 197.1) against 205.0 without (200.0, 209.9), peak
-/// 879 and 860 MB against 944 and 949; with 2^14 slots 200.3 s (199.8, 200.9).
+/// 879 and 860 MB against 944 and 949; with 2^14 slots 200.3 s (199.8, 200.9). On a 2-core
+/// Zen 5 EPYC (1 MiB of L2 a core), forward passes of 4x3 `goal-128` alternating 2^12, 2^14
+/// and a build with [`CACHE_SORT`] at 2^17 (A B C C B A): 2^14 took 80.4 and 80.9 s against
+/// 81.4 and 83.4, within the runs' spread: not changed.
 pub struct RecentIds {
     slots: Vec<u64>,
 }
@@ -316,6 +319,8 @@ fn concat(pieces: Vec<Vec<u64>>) -> Vec<u64> {
 /// 2^14, inside the L2, sorted a synthetic 4x3 layer with 7 % less CPU, but made 3x3
 /// `goal-1024` slower (39fcf80, reverted: 15.1 against 19.3 s, 3 alternating pairs, every pair
 /// slower): its many layers of 2^14 to 2^16 ids then took an MSD pass of 2^11 buckets each.
+/// 2^17 on a 2-core Zen 5 EPYC (1 MiB of L2 a core): the forward pass of 4x3 `goal-128` took
+/// 81.1 and 85.6 s against 81.4 and 83.4 (the runs of [`RecentIds`]'s 2^14 slots): not changed.
 const CACHE_SORT: usize = 1 << 16;
 
 /// Bits of a radix digit at most (2^11 counters: 16 KiB, in L1).
