@@ -149,7 +149,7 @@ const RECENT_BITS: u32 = 12;
 /// compact`, A B C C B A: 196.9 s (196.7, 197.1) against 205.0 without (200.0, 209.9), peak
 /// 879 and 860 MB against 944 and 949; with 2^14 slots 200.3 s (199.8, 200.9). On a 2-core
 /// Zen 5 EPYC (1 MiB of L2 a core), forward passes of 4x3 `goal-128` alternating 2^12, 2^14
-/// and a build with [`CACHE_SORT`] at 2^17 (A B C C B A): 2^14 took 80.4 and 80.9 s against
+/// and a build with `CACHE_SORT` at 2^17 (A B C C B A): 2^14 took 80.4 and 80.9 s against
 /// 81.4 and 83.4, within the runs' spread: not changed.
 pub struct RecentIds {
     slots: Vec<u64>,
