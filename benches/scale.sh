@@ -21,9 +21,8 @@ mkdir -p "$out" "$root"
 tsv=$out/scale.tsv
 [ -f "$tsv" ] || printf 'date\tcommit\tboard\tvariants\targs\tthreads\twall_s\tforward_s\tbackward_s\tstates\tafterstates\tpeak_rss_mb\tpeak_work_mb\toutput_mb\tload\tmax_age_states\tid_bits\tcpu\n' > "$tsv"
 commit=$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src Cargo.toml || echo "+")
-# The processor, which the rates depend on as much as the code: its model name, family and
-# model (AMD's family 25 is Zen 3 and 4, 26 Zen 5).
-cpu=$(awk -F': ' '/^model name/ {n=$2} /^cpu family/ {f=$2} /^model\t/ {m=$2} END {print n " f" f "m" m}' /proc/cpuinfo)
+# The processor, which the times depend on as much as the code.
+cpu=$(bash benches/cpu.sh)
 
 for spec in "$@"; do
   read -r board variants extra <<< "$spec"

@@ -76,9 +76,8 @@ read -r r_med r_min r_max r_cpu r_rss r_par <<< "$(stats ref)"
 read -r g_med g_min g_max g_cpu g_rss g_par <<< "$(stats goal1024)"
 read -r f_med f_min f_max f_cpu f_rss f_par <<< "$(stats g16)"
 ratio=$(python3 -c "print(f'{$r_med / $o_med:.2f}')")
-# The processor's model name, family and model, as benches/scale.sh records them (AMD's family
-# 25 is Zen 3 and 4, 26 Zen 5): the same code's times differ by twice between two of them.
-cpu=$(awk -F': ' '/^model name/ {n=$2} /^cpu family/ {f=$2} /^model\t/ {m=$2} END {print n " f" f "m" m}' /proc/cpuinfo)
+# The processor, which the times depend on as much as the code.
+cpu=$(bash benches/cpu.sh)
 {
   echo "# Solve benchmark"
   echo
