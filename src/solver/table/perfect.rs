@@ -79,14 +79,6 @@ type Pilot = u8;
 const ALPHA: f64 = 0.9;
 
 /// Bytes of a slot's fingerprint.
-///
-/// Slots of one value are 10 bytes one after another, so that one in seven or so crosses a
-/// cache line's end and its look-up reads two lines, the second not prefetched. Tried and not
-/// kept (2026-11-27): six slots a line, its last 4 bytes unused (no slot crosses a line, 64/60
-/// of the bytes). The backward pass of 4x3 `goal-128 --layout compact`, resumed from one
-/// forward pass, took 153.7 and 145.0 s against 153.0 and 147.1 (alternating A B B A, the same
-/// output bytes) on a 2-core Zen 5 EPYC: its user time 4 % less (240.9 and 243.4 s against
-/// 253.1 and 250.2), its wall time the same, for 7 % more bytes a slot.
 const FP: usize = 2;
 
 /// Bits of a slot's fingerprint.
@@ -171,6 +163,14 @@ pub struct PerfectTable {
     pilots: Vec<Pilot>,
     /// Slots of `stride` bytes: fingerprint (little-endian), then `k` values (their bits,
     /// little-endian).
+    ///
+    /// Slots of one value are 10 bytes one after another, so that one in seven or so crosses a
+    /// cache line's end and its look-up reads two lines, the second not prefetched. Tried and not
+    /// kept (2026-11-27): six slots a line, its last 4 bytes unused (no slot crosses a line, 64/60
+    /// of the bytes). The backward pass of 4x3 `goal-128 --layout compact`, resumed from one
+    /// forward pass, took 153.7 and 145.0 s against 153.0 and 147.1 (alternating A B B A, the same
+    /// output bytes) on a 2-core Zen 5 EPYC: its user time 4 % less (240.9 and 243.4 s against
+    /// 253.1 and 250.2), its wall time the same, for 7 % more bytes a slot.
     slots: Vec<u8>,
     stride: usize,
     k: usize,
