@@ -5,9 +5,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use rayon::prelude::*;
 
-use super::super::layer::{prefetch, FIB};
+use super::super::layer::{prefetch, FIB, NO_ID};
 
-const EMPTY: u64 = u64::MAX;
+/// An empty slot's word: [`NO_ID`], which no board is.
+const EMPTY: u64 = NO_ID;
 
 /// How many ids ahead [`super::ValueTable::new`] prefetches the slot of.
 const BUILD_AHEAD: usize = 16;
@@ -43,8 +44,7 @@ fn as_atomic(words: &mut [u64]) -> &[AtomicU64] {
 /// of the cost of a backward pass whose layers outgrow the caches. With one variant a slot is
 /// 16 bytes, so an id costs 32 bytes, or about 21 in a big table (when the slots were a power
 /// of two: 32 to 64).
-/// `u64::MAX` marks an empty slot; it is never an id (it would be a board of sixteen 32768
-/// tiles).
+/// [`EMPTY`] marks an empty slot.
 pub struct OpenTable {
     words: Vec<u64>,
     /// Number of slots (at least one more than the ids, so that a probe always ends).
