@@ -35,16 +35,95 @@ pub fn board_age(code: u64) -> u64 {
 /// largest of each byte kept across all codes, byte by byte, with no branch: the sixteen cells
 /// are compared with one another once, at the end, not once a code.
 pub fn max_exponent(codes: impl IntoIterator<Item = u64>) -> u8 {
-    const LOW: u64 = 0x0F0F_0F0F_0F0F_0F0F;
-    let mut most = [0u8; 16];
+    let mut most = Most::default();
     for c in codes {
-        let (even, odd) = ((c & LOW).to_le_bytes(), ((c >> 4) & LOW).to_le_bytes());
-        for j in 0..8 {
-            most[j] = most[j].max(even[j]);
-            most[8 + j] = most[8 + j].max(odd[j]);
+        most.add(c);
+    }
+    most.get()
+}
+
+/// The largest nibble seen in each cell, as two words of bytes (even cells, odd cells).
+#[derive(Clone, Copy, Default)]
+struct Most {
+    even: u64,
+    odd: u64,
+}
+
+impl Most {
+    const LOW: u64 = 0x0F0F_0F0F_0F0F_0F0F;
+
+    #[inline(always)]
+    fn add(&mut self, c: u64) {
+        self.even = byte_max(self.even, c & Self::LOW);
+        self.odd = byte_max(self.odd, (c >> 4) & Self::LOW);
+    }
+
+    #[inline]
+    fn merge(self, o: Most) -> Most {
+        Most {
+            even: byte_max(self.even, o.even),
+            odd: byte_max(self.odd, o.odd),
         }
     }
-    most.into_iter().max().unwrap_or(0)
+
+    /// The largest nibble of all.
+    fn get(self) -> u8 {
+        let m = byte_max(self.even, self.odd);
+        let m = byte_max(m, m >> 32);
+        let m = byte_max(m, m >> 16);
+        (byte_max(m, m >> 8) & 0xFF) as u8
+    }
+}
+
+/// The larger of each pair of bytes of `a` and `b`, every byte of both under 128: a byte of
+/// `(a | 0x80…) − b` is `128 + a − b`, which keeps its top bit exactly when `a ≥ b` and never
+/// borrows from the next byte.
+#[inline(always)]
+fn byte_max(a: u64, b: u64) -> u64 {
+    const TOP: u64 = 0x8080_8080_8080_8080;
+    debug_assert!((a | b) & TOP == 0, "bytes under 128");
+    let a_ge = (((a | TOP) - b) & TOP) >> 7;
+    let mask = a_ge * 0xFF;
+    (a & mask) | (b & !mask)
+}
+
+/// One pass over a set of codes: its largest exponent ([`max_exponent`]), and the index of
+/// the first code not above the one before it, if any. Tasks of [`SCAN`] codes run in
+/// parallel, each a loop with no branch a code (the order check is a flag or'ed over the
+/// task's pairs; the offender is looked for only if a task's flag is set).
+pub(crate) fn scan_codes(codes: &[u64]) -> (u8, Option<usize>) {
+    let tasks = codes.len().div_ceil(SCAN);
+    let (most, unsorted) = (0..tasks)
+        .into_par_iter()
+        .map(|t| {
+            let (lo, hi) = (t * SCAN, ((t + 1) * SCAN).min(codes.len()));
+            let mut most = Most::default();
+            for &c in &codes[lo..hi] {
+                most.add(c);
+            }
+            // The task's pairs, the one across its start included.
+            let pairs = &codes[lo.saturating_sub(1)..hi];
+            let mut bad = false;
+            for w in pairs.windows(2) {
+                bad |= w[0] >= w[1];
+            }
+            let first = bad
+                .then(|| pairs.windows(2).position(|w| w[0] >= w[1]))
+                .flatten()
+                .map(|i| lo.saturating_sub(1) + i + 1);
+            (most, first)
+        })
+        .reduce(
+            || (Most::default(), None),
+            |(a, fa), (b, fb)| {
+                let first = match (fa, fb) {
+                    (Some(x), Some(y)) => Some(x.min(y)),
+                    (x, y) => x.or(y),
+                };
+                (a.merge(b), first)
+            },
+        );
+    (most.get(), unsorted)
 }
 
 /// The paper's per-age re-basing of board codes (§3.2.2 of Kaneko & Yamashita 2025).
@@ -99,20 +178,10 @@ impl Compaction {
         (e + 1).max(2)
     }
 
-    /// [`Compaction::base_for`] of the codes of every set, scanned in parallel.
-    pub fn base_of(sets: &[&[u64]]) -> u8 {
-        let max = sets
-            .iter()
-            .map(|codes| {
-                codes
-                    .par_chunks(SCAN)
-                    .map(|c| max_exponent(c.iter().copied()))
-                    .max()
-                    .unwrap_or(0)
-            })
-            .max()
-            .unwrap_or(0);
-        Self::base_above(max)
+    /// The base of codes whose largest exponent is `most` ([`Compaction::base_for`] of codes
+    /// whose [`max_exponent`] is known).
+    pub(crate) fn base_of_exponent(most: u8) -> u8 {
+        Self::base_above(most)
     }
 
     pub fn rows(&self) -> u8 {
@@ -180,16 +249,10 @@ impl Compaction {
 
     /// Checks that `codes` are strictly increasing ([`Self::compact_all`] checks the rest).
     pub(crate) fn check_codes(&self, codes: &[u64], what: &str) -> Result<(), IndexError> {
-        // In parallel; the first offender, as a scan in order finds it.
-        if let Some(i) = codes.par_windows(2).position_first(|w| w[0] >= w[1]) {
-            return Err(invalid(format!(
-                "{what}: codes not strictly increasing at index {}: {:#x} then {:#x}",
-                i + 1,
-                codes[i],
-                codes[i + 1]
-            )));
+        match scan_codes(codes).1 {
+            Some(i) => Err(unsorted(codes, i, what)),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// Compact ids of `codes`; an error names the first code that does not fit the board,
@@ -221,6 +284,15 @@ impl Compaction {
             self.base
         ))
     }
+}
+
+/// The error of codes not strictly increasing at index `i` (`codes[i - 1] >= codes[i]`).
+pub(crate) fn unsorted(codes: &[u64], i: usize, what: &str) -> IndexError {
+    invalid(format!(
+        "{what}: codes not strictly increasing at index {i}: {:#x} then {:#x}",
+        codes[i - 1],
+        codes[i]
+    ))
 }
 
 /// The tiles of the two cells of a byte of a code (`2^e`, 0 for an empty cell), by byte.

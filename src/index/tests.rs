@@ -290,6 +290,54 @@ fn max_exponent_is_the_largest_nibble_of_all_codes() {
 }
 
 #[test]
+fn scan_codes_is_the_largest_nibble_and_the_first_pair_out_of_order() {
+    // Sets that span several of the scan's tasks (2^16 codes each), sorted or with a pair out
+    // of order near a task's edge, inside a task, or at both ends; against naive scans.
+    let naive_first = |codes: &[u64]| codes.windows(2).position(|w| w[0] >= w[1]).map(|i| i + 1);
+    let mut rng = StdRng::seed_from_u64(14);
+    for round in 0..24 {
+        let n = match round % 4 {
+            0 => rng.gen_range(0..4),
+            1 => rng.gen_range(1..1000),
+            _ => rng.gen_range((1 << 16) - 2..3 << 16),
+        };
+        let top = rng.gen_range(1..=16u64);
+        let mut codes: Vec<u64> = (0..n)
+            .map(|_| (0..16).fold(0u64, |acc, i| acc | (rng.gen_range(0..top) << (4 * i))))
+            .collect();
+        codes.sort_unstable();
+        codes.dedup();
+        let sorted = scan_codes(&codes);
+        assert_eq!(
+            sorted,
+            (max_exponent(codes.iter().copied()), None),
+            "round {round}"
+        );
+        if codes.len() < 2 {
+            continue;
+        }
+        // Break the order: a repeat or a swap, at a task's edge or anywhere.
+        for _ in 0..3 {
+            let mut bad = codes.clone();
+            let at = match rng.gen_range(0..4) {
+                0 if bad.len() > 1 << 16 => 1 << 16,
+                1 => bad.len() - 1,
+                2 => 1,
+                _ => rng.gen_range(1..bad.len()),
+            };
+            if rng.gen_bool(0.5) {
+                bad[at] = bad[at - 1];
+            } else {
+                bad.swap(at - 1, at);
+            }
+            let want = (max_exponent(bad.iter().copied()), naive_first(&bad));
+            assert!(want.1.is_some());
+            assert_eq!(scan_codes(&bad), want, "round {round}, broken at {at}");
+        }
+    }
+}
+
+#[test]
 fn batch_compaction_is_compact_on_good_and_bad_codes() {
     let mut rng = StdRng::seed_from_u64(13);
     for &(rows, cols) in &[
