@@ -199,6 +199,8 @@ pub fn run(a: &SolveArgs) -> Result<(), CliError> {
         Some(path) => Some(MemoryTrace::create(path)?),
         None => None,
     };
+    // The process's allocator keeps what one age frees for the next (`solver::huge`).
+    crate::solver::keep_freed_memory();
     let t = Instant::now();
     let progress = Progress::new(a.quiet);
     let on_event = |e: Event| {

@@ -31,6 +31,7 @@ pub mod run;
 pub mod table;
 
 pub use error::{Result, SolveError};
+pub use huge::keep_freed as keep_freed_memory;
 pub use memory::can_trace as can_trace_memory;
 pub use run::{
     solve, Event, Precision, SolveConfig, StorageRequest, DEFAULT_MIN_FREE,
