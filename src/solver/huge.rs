@@ -34,7 +34,7 @@ pub fn trim() {
 /// systems, and twice it), set at once.
 const KEEP_BLOCKS: usize = 32 << 20;
 
-/// Sets the allocator's thresholds to [`KEEP_BLOCKS`], for a process that solves. glibc starts
+/// Sets the allocator's thresholds to `KEEP_BLOCKS`, for a process that solves. glibc starts
 /// with blocks of 128 KiB and up mapped for themselves and raises the threshold only as such a
 /// block is freed, so the tables, columns and sort buffers of one age after another were
 /// mapped, faulted in a page at a time (the kernel zeroing each page) and unmapped, and
@@ -42,7 +42,7 @@ const KEEP_BLOCKS: usize = 32 << 20;
 /// `goal-16`, 4 alternating pairs: 124 to 164 thousand page faults a solve where there were
 /// 230 to 278 thousand, system time 0.9 to 1.1 s where it was 1.3 to 1.5, wall time 6.24 s
 /// against 6.46 (medians), peak memory 4 % higher. Big ages still hand their memory back
-/// ([`trim`]).
+/// (`trim`).
 pub fn keep_freed() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: `mallopt` sets two of the allocator's thresholds, which say only where later
