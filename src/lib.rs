@@ -17,6 +17,7 @@
 //! - [`cli`]: the commands.
 //! - [`error`]: the kinds of error and their exit statuses.
 
+pub mod bits;
 pub mod cli;
 pub mod error;
 pub mod index;

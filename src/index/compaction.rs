@@ -15,6 +15,7 @@ use rayon::prelude::*;
 
 use super::elias_fano::EliasFano;
 use super::{corrupted, invalid, IndexError};
+use crate::bits::{byte_max, max_byte, LOW};
 
 /// Codes a task of the parallel scans takes.
 const SCAN: usize = 1 << 16;
@@ -50,12 +51,10 @@ struct Most {
 }
 
 impl Most {
-    const LOW: u64 = 0x0F0F_0F0F_0F0F_0F0F;
-
     #[inline(always)]
     fn add(&mut self, c: u64) {
-        self.even = byte_max(self.even, c & Self::LOW);
-        self.odd = byte_max(self.odd, (c >> 4) & Self::LOW);
+        self.even = byte_max(self.even, c & LOW);
+        self.odd = byte_max(self.odd, (c >> 4) & LOW);
     }
 
     #[inline]
@@ -68,23 +67,8 @@ impl Most {
 
     /// The largest nibble of all.
     fn get(self) -> u8 {
-        let m = byte_max(self.even, self.odd);
-        let m = byte_max(m, m >> 32);
-        let m = byte_max(m, m >> 16);
-        (byte_max(m, m >> 8) & 0xFF) as u8
+        max_byte(byte_max(self.even, self.odd))
     }
-}
-
-/// The larger of each pair of bytes of `a` and `b`, every byte of both under 128: a byte of
-/// `(a | 0x80…) − b` is `128 + a − b`, which keeps its top bit exactly when `a ≥ b` and never
-/// borrows from the next byte.
-#[inline(always)]
-fn byte_max(a: u64, b: u64) -> u64 {
-    const TOP: u64 = 0x8080_8080_8080_8080;
-    debug_assert!((a | b) & TOP == 0, "bytes under 128");
-    let a_ge = (((a | TOP) - b) & TOP) >> 7;
-    let mask = a_ge * 0xFF;
-    (a & mask) | (b & !mask)
 }
 
 /// One pass over a set of codes: its largest exponent ([`max_exponent`]), and the index of

@@ -7,6 +7,7 @@
 
 use super::error::BoardError;
 use super::shape::Shape;
+use crate::bits::{byte_max, max_byte, LOW};
 
 /// Largest tile exponent a nibble can hold.
 pub const MAX_EXP: u8 = 15;
@@ -42,23 +43,7 @@ pub fn age(code: u64) -> u32 {
 /// a goal solve asks this of every board it values (is the goal tile on it?).
 #[inline]
 pub fn max_exp(code: u64) -> u8 {
-    const LOW: u64 = 0x0F0F_0F0F_0F0F_0F0F;
-    let m = byte_max(code & LOW, (code >> 4) & LOW);
-    let m = byte_max(m, m >> 32);
-    let m = byte_max(m, m >> 16);
-    (byte_max(m, m >> 8) & 0xFF) as u8
-}
-
-/// The larger of each pair of bytes of `a` and `b`, every byte of both under 128: a byte of
-/// `(a | 0x80…) − b` is `128 + a − b`, which keeps its top bit exactly when `a ≥ b` and never
-/// borrows from the next byte.
-#[inline(always)]
-fn byte_max(a: u64, b: u64) -> u64 {
-    const TOP: u64 = 0x8080_8080_8080_8080;
-    debug_assert!((a | b) & TOP == 0, "bytes under 128");
-    let a_ge = (((a | TOP) - b) & TOP) >> 7;
-    let mask = a_ge * 0xFF;
-    (a & mask) | (b & !mask)
+    max_byte(byte_max(code & LOW, (code >> 4) & LOW))
 }
 
 /// Bit `4i` set for every occupied cell `i`: a nibble is non-zero iff one of its four bits is
