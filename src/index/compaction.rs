@@ -157,15 +157,10 @@ impl Compaction {
         Self::base_above(max_exponent(codes))
     }
 
-    /// The base of codes whose largest exponent is `e` (at least 2).
-    fn base_above(e: u8) -> u8 {
+    /// The base of codes whose largest exponent is `e` (at least 2): [`Compaction::base_for`]
+    /// of codes whose [`max_exponent`] is known.
+    pub(crate) fn base_above(e: u8) -> u8 {
         (e + 1).max(2)
-    }
-
-    /// The base of codes whose largest exponent is `most` ([`Compaction::base_for`] of codes
-    /// whose [`max_exponent`] is known).
-    pub(crate) fn base_of_exponent(most: u8) -> u8 {
-        Self::base_above(most)
     }
 
     pub fn rows(&self) -> u8 {
@@ -229,14 +224,6 @@ impl Compaction {
             _ => return None,
         };
         Some(code | e0)
-    }
-
-    /// Checks that `codes` are strictly increasing ([`Self::compact_all`] checks the rest).
-    pub(crate) fn check_codes(&self, codes: &[u64], what: &str) -> Result<(), IndexError> {
-        match scan_codes(codes).1 {
-            Some(i) => Err(unsorted(codes, i, what)),
-            None => Ok(()),
-        }
     }
 
     /// Compact ids of `codes`; an error names the first code that does not fit the board,
@@ -372,10 +359,14 @@ pub struct CodeSet<B> {
 
 impl CodeSet<Vec<u8>> {
     /// Builds the set from strictly increasing codes of age `age` on a `rows×cols` board,
-    /// with the base chosen by [`Compaction::base_for`].
+    /// with the base chosen by [`Compaction::base_for`] (one [`scan_codes`] finds it and checks
+    /// the order; [`Compaction::compact_all`] checks the rest).
     pub fn build(rows: u8, cols: u8, age: u32, codes: &[u64]) -> Result<Self, IndexError> {
-        let codec = Compaction::new(rows, cols, age, Compaction::base_for(codes.iter().copied()))?;
-        codec.check_codes(codes, "codes")?;
+        let (most, unsorted_at) = scan_codes(codes);
+        if let Some(i) = unsorted_at {
+            return Err(unsorted(codes, i, "codes"));
+        }
+        let codec = Compaction::new(rows, cols, age, Compaction::base_above(most))?;
         let ids = codec.compact_all(codes, "codes")?;
         Ok(Self {
             ef: EliasFano::from_sorted(&ids)?,

@@ -339,7 +339,7 @@ pub fn encode_age_index_with_stats(
     if let Some(i) = after_unsorted {
         return Err(unsorted(afterstate_codes, i, "afterstates"));
     }
-    let base = Compaction::base_of_exponent(state_most.max(after_most));
+    let base = Compaction::base_above(state_most.max(after_most));
     let codec = Compaction::new(meta.rows, meta.cols, meta.age, base)?;
     let batch = Batch::new(&codec);
 

@@ -521,6 +521,46 @@ fn age_index_round_trip() {
 }
 
 #[test]
+fn codes_out_of_order_are_refused_with_the_first_offender() {
+    // The encoder and `CodeSet::build` take their order from one scan: a repeat or a pair out
+    // of order is an error naming the set, the index and both codes, and nothing is encoded.
+    let mut rng = StdRng::seed_from_u64(15);
+    let codes = boards_of_age(&mut rng, 9, 40, 200);
+    let meta = AgeIndexMeta {
+        rows: 3,
+        cols: 3,
+        age: 40,
+        variant: "expectation".into(),
+    };
+    let values = vec![0.5; codes.len()];
+    assert!(encode_age_index(&meta, &codes, &codes, &values).is_ok());
+    let mut bad = codes.clone();
+    bad.swap(99, 100);
+    let e = encode_age_index(&meta, &codes, &bad, &values).unwrap_err();
+    assert!(matches!(e, IndexError::InvalidInput { .. }), "{e}");
+    let want = format!(
+        "afterstates: codes not strictly increasing at index 100: {:#x} then {:#x}",
+        bad[99], bad[100]
+    );
+    assert!(e.to_string().contains(&want), "{e}");
+    let e = encode_age_index(&meta, &bad, &codes, &values).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("states: codes not strictly increasing at index 100"),
+        "{e}"
+    );
+    let mut repeat = codes.clone();
+    repeat[7] = repeat[6];
+    let e = CodeSet::build(3, 3, 40, &repeat).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("codes: codes not strictly increasing at index 7"),
+        "{e}"
+    );
+    assert!(CodeSet::build(3, 3, 40, &codes).is_ok());
+}
+
+#[test]
 fn expect_names_a_misplaced_file() {
     let meta = AgeIndexMeta {
         rows: 3,
