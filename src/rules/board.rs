@@ -100,7 +100,7 @@ impl<const R: usize, const C: usize> Transpose<R, C> {
     const GROUPS: ([u64; 32], [i32; 32], usize) = transpose_groups(R, C);
 }
 
-/// An R×C code as the C×R code of its transpose, bit-parallel ([`Transpose`]): on a square
+/// An R×C code as the C×R code of its transpose, bit-parallel (`Transpose`): on a square
 /// board one of its symmetries; for the moves, a column move is a row move of the transpose.
 #[inline(always)]
 pub fn transpose<const R: usize, const C: usize>(x: u64) -> u64 {
