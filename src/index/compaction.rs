@@ -257,13 +257,17 @@ impl Compaction {
     }
 }
 
-/// The error of codes not strictly increasing at index `i` (`codes[i - 1] >= codes[i]`).
-pub(crate) fn unsorted(codes: &[u64], i: usize, what: &str) -> IndexError {
-    invalid(format!(
-        "{what}: codes not strictly increasing at index {i}: {:#x} then {:#x}",
-        codes[i - 1],
-        codes[i]
-    ))
+/// The largest exponent of `codes` ([`scan_codes`]), or the error naming the first code of the
+/// set `what` not above the one before it.
+pub(crate) fn sorted_most(codes: &[u64], what: &str) -> Result<u8, IndexError> {
+    match scan_codes(codes) {
+        (most, None) => Ok(most),
+        (_, Some(i)) => Err(invalid(format!(
+            "{what}: codes not strictly increasing at index {i}: {:#x} then {:#x}",
+            codes[i - 1],
+            codes[i]
+        ))),
+    }
 }
 
 /// The tiles of the two cells of a byte of a code (`2^e`, 0 for an empty cell), by byte.
@@ -359,13 +363,10 @@ pub struct CodeSet<B> {
 
 impl CodeSet<Vec<u8>> {
     /// Builds the set from strictly increasing codes of age `age` on a `rows×cols` board,
-    /// with the base chosen by [`Compaction::base_for`] (one [`scan_codes`] finds it and checks
-    /// the order; [`Compaction::compact_all`] checks the rest).
+    /// with the base chosen by [`Compaction::base_for`] (one `sorted_most` finds it and checks
+    /// the order; `Compaction::compact_all` checks the rest).
     pub fn build(rows: u8, cols: u8, age: u32, codes: &[u64]) -> Result<Self, IndexError> {
-        let (most, unsorted_at) = scan_codes(codes);
-        if let Some(i) = unsorted_at {
-            return Err(unsorted(codes, i, "codes"));
-        }
+        let most = sorted_most(codes, "codes")?;
         let codec = Compaction::new(rows, cols, age, Compaction::base_above(most))?;
         let ids = codec.compact_all(codes, "codes")?;
         Ok(Self {

@@ -38,7 +38,7 @@ use std::fmt;
 
 use rayon::prelude::*;
 
-use super::compaction::{scan_codes, unsorted, Batch, Compaction};
+use super::compaction::{sorted_most, Batch, Compaction};
 use super::elias_fano::{elias_fano_words, encode_elias_fano_by, parse_ef, EfLayout, EfRef};
 use super::select::{rd, words_of};
 use super::{corrupted, invalid, IndexError};
@@ -331,15 +331,11 @@ pub fn encode_age_index_with_stats(
         )));
     }
     // One pass over each set: its largest exponent (the base) and its order.
-    let ((state_most, states_unsorted), (after_most, after_unsorted)) =
-        rayon::join(|| scan_codes(state_codes), || scan_codes(afterstate_codes));
-    if let Some(i) = states_unsorted {
-        return Err(unsorted(state_codes, i, "states"));
-    }
-    if let Some(i) = after_unsorted {
-        return Err(unsorted(afterstate_codes, i, "afterstates"));
-    }
-    let base = Compaction::base_above(state_most.max(after_most));
+    let (state_most, after_most) = rayon::join(
+        || sorted_most(state_codes, "states"),
+        || sorted_most(afterstate_codes, "afterstates"),
+    );
+    let base = Compaction::base_above(state_most?.max(after_most?));
     let codec = Compaction::new(meta.rows, meta.cols, meta.age, base)?;
     let batch = Batch::new(&codec);
 
