@@ -43,20 +43,24 @@
 //! them rather than trusting them, and re-derives the inventories from the bitvector.
 //!
 //!
-//! The room has four parts: [`select`] (selection inside a word), [`elias_fano`] (the sets),
-//! [`compaction`] (the paper's re-basing of one age's codes), and [`raw`] (the `.a2i` file:
-//! header, version, checksum; readers over any `AsRef<[u8]>`). It depends on nothing else in
-//! the crate.
+//! The room has six parts: [`select`] (selection inside a word), [`elias_fano`] (the sets),
+//! [`compaction`] (the paper's re-basing of one age's codes), [`raw`] (the `.a2i` file:
+//! header, version, checksum; readers over any `AsRef<[u8]>`), [`fuse`] (a static function
+//! from ids to a few bits: binary fuse graphs) and [`policy`] (the `.a2p` file of the policy
+//! layout: an age's optimal moves). It depends on nothing else in the crate.
 
 use crate::error::{ErrorKind, Kind};
 
 pub mod compaction;
 pub mod elias_fano;
+pub mod fuse;
+pub mod policy;
 pub mod raw;
 pub mod select;
 
 pub use compaction::{board_age, max_exponent, CodeSet, Compaction};
 pub use elias_fano::{encode_elias_fano, EfIter, EliasFano};
+pub use policy::{encode_policy, Policy, PolicyMeta, PolicyStats};
 pub use raw::{
     encode_age_index, encode_age_index_with_stats, AgeIndex, AgeIndexHeader, AgeIndexMeta,
     AgeIndexStats, IndexOptions, ValueCoding, MAX_FRACTION_BITS,

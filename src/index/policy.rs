@@ -1,0 +1,508 @@
+//! The policy file (`.a2p`): one age's optimal moves as a static function from state id to
+//! move ([`super::fuse`]), the one on-disk format of the policy layout (header, version,
+//! checksum), read zero-copy from any `AsRef<[u8]>`.
+//!
+//! It answers the stored move of every live state of the age and an arbitrary move for any
+//! other id: it cannot tell whether a board was reached (the reader checks that the move
+//! answered is valid on the board, and says the rest in one line).
+//!
+//! An age's ids, in increasing order, are cut into shards of at most [`SHARD_KEYS`] ids
+//! (equal parts), each its own graph: a shard is built with a bounded scratch (≈ 20 bytes an
+//! id) whatever the age's size, shards build in parallel, and a look-up finds its shard by
+//! a binary search over the shards' first ids. Fixed 128-byte header, little-endian:
+//!
+//! ```text
+//!   0  magic b"A2048POL"          8  format version u32 (1)
+//!  12  rows u8  13 cols u8  14 value bits u8 (2)  15 arity u8 (4)
+//!  16  age u32                    20  header length u32 (= 128)
+//!  24  keys u64                   32  shards u64
+//!  40  variant length u8, then 64 bytes of UTF-8 zero-padded; zero padding to 112
+//! 112  file length u64
+//! 120  CRC32 (crc32fast / IEEE) of every byte of the file except these 4, u32
+//! 124  reserved u32 (0)
+//! 128  shards × 32 bytes: first id u64, data offset u64, seed u64, segment log u32,
+//!      segment count u32
+//!      then each shard's cells, contiguous, in shard order ([`FuseParams::bytes`] each)
+//! ```
+//!
+//! Readers check magic, version, lengths, the checksum, then that the shards tile the file
+//! and their first ids increase; any failure is [`IndexError::Corrupted`], never a panic and
+//! never a move read from damaged bytes.
+
+use rayon::prelude::*;
+
+use super::fuse::{self, FuseParams, ARITY};
+use super::raw::MAX_VARIANT_LEN;
+use super::{corrupted, invalid, IndexError};
+
+const MAGIC: &[u8; 8] = b"A2048POL";
+const FORMAT_VERSION: u32 = 1;
+const HEADER_LEN: usize = 128;
+const SHARD_LEN: usize = 32;
+const CRC_AT: usize = 120;
+/// Bits of a stored move (four moves).
+pub const MOVE_BITS: u32 = 2;
+/// The most ids of one shard: 2^22 ids build in ≈ 90 MB of scratch, at 1.075 cells an id.
+pub const SHARD_KEYS: usize = 1 << 22;
+
+mod off {
+    pub const VERSION: usize = 8;
+    pub const ROWS: usize = 12;
+    pub const COLS: usize = 13;
+    pub const BITS: usize = 14;
+    pub const ARITY: usize = 15;
+    pub const AGE: usize = 16;
+    pub const HEADER_LEN: usize = 20;
+    pub const KEYS: usize = 24;
+    pub const SHARDS: usize = 32;
+    pub const VARIANT_LEN: usize = 40;
+    pub const VARIANT: usize = 41;
+    pub const FILE_LEN: usize = 112;
+    pub const RESERVED: usize = 124;
+}
+
+/// What the caller says about a policy file when writing it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PolicyMeta {
+    pub rows: u8,
+    pub cols: u8,
+    pub age: u32,
+    pub variant: String,
+}
+
+/// Sizes of a policy file.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct PolicyStats {
+    pub keys: u64,
+    pub shards: u64,
+    pub file_bytes: u64,
+}
+
+impl PolicyStats {
+    /// Bits of the whole file per key (0 without keys).
+    pub fn bits_per_key(&self) -> f64 {
+        if self.keys == 0 {
+            0.0
+        } else {
+            self.file_bytes as f64 * 8.0 / self.keys as f64
+        }
+    }
+}
+
+/// A move that is not one (a state without a move): its id is not a key.
+pub const NO_MOVE: u8 = 4;
+
+/// Encodes the policy of one age: `ids` strictly increasing, one move each (below 4), or
+/// [`NO_MOVE`] for an id that is not a key (a terminal state), so that the caller's ids need
+/// no filtered copy (a shard filters its own part).
+pub fn encode_policy(
+    meta: &PolicyMeta,
+    ids: &[u64],
+    moves: &[u8],
+) -> Result<(Vec<u8>, PolicyStats), IndexError> {
+    encode_sharded(meta, ids, moves, SHARD_KEYS)
+}
+
+/// [`encode_policy`] with shards of at most `shard_keys` ids.
+pub(crate) fn encode_sharded(
+    meta: &PolicyMeta,
+    ids: &[u64],
+    moves: &[u8],
+    shard_keys: usize,
+) -> Result<(Vec<u8>, PolicyStats), IndexError> {
+    if meta.variant.len() > MAX_VARIANT_LEN {
+        return Err(invalid(format!(
+            "variant name is {} bytes, at most {MAX_VARIANT_LEN} allowed",
+            meta.variant.len()
+        )));
+    }
+    if ids.len() != moves.len() {
+        return Err(invalid(format!(
+            "{} ids and {} moves",
+            ids.len(),
+            moves.len()
+        )));
+    }
+    if let Some(i) = ids.windows(2).position(|w| w[0] >= w[1]) {
+        return Err(invalid(format!(
+            "ids not strictly increasing at {}: {:#x} then {:#x}",
+            i + 1,
+            ids[i],
+            ids[i + 1]
+        )));
+    }
+    if let Some(m) = moves.iter().find(|&&m| m > NO_MOVE) {
+        return Err(invalid(format!("move {m} (0 to 3, or {NO_MOVE} for none)")));
+    }
+    let n = ids.len();
+    let parts = n.div_ceil(shard_keys.max(1));
+    // Per part of the ids (equal parts), its keys' first id and graph; parts without a key
+    // are left out.
+    let built: Vec<(u64, u64, FuseParams, Vec<u8>)> = (0..parts)
+        .into_par_iter()
+        .map(|s| {
+            let r = s * n / parts..(s + 1) * n / parts;
+            let (keys, vals): (Vec<u64>, Vec<u8>) = ids[r.clone()]
+                .iter()
+                .zip(&moves[r])
+                .filter(|(_, &m)| m != NO_MOVE)
+                .map(|(&id, &m)| (id, m))
+                .unzip();
+            let Some(&first) = keys.first() else {
+                return Ok(None);
+            };
+            let (p, data) = fuse::build(&keys, &vals, MOVE_BITS)?;
+            Ok(Some((first, keys.len() as u64, p, data)))
+        })
+        .collect::<Result<Vec<_>, IndexError>>()?
+        .into_iter()
+        .flatten()
+        .collect();
+    let keys: u64 = built.iter().map(|b| b.1).sum();
+    let shards = built.len();
+    let table_end = HEADER_LEN + shards * SHARD_LEN;
+    let file_len = table_end + built.iter().map(|b| b.3.len()).sum::<usize>();
+    let mut out = Vec::with_capacity(file_len);
+    out.resize(HEADER_LEN, 0);
+    out[..8].copy_from_slice(MAGIC);
+    put32(&mut out, off::VERSION, FORMAT_VERSION);
+    out[off::ROWS] = meta.rows;
+    out[off::COLS] = meta.cols;
+    out[off::BITS] = MOVE_BITS as u8;
+    out[off::ARITY] = ARITY as u8;
+    put32(&mut out, off::AGE, meta.age);
+    put32(&mut out, off::HEADER_LEN, HEADER_LEN as u32);
+    put64(&mut out, off::KEYS, keys);
+    put64(&mut out, off::SHARDS, shards as u64);
+    out[off::VARIANT_LEN] = meta.variant.len() as u8;
+    out[off::VARIANT..off::VARIANT + meta.variant.len()].copy_from_slice(meta.variant.as_bytes());
+    put64(&mut out, off::FILE_LEN, file_len as u64);
+    let mut at = table_end as u64;
+    for (first, _, p, data) in &built {
+        let mut rec = [0u8; SHARD_LEN];
+        rec[..8].copy_from_slice(&first.to_le_bytes());
+        rec[8..16].copy_from_slice(&at.to_le_bytes());
+        rec[16..24].copy_from_slice(&p.seed.to_le_bytes());
+        rec[24..28].copy_from_slice(&p.segment_log.to_le_bytes());
+        rec[28..32].copy_from_slice(&p.segment_count.to_le_bytes());
+        out.extend_from_slice(&rec);
+        at += data.len() as u64;
+    }
+    for (_, _, _, data) in &built {
+        out.extend_from_slice(data);
+    }
+    debug_assert_eq!(out.len(), file_len);
+    let crc = file_crc(&out);
+    put32(&mut out, CRC_AT, crc);
+    let stats = PolicyStats {
+        keys,
+        shards: shards as u64,
+        file_bytes: out.len() as u64,
+    };
+    Ok((out, stats))
+}
+
+fn put32(b: &mut [u8], at: usize, v: u32) {
+    b[at..at + 4].copy_from_slice(&v.to_le_bytes());
+}
+
+fn put64(b: &mut [u8], at: usize, v: u64) {
+    b[at..at + 8].copy_from_slice(&v.to_le_bytes());
+}
+
+fn le32(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
+}
+
+fn le64(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
+}
+
+fn file_crc(bytes: &[u8]) -> u32 {
+    let mut h = crc32fast::Hasher::new();
+    h.update(&bytes[..CRC_AT]);
+    h.update(&bytes[CRC_AT + 4..]);
+    h.finalize()
+}
+
+/// What a policy file's header records.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PolicyHeader {
+    pub rows: u8,
+    pub cols: u8,
+    pub age: u32,
+    pub variant: String,
+    pub keys: u64,
+    pub shards: u64,
+}
+
+/// One shard: its first id, the shape of its graph, where its cells start.
+#[derive(Clone, Copy, Debug)]
+struct Shard {
+    first: u64,
+    params: FuseParams,
+    at: usize,
+}
+
+/// A validated policy file over bytes `B` (a `Vec<u8>`, a memory map…).
+pub struct Policy<B> {
+    bytes: B,
+    header: PolicyHeader,
+    shards: Vec<Shard>,
+}
+
+impl<B> std::fmt::Debug for Policy<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Policy")
+            .field("header", &self.header)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<B: AsRef<[u8]>> Policy<B> {
+    /// Validates `bytes` as a policy file: magic, version, lengths, checksum, then the shard
+    /// table against the file. Never panics. `B::as_ref` must return the same bytes each time.
+    pub fn from_bytes(bytes: B) -> Result<Self, IndexError> {
+        let b = bytes.as_ref();
+        let have = b.len();
+        if b[..have.min(8)] != MAGIC[..have.min(8)] {
+            return Err(corrupted("not a policy file (bad magic)"));
+        }
+        if have < HEADER_LEN {
+            return Err(corrupted(format!(
+                "truncated: file has {have} bytes, less than the {HEADER_LEN}-byte header"
+            )));
+        }
+        let version = le32(b, off::VERSION);
+        if version != FORMAT_VERSION {
+            return Err(corrupted(format!(
+                "unsupported policy format version {version}"
+            )));
+        }
+        if le32(b, off::HEADER_LEN) as usize != HEADER_LEN {
+            return Err(corrupted("header length is not 128"));
+        }
+        let file_len = le64(b, off::FILE_LEN);
+        if file_len != have as u64 {
+            return Err(corrupted(format!(
+                "header says {file_len} bytes, file has {have}"
+            )));
+        }
+        let (stored, computed) = (le32(b, CRC_AT), file_crc(b));
+        if stored != computed {
+            return Err(corrupted(format!(
+                "checksum mismatch: stored {stored:#010x}, computed {computed:#010x}"
+            )));
+        }
+        // The checksum proves the bytes are what some writer wrote; the rest proves they
+        // describe shards inside the file, so a look-up never reads out of bounds.
+        let (rows, cols) = (b[off::ROWS], b[off::COLS]);
+        if rows == 0 || cols == 0 || u32::from(rows) * u32::from(cols) > 16 {
+            return Err(corrupted(format!("a {rows}x{cols} board")));
+        }
+        if u32::from(b[off::BITS]) != MOVE_BITS || usize::from(b[off::ARITY]) != ARITY {
+            return Err(corrupted(format!(
+                "{}-bit values in a {}-wise graph (this reader: {MOVE_BITS}-bit, {ARITY}-wise)",
+                b[off::BITS],
+                b[off::ARITY]
+            )));
+        }
+        if le32(b, off::RESERVED) != 0 {
+            return Err(corrupted("reserved header bytes are not zero"));
+        }
+        let vlen = b[off::VARIANT_LEN] as usize;
+        if vlen > MAX_VARIANT_LEN {
+            return Err(corrupted(format!("variant name length {vlen}")));
+        }
+        let variant = std::str::from_utf8(&b[off::VARIANT..off::VARIANT + vlen])
+            .map_err(|_| corrupted("variant name is not UTF-8"))?
+            .to_owned();
+        if b[off::VARIANT + vlen..off::FILE_LEN]
+            .iter()
+            .any(|&x| x != 0)
+        {
+            return Err(corrupted("variant name padding is not zero"));
+        }
+        let keys = le64(b, off::KEYS);
+        let n_shards = le64(b, off::SHARDS);
+        let table_end = n_shards
+            .checked_mul(SHARD_LEN as u64)
+            .and_then(|t| t.checked_add(HEADER_LEN as u64))
+            .filter(|&t| t <= file_len)
+            .ok_or_else(|| corrupted(format!("{n_shards} shards do not fit the file")))?;
+        if (keys == 0) != (n_shards == 0) || n_shards > keys {
+            return Err(corrupted(format!("{keys} ids in {n_shards} shards")));
+        }
+        let mut shards = Vec::with_capacity(n_shards as usize);
+        let mut at = table_end;
+        for s in 0..n_shards as usize {
+            let r = HEADER_LEN + s * SHARD_LEN;
+            let params = FuseParams {
+                seed: le64(b, r + 16),
+                segment_log: le32(b, r + 24),
+                segment_count: le32(b, r + 28),
+            };
+            let shard = Shard {
+                first: le64(b, r),
+                params,
+                at: le64(b, r + 8) as usize,
+            };
+            if !params.is_valid() {
+                return Err(corrupted(format!("shard {s}: segments {params:?}")));
+            }
+            if shard.at as u64 != at {
+                return Err(corrupted(format!(
+                    "shard {s} starts at {}, expected {at}",
+                    shard.at
+                )));
+            }
+            if shards
+                .last()
+                .is_some_and(|p: &Shard| p.first >= shard.first)
+            {
+                return Err(corrupted(format!("shard {s}: first ids not increasing")));
+            }
+            at = at
+                .checked_add(params.bytes(MOVE_BITS))
+                .filter(|&e| e <= file_len)
+                .ok_or_else(|| corrupted(format!("shard {s} runs past the end of the file")))?;
+            shards.push(shard);
+        }
+        if at != file_len {
+            return Err(corrupted(format!(
+                "shards end at {at}, the file at {file_len}"
+            )));
+        }
+        Ok(Policy {
+            header: PolicyHeader {
+                rows,
+                cols,
+                age: le32(b, off::AGE),
+                variant,
+                keys,
+                shards: n_shards,
+            },
+            shards,
+            bytes,
+        })
+    }
+
+    pub fn header(&self) -> &PolicyHeader {
+        &self.header
+    }
+
+    /// Checks that the file is the one asked for.
+    pub fn expect(&self, rows: u8, cols: u8, age: u32, variant: &str) -> Result<(), IndexError> {
+        let h = &self.header;
+        if (h.rows, h.cols, h.age, h.variant.as_str()) != (rows, cols, age, variant) {
+            return Err(corrupted(format!(
+                "holds {}x{} age {} variant {}, expected {rows}x{cols} age {age} variant {variant}",
+                h.rows, h.cols, h.age, h.variant
+            )));
+        }
+        Ok(())
+    }
+
+    /// The stored move (0..4) of `id` if it is a live state of the age; an arbitrary one in
+    /// 0..4 otherwise; `None` if the age has no live state.
+    #[inline]
+    pub fn get(&self, id: u64) -> Option<u8> {
+        let s = self.shards.partition_point(|s| s.first <= id).max(1) - 1;
+        let shard = self.shards.get(s)?;
+        let data = &self.bytes.as_ref()[shard.at..];
+        Some(fuse::get(&shard.params, data, MOVE_BITS, id))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+
+    fn meta() -> PolicyMeta {
+        PolicyMeta {
+            rows: 3,
+            cols: 3,
+            age: 40,
+            variant: "goal-32-discount=0.95".into(),
+        }
+    }
+
+    fn sample(seed: u64, n: usize) -> (Vec<u64>, Vec<u8>) {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let mut keys: Vec<u64> = (0..n).map(|_| rng.gen::<u64>() >> 28).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        // A fifth of the ids are not keys (terminal states).
+        let moves = keys.iter().map(|_| rng.gen_range(0..5)).collect();
+        (keys, moves)
+    }
+
+    #[test]
+    fn every_id_gets_its_move_across_shards() {
+        for (n, shard) in [
+            (0, 8),
+            (1, 8),
+            (7, 8),
+            (8, 8),
+            (9, 8),
+            (1000, 64),
+            (50_000, 4096),
+        ] {
+            let (keys, moves) = sample(n as u64, n);
+            let (bytes, stats) = encode_sharded(&meta(), &keys, &moves, shard).unwrap();
+            let live = moves.iter().filter(|&&m| m != NO_MOVE).count();
+            assert_eq!(stats.keys as usize, live);
+            assert!(stats.shards as usize <= keys.len().div_ceil(shard));
+            let p = Policy::from_bytes(&bytes[..]).unwrap();
+            p.expect(3, 3, 40, "goal-32-discount=0.95").unwrap();
+            assert!(p.expect(3, 3, 42, "goal-32-discount=0.95").is_err());
+            for (&k, &m) in keys.iter().zip(&moves) {
+                if m != NO_MOVE {
+                    assert_eq!(p.get(k), Some(m));
+                }
+            }
+            // Ids outside the set get some move, never a panic.
+            for k in [0, 1, u64::MAX, keys.first().map_or(5, |k| k ^ 1)] {
+                if live == 0 {
+                    assert_eq!(p.get(k), None);
+                } else {
+                    assert!(p.get(k).unwrap() < 4);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_flipped_byte_anywhere_is_damage() {
+        let (keys, moves) = sample(9, 300);
+        let (bytes, _) = encode_sharded(&meta(), &keys, &moves, 100).unwrap();
+        for i in 0..bytes.len() {
+            for bit in [0, 5] {
+                let mut bad = bytes.clone();
+                bad[i] ^= 1 << bit;
+                assert!(
+                    matches!(
+                        Policy::from_bytes(&bad[..]),
+                        Err(IndexError::Corrupted { .. })
+                    ),
+                    "byte {i} bit {bit}"
+                );
+            }
+        }
+        for len in [0, 4, 100, bytes.len() - 1] {
+            assert!(Policy::from_bytes(&bytes[..len]).is_err());
+        }
+    }
+
+    #[test]
+    fn refuses_ids_out_of_order() {
+        let e = encode_policy(&meta(), &[5, 3], &[0, 1]).unwrap_err();
+        assert!(
+            e.to_string().contains("not strictly increasing at 1"),
+            "{e}"
+        );
+        assert!(encode_policy(&meta(), &[3, 3], &[0, 1]).is_err());
+        assert!(encode_policy(&meta(), &[3, 4], &[0, 5]).is_err());
+    }
+}
