@@ -1,4 +1,5 @@
-//! `age2048 best`: q-values, value and best move of boards, from the solved index.
+//! `age2048 best`: q-values, value and best move of boards, from the solved index (the best
+//! move alone from a solve in the policy layout).
 
 use std::fs::File;
 use std::io::{self, BufRead, Write};
@@ -9,8 +10,9 @@ use clap::Args;
 use super::output::{csv_field, say, Format};
 use super::solved::SolvedArgs;
 use super::CliError;
-use crate::query::{Evaluation, Tablebase};
+use crate::query::Tablebase;
 use crate::rules::parse_board;
+use crate::rules::Dir;
 use crate::store::{Store, StoreError};
 
 #[derive(Args, Debug)]
@@ -64,7 +66,12 @@ pub fn run(a: &BestArgs) -> Result<(), CliError> {
     let store = Store::open(&a.solved.data)?;
     let tb = Tablebase::open(&store, shape, variant)?;
     let storage = &tb.manifest().storage;
-    if !storage.is_full() {
+    if !tb.has_values() {
+        say(&format!(
+            "note: {shape} {} is stored in the policy layout: the best move only (no q-values, no value); a board the solve did not reach may get any valid move",
+            variant.name()
+        ));
+    } else if !storage.is_full() {
         // What a compact solve cannot say, once, on standard error (the answers stay clean).
         let values = storage
             .value_fraction_bits
@@ -77,16 +84,33 @@ pub fn run(a: &BestArgs) -> Result<(), CliError> {
         ));
     }
     let boards = read_boards(a)?;
-    let mut rows: Vec<(String, Evaluation)> = Vec::with_capacity(boards.len());
+    let mut rows: Vec<(String, Row)> = Vec::with_capacity(boards.len());
     for text in boards {
         let code = parse_board(&text, shape)?;
+        if !tb.has_values() {
+            let best = tb.best_move(code, &text)?;
+            rows.push((
+                text,
+                Row {
+                    q: [None; 4],
+                    value: None,
+                    best,
+                },
+            ));
+            continue;
+        }
         let mut ev = tb.evaluate(code, &text)?;
         if !variant.scored() {
             // Probabilities: shown in [0, 1] whatever the rounding of the sums behind them.
             ev.value = ev.value.clamp(0.0, 1.0);
             ev.q = ev.q.map(|q| q.map(|x| x.clamp(0.0, 1.0)));
         }
-        rows.push((text, ev));
+        let row = Row {
+            q: ev.q,
+            value: Some(ev.value),
+            best: ev.best,
+        };
+        rows.push((text, row));
     }
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
@@ -95,16 +119,24 @@ pub fn run(a: &BestArgs) -> Result<(), CliError> {
         .map_err(CliError::stdout)
 }
 
+/// What is printed of a board: its q-values and value (none in the policy layout), its best
+/// move.
+struct Row {
+    q: [Option<f64>; 4],
+    value: Option<f64>,
+    best: Option<Dir>,
+}
+
 fn num(x: Option<f64>) -> String {
     x.map_or(String::new(), |v| v.to_string())
 }
 
 fn write_evaluations(
-    rows: &[(String, Evaluation)],
+    rows: &[(String, Row)],
     format: Format,
     out: &mut dyn Write,
 ) -> io::Result<()> {
-    let best = |e: &Evaluation| e.best.map_or(String::new(), |d| d.letter().to_string());
+    let best = |e: &Row| e.best.map_or(String::new(), |d| d.letter().to_string());
     match format {
         Format::Csv => {
             writeln!(out, "board,L,R,U,D,value,best")?;
@@ -117,7 +149,7 @@ fn write_evaluations(
                     num(e.q[1]),
                     num(e.q[2]),
                     num(e.q[3]),
-                    e.value,
+                    num(e.value),
                     best(e)
                 )?;
             }
@@ -160,7 +192,7 @@ fn write_evaluations(
                     fmt(e.q[1]),
                     fmt(e.q[2]),
                     fmt(e.q[3]),
-                    format!("{:.4}", e.value),
+                    fmt(e.value),
                     best(e)
                 )?;
             }

@@ -72,7 +72,8 @@ pub struct SolveArgs {
     /// How to store the solve: `full` (every state and afterstate in Parquet, indexes with
     /// state ids and f64 values) or `compact` for big boards (per age an index of the
     /// afterstate ids and their values, the `ages` table and the manifest; Parquet only for
-    /// `--parquet-ages`; no state ids).
+    /// `--parquet-ages`; no state ids), or `policy` for a player (per age the optimal move of
+    /// every live state in ≈ 2.2 bits, the `ages` table and the manifest; no values, no ids).
     #[arg(long, default_value = "full", value_name = "LAYOUT")]
     pub layout: String,
     /// Compact layout: fraction bits of the stored values (fixed point, within 2^-(BITS+1);
@@ -120,20 +121,26 @@ fn storage(a: &SolveArgs) -> Result<StorageRequest, CliError> {
     let layout = match a.layout.as_str() {
         "full" => LayoutKind::Full,
         "compact" => LayoutKind::Compact,
+        "policy" => LayoutKind::Policy,
         other => {
             return Err(CliError::Usage(format!(
-                "--layout {other}: not a layout (full or compact)"
+                "--layout {other}: not a layout (full, compact or policy)"
             )))
         }
     };
-    if layout == LayoutKind::Full {
+    let why = match layout {
+        LayoutKind::Full => Some("the full layout stores every value as f64, every age in Parquet"),
+        LayoutKind::Policy => Some("the policy layout stores the optimal moves only"),
+        LayoutKind::Compact => None,
+    };
+    if let Some(why) = why {
         for (flag, given) in [
             ("--precision", a.precision.is_some()),
             ("--parquet-ages", a.parquet_ages.is_some()),
         ] {
             if given {
                 return Err(CliError::Usage(format!(
-                    "{flag} applies to --layout compact only (the full layout stores every value as f64, every age in Parquet)"
+                    "{flag} applies to --layout compact only ({why})"
                 )));
             }
         }
@@ -494,6 +501,14 @@ fn summary(m: &Manifest) -> String {
     let opt = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.6}"));
     let storage = if m.storage.is_full() {
         String::new()
+    } else if !m.storage.has_index() {
+        // Every byte of the layout (policy files, ages table; not the manifest) a state.
+        format!(
+            "; {}, {:.1} MB, {:.2} bits a state",
+            m.storage.describe(),
+            m.total_bytes() as f64 / 1e6,
+            m.total_bytes() as f64 * 8.0 / m.n_states.max(1) as f64
+        )
     } else {
         format!(
             "; {}, {:.1} GB",

@@ -31,6 +31,13 @@ pub enum QueryError {
         variant: String,
         age: u32,
     },
+    /// A solve in the policy layout asked for what only values give.
+    #[error("{board} {variant} is stored in the policy layout (the optimal move of every state, no values): {what} need the full or compact layout (`age2048 solve --layout full|compact`)")]
+    NoValues {
+        board: String,
+        variant: String,
+        what: String,
+    },
     /// A line of an agent's log (`evaluate`) that is not in the documented format, or whose
     /// move cannot be played on its board.
     #[error("{name} line {line}: {what}")]
@@ -63,9 +70,10 @@ impl ErrorKind for QueryError {
             QueryError::Variant(e) => e.kind(),
             QueryError::Index { source, .. } => source.kind(),
             QueryError::LogLine { source, .. } => source.kind(),
-            QueryError::Unreachable { .. } | QueryError::Sql { .. } | QueryError::Log { .. } => {
-                Kind::Input
-            }
+            QueryError::Unreachable { .. }
+            | QueryError::Sql { .. }
+            | QueryError::Log { .. }
+            | QueryError::NoValues { .. } => Kind::Input,
             QueryError::DuckDb { .. } => Kind::Internal,
         }
     }

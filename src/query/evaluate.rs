@@ -324,6 +324,9 @@ fn letter(d: Dir) -> &'static str {
 
 /// Evaluates every move of `log` against `tb`. `name` names the log in errors.
 pub fn evaluate_log(tb: &Tablebase, log: &[LogMove], name: &str) -> Result<LogEvaluation> {
+    if !tb.has_values() {
+        return Err(tb.lacks_values("the regrets of an agent's moves"));
+    }
     let game = tb.game();
     let shape = game.shape();
     let variant = tb.variant();

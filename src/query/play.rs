@@ -163,7 +163,12 @@ impl<'a> Player<'a> {
 
     /// The q-values of a board (its text is formatted only for an error).
     pub fn probe(&self, code: u64) -> Result<Evaluation> {
-        self.tb.evaluate(code, "").map_err(|e| match e {
+        self.tb.evaluate(code, "").map_err(|e| self.shown(e, code))
+    }
+
+    /// `e` with the board shown, if it is about an unreachable board (formatted only then).
+    fn shown(&self, e: QueryError, code: u64) -> QueryError {
+        match e {
             QueryError::Unreachable {
                 board,
                 variant,
@@ -176,7 +181,7 @@ impl<'a> Player<'a> {
                 age,
             },
             e => e,
-        })
+        }
     }
 
     /// True when the game is over because the goal tile is on the board.
@@ -190,6 +195,11 @@ impl<'a> Player<'a> {
     /// The candidate among `items` with the largest (`max`) or smallest state value, ties
     /// broken at random.
     fn extreme(&self, items: &[u64], max: bool, rng: &mut Rng) -> Result<u64> {
+        if !self.tb.has_values() {
+            return Err(self
+                .tb
+                .lacks_values("spawns that pick their cell by its value (this variant's)"));
+        }
         let mut best: Vec<u64> = Vec::new();
         let mut best_v = 0.0;
         for &b in items {
@@ -269,15 +279,17 @@ impl<'a> Player<'a> {
         rng: &mut Rng,
         eval: bool,
     ) -> Result<(Option<Dir>, Option<Evaluation>)> {
-        let ev = if eval || self.policy == Policy::Optimal {
-            Some(self.probe(code)?)
-        } else {
-            None
-        };
+        let probe = eval || (self.policy == Policy::Optimal && self.tb.has_values());
+        let ev = if probe { Some(self.probe(code)?) } else { None };
         let moves = self.tb.game().rules.moves(code);
         let valid: Vec<usize> = (0..4).filter(|&i| moves[i].is_some()).collect();
         let dir = match self.policy {
-            Policy::Optimal => ev.as_ref().and_then(|e| e.best),
+            Policy::Optimal if ev.is_some() => ev.as_ref().and_then(|e| e.best),
+            // The policy layout: the stored move alone.
+            Policy::Optimal => self
+                .tb
+                .best_move(code, "")
+                .map_err(|e| self.shown(e, code))?,
             _ if valid.is_empty() => None,
             Policy::Random => Some(Dir::ALL[valid[rng.below(valid.len())]]),
             Policy::Greedy => {

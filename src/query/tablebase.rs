@@ -2,7 +2,8 @@
 //! is normalised to its id, the id's age picks the memory-mapped age index, the index gives
 //! ranks and afterstate values. Index files are opened on first use, validated (checksum,
 //! structure) and checked to be the board, age and variant asked for; the manifest is checked
-//! against the files first (sizes, no file missing or stray).
+//! against the files first (sizes, no file missing or stray). A solve in the policy layout has
+//! a policy file an age instead, which gives the best move only ([`Tablebase::best_move`]).
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -13,9 +14,9 @@ use memmap2::Mmap;
 
 use super::best::{evaluate, Evaluation};
 use super::{QueryError, Result};
-use crate::index::AgeIndex;
+use crate::index::{AgeIndex, Policy};
 use crate::rules::board;
-use crate::rules::{Game, Group, Shape, Variant};
+use crate::rules::{Dir, Game, Group, Shape, Variant};
 use crate::store::{Manifest, Store, StoreError};
 
 /// One solved board and variant.
@@ -29,10 +30,11 @@ pub struct Tablebase {
     ages: HashMap<u32, AgeSlot>,
 }
 
-/// The index file of one age (relative path) and, once opened, its index.
+/// The look-up file of one age (relative path) and, once opened, its index or policy.
 struct AgeSlot {
     file: String,
     open: OnceLock<AgeIndex<Mmap>>,
+    policy: OnceLock<Policy<Mmap>>,
 }
 
 impl Tablebase {
@@ -47,9 +49,15 @@ impl Tablebase {
             .iter()
             .filter(|a| a.n_states > 0 || a.n_afterstates > 0)
             .map(|a| {
+                let file = if manifest.storage.has_index() {
+                    &a.index.file
+                } else {
+                    &a.policy.file
+                };
                 let slot = AgeSlot {
-                    file: a.index.file.clone(),
+                    file: file.clone(),
                     open: OnceLock::new(),
+                    policy: OnceLock::new(),
                 };
                 (a.age, slot)
             })
@@ -75,21 +83,33 @@ impl Tablebase {
         &self.manifest
     }
 
-    /// The index of `age`, or `None` if the solve has no board of that age.
+    /// Whether the solve keeps values (q-values, regrets): every layout but the policy one.
+    pub fn has_values(&self) -> bool {
+        self.manifest.storage.has_values()
+    }
+
+    /// The error of asking a policy solve for values: `what` needs them.
+    pub fn lacks_values(&self, what: &str) -> QueryError {
+        QueryError::NoValues {
+            board: self.game.shape().to_string(),
+            variant: self.variant.name(),
+            what: what.to_string(),
+        }
+    }
+
+    /// The index of `age`, or `None` if the solve has no board of that age; an error for a
+    /// solve in the policy layout, which has no index.
     pub fn index(&self, age: u32) -> Result<Option<&AgeIndex<Mmap>>> {
+        if !self.has_values() {
+            return Err(self.lacks_values("q-values and state values"));
+        }
         let Some(slot) = self.ages.get(&age) else {
             return Ok(None);
         };
         if let Some(ix) = slot.open.get() {
             return Ok(Some(ix));
         }
-        // Two threads may open the same file at once: both check it, one map is kept.
-        let path: PathBuf = self.store.root().join(&slot.file);
-        let file = File::open(&path).map_err(|e| StoreError::io(&path, e))?;
-        // SAFETY: the map is read-only, and the store never rewrites a file in place (it writes
-        // a temporary file and renames it over the old name), so the mapped bytes do not change
-        // while we hold the map; a file replaced meanwhile keeps its old inode alive for us.
-        let map = unsafe { Mmap::map(&file) }.map_err(|e| StoreError::io(&path, e))?;
+        let (map, path) = self.map(&slot.file)?;
         let index_err = |source| QueryError::Index {
             path: path.clone(),
             source,
@@ -107,8 +127,95 @@ impl Tablebase {
         Ok(slot.open.get())
     }
 
+    /// The policy file of `age` (the policy layout), or `None` if the solve has no board of
+    /// that age.
+    fn policy(&self, age: u32) -> Result<Option<&Policy<Mmap>>> {
+        let Some(slot) = self.ages.get(&age) else {
+            return Ok(None);
+        };
+        if let Some(p) = slot.policy.get() {
+            return Ok(Some(p));
+        }
+        let (map, path) = self.map(&slot.file)?;
+        let policy_err = |source| QueryError::Index {
+            path: path.clone(),
+            source,
+        };
+        let p = Policy::from_bytes(map).map_err(policy_err)?;
+        let shape = self.game.shape();
+        p.expect(
+            shape.rows() as u8,
+            shape.cols() as u8,
+            age,
+            &self.variant.name(),
+        )
+        .map_err(policy_err)?;
+        let _ = slot.policy.set(p);
+        Ok(slot.policy.get())
+    }
+
+    /// A read-only map of the file `rel` of the data directory, and its path. Two threads may
+    /// open the same file at once: both check it, one map is kept.
+    fn map(&self, rel: &str) -> Result<(Mmap, PathBuf)> {
+        let path: PathBuf = self.store.root().join(rel);
+        let file = File::open(&path).map_err(|e| StoreError::io(&path, e))?;
+        // SAFETY: the map is read-only, and the store never rewrites a file in place (it writes
+        // a temporary file and renames it over the old name), so the mapped bytes do not change
+        // while we hold the map; a file replaced meanwhile keeps its old inode alive for us.
+        let map = unsafe { Mmap::map(&file) }.map_err(|e| StoreError::io(&path, e))?;
+        Ok((map, path))
+    }
+
+    /// The best move of a board (exactly as given), in every layout: `None` at a board without
+    /// a move (or holding a goal variant's goal tile). In the policy layout a board the solve
+    /// did not reach may get any valid move, or be refused as unreachable when the stored
+    /// answer is not a move it can make.
+    pub fn best_move(&self, code: u64, text: &str) -> Result<Option<Dir>> {
+        if self.has_values() {
+            return Ok(self.evaluate(code, text)?.best);
+        }
+        if self
+            .variant
+            .goal()
+            .is_some_and(|g| board::max_exp(code) >= g)
+        {
+            return Ok(None);
+        }
+        let rules = &self.game.rules;
+        if rules.is_terminal(code) {
+            return Ok(None);
+        }
+        let age = board::age(code);
+        let unreachable = || QueryError::Unreachable {
+            text: text.to_string(),
+            board: self.game.shape().to_string(),
+            variant: self.variant.name(),
+            age,
+        };
+        let id = self.game.canon(code);
+        let stored = self
+            .policy(age)?
+            .and_then(|p| p.get(id))
+            .ok_or_else(unreachable)?;
+        // The move is the canonical board's: the board's own move is the first that makes the
+        // same afterstate up to symmetry with the same reward (the same q, so as good).
+        let (after, reward) = rules
+            .apply(id, Dir::ALL[usize::from(stored)])
+            .ok_or_else(unreachable)?;
+        let target = self.game.canon(after);
+        Dir::ALL
+            .into_iter()
+            .find(|&d| {
+                rules
+                    .apply(code, d)
+                    .is_some_and(|(a, r)| r == reward && self.game.canon(a) == target)
+            })
+            .map(Some)
+            .ok_or_else(unreachable)
+    }
+
     /// The afterstates of `age` with their stored values, in ascending id order (none if the
-    /// solve has no board of that age).
+    /// solve has no board of that age; an error in the policy layout).
     pub fn afterstates(&self, age: u32) -> Result<impl Iterator<Item = (u64, f64)> + '_> {
         let index = self.index(age)?;
         Ok(index.into_iter().flat_map(|ix| {

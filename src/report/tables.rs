@@ -280,16 +280,21 @@ pub fn variants_table(rows: &[BoardRow], manifests: &[ManifestEntry]) -> Table {
              their values, in fixed point at 2^-f where it says so, and per-state Parquet only \
              for the ages it names: its per-age figures come from the `ages` table as for every \
              solve, and the quantiles of state values are drawn only over the ages it kept in \
-             Parquet."
+             Parquet. A policy solve (`solve --layout policy`) stores per age the optimal move \
+             of every live state only: its per-age figures come from the `ages` table."
                 .to_string()
         }),
     }
 }
 
-/// A solve's layout in a few words: `full`, or `compact` with its precision and Parquet ages.
+/// A solve's layout in a few words: `full`, `policy`, or `compact` with its precision and
+/// Parquet ages.
 fn layout_text(s: &crate::store::Storage) -> String {
     if s.is_full() {
         return "full".into();
+    }
+    if !s.has_index() {
+        return "policy (moves only)".into();
     }
     let values = s
         .value_fraction_bits

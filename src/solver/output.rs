@@ -1,5 +1,5 @@
 //! One age as files: the `states` Parquet part of each variant that keeps the age in Parquet,
-//! its `afterstates` part and its index, with the age's figures (a row of the `ages` table,
+//! its `afterstates` part and its index (in the policy layout, its policy file instead), with the age's figures (a row of the `ages` table,
 //! computed from every board whatever the layout); written as the backward pass values a big
 //! age, after it for a small one ([`AgeFiles`]). The files reach the disk under temporary
 //! names and are renamed into place without a sync: the caller syncs before it records the
@@ -10,13 +10,19 @@ use rayon::prelude::*;
 use super::backward::{Afterstates, AgeOutput, AgeWriter, Wants};
 use super::records::{clamp_for, state_figures, StateFigures, StateRec, NO_MOVE};
 use super::{Result, SolveError};
-use crate::index::{encode_age_index_with_stats, AgeIndexMeta, IndexOptions, ValueCoding};
+use crate::index::{
+    encode_age_index_with_stats, encode_policy, max_exponent, AgeIndexMeta, Compaction,
+    IndexOptions, PolicyMeta, ValueCoding,
+};
 use crate::rules::board;
 use crate::rules::{Game, Variant};
 use crate::store::{
-    AgeStats, FileEntry, IndexEntry, PartWriter, StatesColumns, Storage, Store, TempFile,
-    ROWS_PER_GROUP,
+    AgeStats, FileEntry, IndexEntry, PartWriter, PolicyEntry, StatesColumns, Storage, Store,
+    TempFile, ROWS_PER_GROUP,
 };
+
+// The policy file and the records mean the same by "no move".
+const _: () = assert!(NO_MOVE == crate::index::policy::NO_MOVE);
 
 /// What the index files of `storage` hold.
 pub fn index_options(storage: &Storage) -> IndexOptions {
@@ -50,6 +56,9 @@ pub struct AgeFiles<'a> {
     states: Vec<Option<Option<PartWriter<TempFile>>>>,
     /// A deferred age's records, `[i * k + v]`.
     records: Vec<StateRec>,
+    /// Per variant stored in the policy layout, the best move of each state so far (row
+    /// order; [`NO_MOVE`] for a terminal state): one byte a state, where its record is 19.
+    moves: Vec<Option<Vec<u8>>>,
     /// Per variant, the age's files but its `states` parts, once written
     /// ([`AgeWriter::afterstates`]: before the states are valued).
     after: Option<Vec<AfterFiles>>,
@@ -87,6 +96,10 @@ impl<'a> AgeFiles<'a> {
                 .map(|s| s.parquet_at(age).then_some(None))
                 .collect(),
             records: Vec::new(),
+            moves: storages
+                .iter()
+                .map(|s| (!s.has_index()).then(Vec::new))
+                .collect(),
             after: None,
         }
     }
@@ -116,6 +129,7 @@ impl<'a> AgeFiles<'a> {
         let k = self.variants.len();
         let whole = self.wants() == Wants::Whole;
         let records = std::mem::take(&mut self.records);
+        let moves = std::mem::take(&mut self.moves);
         let after = self.after.take();
         let AgeFiles {
             store,
@@ -164,11 +178,13 @@ impl<'a> AgeFiles<'a> {
         let figures = pushed?;
         drop(records);
         let rest = rest?;
+        let policies = policy_files(store, game, variants, age, &out.states, moves)?;
         let mut written = Vec::with_capacity(k);
-        for ((slot, v), (figures, after)) in states
+        for (((slot, v), (figures, after)), policy) in states
             .iter_mut()
             .zip(variants)
             .zip(figures.into_iter().zip(rest))
+            .zip(policies)
         {
             let AfterFiles {
                 mut stats,
@@ -186,7 +202,11 @@ impl<'a> AgeFiles<'a> {
                 files.push(store.commit_part(part)?);
             }
             files.extend(after);
-            files.push(index);
+            files.extend(index);
+            if let Some((entry, file)) = policy {
+                stats.policy = entry;
+                files.push(file);
+            }
             written.push((stats, files));
         }
         Ok(written)
@@ -258,18 +278,26 @@ impl<'a> AgeWriter for AgeFiles<'a> {
 
     /// A row group's worth, or a deferred age whole.
     fn wants(&self) -> Wants {
-        if !self.states.iter().any(Option::is_some) {
-            Wants::Figures
-        } else if self.defer {
+        let parquet = self.states.iter().any(Option::is_some);
+        let moves = self.moves.iter().any(Option::is_some);
+        if parquet && self.defer {
             Wants::Whole
-        } else {
+        } else if parquet || moves {
             Wants::Segments(ROWS_PER_GROUP)
+        } else {
+            Wants::Figures
         }
     }
 
     fn states(&mut self, ids: &[u64], recs: &mut Vec<StateRec>) -> Result<()> {
-        let n = ids.len() * self.variants.len();
-        if self.defer {
+        let k = self.variants.len();
+        let n = ids.len() * k;
+        for (vi, moves) in self.moves.iter_mut().enumerate() {
+            if let Some(moves) = moves {
+                moves.extend(recs[..n].iter().skip(vi).step_by(k).map(|r| r.best));
+            }
+        }
+        if self.wants() == Wants::Whole {
             debug_assert!(
                 self.records.is_empty(),
                 "a deferred age comes in one segment"
@@ -312,13 +340,58 @@ impl<'a> AgeWriter for AgeFiles<'a> {
     }
 }
 
-/// One variant's files of an age besides its `states` part, and the age's figures but the
-/// state ones.
+/// One variant's files of an age besides its `states` part and policy file, and the age's
+/// figures but the state ones.
 struct AfterFiles {
     stats: AgeStats,
     /// The `afterstates` part, if the age is kept in Parquet.
     after: Option<FileEntry>,
-    index: FileEntry,
+    /// The index, but in the policy layout.
+    index: Option<FileEntry>,
+}
+
+/// The policy file of each variant stored in the policy layout (`None` for the others), from
+/// the age's state ids and the moves its records gave.
+fn policy_files(
+    store: &Store,
+    game: &Game,
+    variants: &[Variant],
+    age: u32,
+    states: &[u64],
+    moves: Vec<Option<Vec<u8>>>,
+) -> Result<Vec<Option<(PolicyEntry, FileEntry)>>> {
+    let shape = game.shape();
+    variants
+        .iter()
+        .zip(moves)
+        .map(|(v, moves)| {
+            let Some(moves) = moves else {
+                return Ok(None);
+            };
+            let name = v.name();
+            let path = store.layout().policy_file(shape, &name, age);
+            let meta = PolicyMeta {
+                rows: shape.rows() as u8,
+                cols: shape.cols() as u8,
+                age,
+                variant: name,
+            };
+            let (bytes, s) =
+                encode_policy(&meta, states, &moves).map_err(|source| SolveError::Index {
+                    path: path.clone(),
+                    source,
+                })?;
+            drop(moves);
+            let file = store.write_file_batched(&path, &bytes)?;
+            let entry = PolicyEntry {
+                file: file.path.clone(),
+                file_bytes: s.file_bytes,
+                keys: s.keys,
+                shards: s.shards,
+            };
+            Ok(Some((entry, file)))
+        })
+        .collect()
 }
 
 /// [`after_files`] of every variant, in parallel.
@@ -383,6 +456,15 @@ fn after_files(
     let after_path = layout.afterstates_file(shape, &name, age);
     let (index, after) = rayon::join(
         || -> Result<(Vec<u8>, IndexEntry)> {
+            if !storage.has_index() {
+                // No index: only its base, from which the manifest's largest tile comes.
+                let most = max_exponent(a.states.iter().chain(a.ids).copied());
+                let entry = IndexEntry {
+                    base: u32::from(Compaction::base_above(most)),
+                    ..Default::default()
+                };
+                return Ok((Vec::new(), entry));
+            }
             let meta = AgeIndexMeta {
                 rows: shape.rows() as u8,
                 cols: shape.cols() as u8,
@@ -433,7 +515,11 @@ fn after_files(
     );
     let (index_bytes, index_entry) = index?;
     let after = after?;
-    let index = store.write_file_batched(&index_path, &index_bytes)?;
+    let index = if storage.has_index() {
+        Some(store.write_file_batched(&index_path, &index_bytes)?)
+    } else {
+        None
+    };
     stats.index = index_entry;
     Ok(AfterFiles {
         stats,

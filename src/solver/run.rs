@@ -94,6 +94,11 @@ impl StorageRequest {
     pub fn for_variant(&self, v: &Variant) -> Storage {
         match self.layout {
             LayoutKind::Full => Storage::FULL,
+            LayoutKind::Policy => Storage {
+                layout: LayoutKind::Policy,
+                value_fraction_bits: None,
+                parquet_ages: None,
+            },
             LayoutKind::Compact => Storage {
                 layout: LayoutKind::Compact,
                 value_fraction_bits: match self.precision {

@@ -6,6 +6,7 @@
 //! afterstates/board=B/variant=V/age=N/part-0.parquet
 //! ages/board=B/variant=V/part-0.parquet
 //! index/board=B/variant=V/age=N.a2i
+//! policy/board=B/variant=V/age=N.a2p      (the policy layout, instead of index/)
 //! manifest/board=B/variant=V.json
 //! .work/board=B/<forward class>/          work files of an unfinished solve
 //! .lock                                    held by the process writing the directory
@@ -24,7 +25,7 @@ use crate::rules::Shape;
 
 /// The folders holding `board=B/variant=V` partitions: every file of a solved board and
 /// variant but its manifest lies in one of them.
-pub const VARIANT_FOLDERS: [&str; 4] = ["states", "afterstates", "ages", "index"];
+pub const VARIANT_FOLDERS: [&str; 5] = ["states", "afterstates", "ages", "index", "policy"];
 
 /// The name of every Parquet part (one per partition).
 pub const PART: &str = "part-0.parquet";
@@ -131,6 +132,12 @@ impl Layout {
     pub fn index_file(&self, board: Shape, variant: &str, age: u32) -> PathBuf {
         self.index_dir(board, variant)
             .join(format!("age={age}.a2i"))
+    }
+
+    /// The policy file of an age (the policy layout).
+    pub fn policy_file(&self, board: Shape, variant: &str, age: u32) -> PathBuf {
+        self.partition("policy", board, variant)
+            .join(format!("age={age}.a2p"))
     }
 
     pub fn manifest_dir(&self) -> PathBuf {

@@ -65,7 +65,28 @@ pub struct AgeStats {
     pub mean_state_value: Option<f64>,
     pub mean_action_gap: Option<f64>,
     pub frac_gap_lt_1: Option<f64>,
+    /// The age index's sizes; in the policy layout, which writes no index, only its `base`.
     pub index: IndexEntry,
+    /// The policy layout's file of the age; absent in the other layouts.
+    #[serde(skip_serializing_if = "PolicyEntry::is_empty")]
+    pub policy: PolicyEntry,
+}
+
+/// Sizes of one age's policy file (the policy layout).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct PolicyEntry {
+    pub file: String,
+    pub file_bytes: u64,
+    /// Live states whose move it holds.
+    pub keys: u64,
+    pub shards: u64,
+}
+
+impl PolicyEntry {
+    pub fn is_empty(&self) -> bool {
+        self.file.is_empty()
+    }
 }
 
 /// How a solve is stored. The full layout (the default) writes every state and afterstate in
@@ -75,11 +96,14 @@ pub struct AgeStats {
 /// `ages` table and the manifest; the `states` and `afterstates` Parquet of the ages in
 /// `parquet_ages` (inclusive) only. What a compact solve lacks: per-state rows outside those
 /// ages, the state ids (so `best` cannot tell a reachable board from an unreachable one whose
-/// moves all lead to reachable afterstates), and, in fixed point, the values' last bits.
+/// moves all lead to reachable afterstates), and, in fixed point, the values' last bits. The
+/// policy layout keeps per age only the optimal move of every live state, as a static function
+/// from state id to move (`index::policy`), with the `ages` table and the manifest: no value
+/// but the manifest's values at the starts and the `ages` table's figures, no ids.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(default)]
 pub struct Storage {
-    /// `full` or `compact`.
+    /// `full`, `compact` or `policy`.
     pub layout: LayoutKind,
     /// Compact layout: fraction bits of the fixed-point afterstate values (`None`: f64).
     pub value_fraction_bits: Option<u8>,
@@ -87,13 +111,14 @@ pub struct Storage {
     pub parquet_ages: Option<(u32, u32)>,
 }
 
-/// The two layouts of a solve.
+/// The layouts of a solve.
 #[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum LayoutKind {
     #[default]
     Full,
     Compact,
+    Policy,
 }
 
 impl Storage {
@@ -115,7 +140,19 @@ impl Storage {
             LayoutKind::Compact => self
                 .parquet_ages
                 .is_some_and(|(lo, hi)| (lo..=hi).contains(&age)),
+            LayoutKind::Policy => false,
         }
+    }
+
+    /// Whether each age has an index file (values by afterstate id); else a policy file.
+    pub fn has_index(&self) -> bool {
+        self.layout != LayoutKind::Policy
+    }
+
+    /// Whether the solve keeps values a reader can look up (q-values, regrets): every layout
+    /// but the policy one.
+    pub fn has_values(&self) -> bool {
+        self.has_index()
     }
 
     /// Whether the index files hold the state ids.
@@ -137,6 +174,10 @@ impl Storage {
                     None => "no per-state Parquet".into(),
                 };
                 format!("compact layout (afterstate index, {values}, {parquet}, no state ids)")
+            }
+            LayoutKind::Policy => {
+                "policy layout (the optimal move of every live state only: no values, no ids)"
+                    .into()
             }
         }
     }

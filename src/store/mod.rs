@@ -37,7 +37,8 @@ pub use atomic::TempFile;
 pub use error::{Result, StoreError};
 pub use layout::{Layout, Partition};
 pub use manifest::{
-    AgeStats, FileEntry, IndexEntry, LayoutKind, Manifest, Storage, Timings, LAYOUT_VERSION,
+    AgeStats, FileEntry, IndexEntry, LayoutKind, Manifest, PolicyEntry, Storage, Timings,
+    LAYOUT_VERSION,
 };
 pub use parquet::{ColumnData, PartWriter, StatesColumns, ROWS_PER_GROUP};
 
@@ -173,11 +174,17 @@ impl Store {
     /// for variants stored as `storages` say: per board and variant its Parquet rows (≈ 12.5
     /// bytes measured on 3x3) and index entry, with room to spare, or in the compact layout
     /// without Parquet at that age the index alone (an afterstate id and a value of at most 8
-    /// bytes); and the state values a resume keeps (8 bytes a variant).
+    /// bytes), in the policy layout a move; and the state values a resume keeps (8 bytes a
+    /// variant).
     pub fn age_bytes_estimate(boards: u64, storages: &[Storage], age: u32) -> u64 {
         let per_board: u64 = storages
             .iter()
-            .map(|s| if s.parquet_at(age) { 32 } else { 20 })
+            .map(|s| match (s.parquet_at(age), s.has_index()) {
+                (true, _) => 32,
+                (false, true) => 20,
+                // A policy file (≈ 2.2 bits a state) and the state values a resume keeps.
+                (false, false) => 9,
+            })
             .sum();
         boards.saturating_mul(per_board)
     }

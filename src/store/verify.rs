@@ -246,7 +246,12 @@ fn check_manifest_with(
     // The files the layout gives for the manifest's ages, against the files it lists.
     let mut expected: BTreeSet<String> = BTreeSet::new();
     for a in &m.ages {
-        expected.insert(layout.relative(&layout.index_file(shape, variant, a.age)));
+        let lookup = if m.storage.has_index() {
+            layout.index_file(shape, variant, a.age)
+        } else {
+            layout.policy_file(shape, variant, a.age)
+        };
+        expected.insert(layout.relative(&lookup));
         if m.storage.parquet_at(a.age) {
             for p in [
                 layout.states_file(shape, variant, a.age),
@@ -255,11 +260,16 @@ fn check_manifest_with(
                 expected.insert(layout.relative(&p));
             }
         }
-        let index = layout.relative(&layout.index_file(shape, variant, a.age));
-        if a.index.file != index {
+        let lookup = layout.relative(&lookup);
+        let (named, other) = if m.storage.has_index() {
+            (&a.index.file, &a.policy.file)
+        } else {
+            (&a.policy.file, &a.index.file)
+        };
+        if *named != lookup || !other.is_empty() {
             problems.push(bad(format!(
-                "age {} names index file '{}', the layout's is {index}",
-                a.age, a.index.file
+                "age {} names the files '{}' and '{}', the layout's is {lookup}",
+                a.age, a.index.file, a.policy.file
             )));
         }
     }

@@ -1,0 +1,246 @@
+//! The policy layout (`solve --layout policy`) against the full one: the stored move of every
+//! state of 2x3, 2x4 and 3x3 is the full layout's best move; `best`, `play`, `evaluate`,
+//! `verify` and `sql` read it and say what it lacks; a damaged policy file is damage (exit 2),
+//! never a wrong move.
+
+use std::fs;
+use std::path::Path;
+
+use age2048::query::Tablebase;
+use age2048::rules::variant::Given;
+use age2048::rules::{Shape, Variant};
+use age2048::store::parquet::{read_columns, ColumnData};
+use age2048::store::{Layout, Store};
+use rayon::prelude::*;
+
+mod common;
+use common::{fresh_dir, run, stderr, stdout};
+
+fn solve(data: &Path, board: &str, variant: &str, layout: &str) {
+    let o = run(&[
+        "solve",
+        "--board",
+        board,
+        "--variant",
+        variant,
+        "--layout",
+        layout,
+        "--data",
+        data.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "solve {board} {layout}: {}", stderr(&o));
+}
+
+fn manifest(data: &Path, board: &str, variant: &str) -> serde_json::Value {
+    let p = data.join(format!("manifest/board={board}/variant={variant}.json"));
+    serde_json::from_slice(&fs::read(p).unwrap()).unwrap()
+}
+
+/// Every state of the full solve with its best move: the policy's move for the same id is the
+/// same (ids are canonical boards, whose moves both layouts take from the same record).
+fn policy_agrees_with_full(full: &Path, policy: &Path, board: &str, variant: &str) -> u64 {
+    let shape = Shape::parse(board).unwrap();
+    let v = Variant::parse(variant, Given::default()).unwrap();
+    let tb = Tablebase::open(&Store::open(policy).unwrap(), shape, v).unwrap();
+    assert!(!tb.has_values());
+    let layout = Layout::new(full);
+    let m = manifest(full, board, variant);
+    let ages: Vec<u32> = m["ages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["n_states"].as_u64().unwrap() > 0)
+        .map(|a| a["age"].as_u64().unwrap() as u32)
+        .collect();
+    ages.par_iter()
+        .map(|&age| {
+            let cols =
+                read_columns(&layout.states_file(shape, variant, age), &["id", "best"]).unwrap();
+            let (ColumnData::U64(ids), ColumnData::Utf8(best)) = (&cols[0], &cols[1]) else {
+                panic!("columns id, best");
+            };
+            let mut checked = 0;
+            for (id, best) in ids.iter().zip(best) {
+                let id = id.unwrap();
+                let got = tb
+                    .best_move(id, "")
+                    .unwrap()
+                    .map(|d| d.letter().to_string());
+                assert_eq!(&got, best, "{board} {variant} age {age} id {id:#x}");
+                checked += 1;
+            }
+            checked
+        })
+        .sum()
+}
+
+#[test]
+fn the_policy_is_the_full_layouts_best_move_on_every_state() {
+    let full = fresh_dir("policy_full");
+    let policy = fresh_dir("policy_policy");
+    for (board, variant) in [
+        ("2x3", "expectation"),
+        ("2x3", "goal-64"),
+        ("2x4", "expectation"),
+        ("3x3", "expectation"),
+    ] {
+        solve(&full, board, variant, "full");
+        solve(&policy, board, variant, "policy");
+        let (mf, mp) = (
+            manifest(&full, board, variant),
+            manifest(&policy, board, variant),
+        );
+        for field in [
+            "n_states",
+            "n_afterstates",
+            "n_terminal_states",
+            "max_tile",
+            "value_two_2_tiles",
+            "value_initial",
+        ] {
+            assert_eq!(mf[field], mp[field], "{board} {variant} {field}");
+        }
+        assert_eq!(mp["storage"]["layout"], "policy");
+        let states = mf["n_states"].as_u64().unwrap();
+        let checked = policy_agrees_with_full(&full, &policy, board, variant);
+        assert_eq!(checked, states, "{board} {variant}");
+
+        // Bits a state, the whole layout's bytes (policy files, ages table, manifest).
+        let bytes: u64 = mp["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["bytes"].as_u64().unwrap())
+            .sum();
+        let bits = bytes as f64 * 8.0 / states as f64;
+        if board == "3x3" {
+            assert!(bits <= 2.3, "3x3: {bits:.3} bits a state");
+        }
+    }
+
+    // `best` says what it lacks, once, and answers the full layout's move.
+    let boards = ["2 2 4/. 8 ./. . 2", "4 2 ./. . ./. 2 ."];
+    let mut args = vec!["best", "--board", "3x3", "--format", "csv", "--data"];
+    let (f, p) = (full.to_str().unwrap(), policy.to_str().unwrap());
+    let mut from_full = args.clone();
+    from_full.push(f);
+    from_full.extend(boards);
+    args.push(p);
+    args.extend(boards);
+    let (of, op) = (run(&from_full), run(&args));
+    assert!(
+        of.status.success() && op.status.success(),
+        "{}",
+        stderr(&op)
+    );
+    assert!(stderr(&op).contains("policy layout"), "{}", stderr(&op));
+    let last = |o: &str| -> Vec<String> {
+        o.lines()
+            .skip(1)
+            .map(|l| l.rsplit(',').next().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(last(&stdout(&op)), last(&stdout(&of)));
+    assert!(stdout(&op).lines().nth(1).unwrap().contains(",,,,,"));
+
+    // `play --policy optimal` over the policy solve scores as over the full one.
+    let play = |data: &str| -> serde_json::Value {
+        let o = run(&[
+            "play", "--board", "3x3", "--games", "2000", "--seed", "7", "--format", "json",
+            "--data", data,
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        serde_json::from_str(&stdout(&o)).unwrap()
+    };
+    let (jf, jp) = (play(f), play(p));
+    let mean = |j: &serde_json::Value| j["score"]["mean"].as_f64().unwrap();
+    let se = |j: &serde_json::Value| j["score"]["std_error"].as_f64().unwrap();
+    let diff = (mean(&jf) - mean(&jp)).abs();
+    assert!(
+        diff <= 3.0 * (se(&jf).powi(2) + se(&jp).powi(2)).sqrt(),
+        "full {jf}, policy {jp}"
+    );
+    // What needs values is refused in one line.
+    let o = run(&["play", "--board", "3x3", "--watch", "--data", p]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("policy layout"), "{}", stderr(&o));
+
+    // `verify` checks its files, `sql` shows its ages table.
+    let o = run(&["verify", "--data", p]);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    let o = run(&[
+        "sql",
+        "--data",
+        p,
+        "--format",
+        "csv",
+        "SELECT sum(n_states) FROM ages WHERE board = '3x3' AND variant = 'expectation'",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("48713519"), "{}", stdout(&o));
+}
+
+#[test]
+fn a_flipped_byte_in_a_policy_file_is_damage_never_a_move() {
+    let data = fresh_dir("policy_damage");
+    solve(&data, "2x3", "expectation", "policy");
+    let m = manifest(&data, "2x3", "expectation");
+    let biggest = m["ages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .max_by_key(|a| a["policy"]["file_bytes"].as_u64().unwrap_or(0))
+        .unwrap();
+    let file = data.join(biggest["policy"]["file"].as_str().unwrap());
+    let bytes = fs::read(&file).unwrap();
+    let age = biggest["age"].as_u64().unwrap();
+    // A board of that age: the sql view has no states, so take one from a full solve.
+    let full = fresh_dir("policy_damage_full");
+    solve(&full, "2x3", "expectation", "full");
+    let q = format!(
+        "SELECT board_text(id, board) FROM states WHERE board = '2x3' AND age = {age} AND NOT terminal LIMIT 1"
+    );
+    let o = run(&[
+        "sql",
+        "--data",
+        full.to_str().unwrap(),
+        "--format",
+        "csv",
+        &q,
+    ]);
+    let board = stdout(&o)
+        .lines()
+        .nth(1)
+        .unwrap()
+        .trim_matches('"')
+        .to_string();
+    let d = data.to_str().unwrap();
+    let best = || run(&["best", "--board", "2x3", "--data", d, &board]);
+    assert!(best().status.success(), "{}", stderr(&best()));
+    for at in [3, 60, 130, bytes.len() / 2, bytes.len() - 1] {
+        let mut bad = bytes.clone();
+        bad[at] ^= 0x10;
+        fs::write(&file, &bad).unwrap();
+        let o = best();
+        assert_eq!(o.status.code(), Some(2), "byte {at}: {}", stdout(&o));
+        assert!(stderr(&o).contains("damaged"), "byte {at}: {}", stderr(&o));
+        fs::write(&file, &bytes).unwrap();
+    }
+    let o = run(&["verify", "--data", d]);
+    assert!(o.status.success(), "{}", stdout(&o));
+}
+
+#[test]
+fn policy_layout_flags_are_checked() {
+    let data = fresh_dir("policy_flags");
+    let d = data.to_str().unwrap();
+    for extra in [["--precision", "16"], ["--parquet-ages", "4-10"]] {
+        let o = run(&[
+            "solve", "--board", "2x2", "--layout", "policy", "--data", d, extra[0], extra[1],
+        ]);
+        assert_eq!(o.status.code(), Some(2));
+        assert!(stderr(&o).contains("compact only"), "{}", stderr(&o));
+    }
+    assert!(!data.join("manifest").exists());
+}
