@@ -9,9 +9,13 @@ use std::path::Path;
 use age2048::query::Tablebase;
 use age2048::rules::variant::Given;
 use age2048::rules::{Shape, Variant};
-use age2048::store::parquet::{read_columns, ColumnData};
 use age2048::store::{Layout, Store};
+use arrow::array::{Array, AsArray};
+use arrow::datatypes::UInt64Type;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::ProjectionMask;
 use rayon::prelude::*;
+use std::fs::File;
 
 mod common;
 use common::{fresh_dir, run, stderr, stdout};
@@ -55,20 +59,22 @@ fn policy_agrees_with_full(full: &Path, policy: &Path, board: &str, variant: &st
         .collect();
     ages.par_iter()
         .map(|&age| {
-            let cols =
-                read_columns(&layout.states_file(shape, variant, age), &["id", "best"]).unwrap();
-            let (ColumnData::U64(ids), ColumnData::Utf8(best)) = (&cols[0], &cols[1]) else {
-                panic!("columns id, best");
-            };
+            let path = layout.states_file(shape, variant, age);
+            let builder =
+                ParquetRecordBatchReaderBuilder::try_new(File::open(&path).unwrap()).unwrap();
+            let mask = ProjectionMask::columns(builder.parquet_schema(), ["id", "best"]);
             let mut checked = 0;
-            for (id, best) in ids.iter().zip(best) {
-                let id = id.unwrap();
-                let got = tb
-                    .best_move(id, "")
-                    .unwrap()
-                    .map(|d| d.letter().to_string());
-                assert_eq!(&got, best, "{board} {variant} age {age} id {id:#x}");
-                checked += 1;
+            for batch in builder.with_projection(mask).build().unwrap() {
+                let b = batch.unwrap();
+                let ids = b.column_by_name("id").unwrap().as_primitive::<UInt64Type>();
+                let best = b.column_by_name("best").unwrap().as_string::<i32>();
+                for i in 0..b.num_rows() {
+                    let id = ids.value(i);
+                    let want = (!best.is_null(i)).then(|| best.value(i).chars().next());
+                    let got = tb.best_move(id, "").unwrap().map(|d| Some(d.letter()));
+                    assert_eq!(got, want, "{board} {variant} age {age} id {id:#x}");
+                    checked += 1;
+                }
             }
             checked
         })
@@ -120,7 +126,7 @@ fn the_policy_is_the_full_layouts_best_move_on_every_state() {
     }
 
     // `best` says what it lacks, once, and answers the full layout's move.
-    let boards = ["2 2 4/. 8 ./. . 2", "4 2 ./. . ./. 2 ."];
+    let boards = ["32 64 32/4 2 ./. . .", "4 2 ./. . ./. 2 ."];
     let mut args = vec!["best", "--board", "3x3", "--format", "csv", "--data"];
     let (f, p) = (full.to_str().unwrap(), policy.to_str().unwrap());
     let mut from_full = args.clone();
@@ -143,6 +149,76 @@ fn the_policy_is_the_full_layouts_best_move_on_every_state() {
     };
     assert_eq!(last(&stdout(&op)), last(&stdout(&of)));
     assert!(stdout(&op).lines().nth(1).unwrap().contains(",,,,,"));
+
+    // `evaluate` over the policy solve: the same optimal moves as over the full one (no
+    // ties here), no q-values or regrets, said once.
+    let rows: Vec<Vec<String>> = stdout(&of)
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').map(String::from).collect())
+        .collect();
+    // A move of the first board worth less than its best.
+    let worse = |r: &Vec<String>| -> String {
+        let value: f64 = r[5].parse().unwrap();
+        (0..4)
+            .find(|&i| !r[1 + i].is_empty() && r[1 + i].parse::<f64>().unwrap() < value - 1.0)
+            .map(|i| ["L", "R", "U", "D"][i].to_string())
+            .unwrap_or_else(|| panic!("no worse move in {r:?}"))
+    };
+    let log = policy.with_extension("agent.csv");
+    fs::write(
+        &log,
+        format!(
+            "game,board,move\n0,{},{}\n0,{},{}\n1,{},{}\n",
+            boards[0],
+            rows[0][6],
+            boards[1],
+            rows[1][6],
+            boards[0],
+            worse(&rows[0])
+        ),
+    )
+    .unwrap();
+    let evaluate = |data: &str, out: &Path| {
+        let o = run(&[
+            "evaluate",
+            "--board",
+            "3x3",
+            "--format",
+            "csv",
+            "--data",
+            data,
+            "--log",
+            log.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        o
+    };
+    let (ef, ep) = (
+        evaluate(f, &full.with_extension("eval")),
+        evaluate(p, &policy.with_extension("eval")),
+    );
+    assert!(stderr(&ep).contains("policy layout"), "{}", stderr(&ep));
+    let share = |o: &std::process::Output| {
+        stdout(o)
+            .lines()
+            .nth(1)
+            .unwrap()
+            .split(',')
+            .nth(5)
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(share(&ep), share(&ef));
+    assert!((share(&ep).parse::<f64>().unwrap() - 2.0 / 3.0).abs() < 1e-9);
+    let moves = policy.with_extension("eval").join("moves.parquet");
+    let o = run(&[
+        "sql", "--data", f, "--format", "csv",
+        &format!("SELECT count(*) FILTER (WHERE q IS NULL AND regret IS NULL), count(*) FILTER (WHERE optimal) FROM '{}'", moves.display()),
+    ]);
+    assert_eq!(stdout(&o).lines().nth(1), Some("3,2"), "{}", stderr(&o));
 
     // `play --policy optimal` over the policy solve scores as over the full one.
     let play = |data: &str| -> serde_json::Value {

@@ -51,6 +51,12 @@ pub fn run(a: &EvaluateArgs) -> Result<(), CliError> {
     let tb = Tablebase::open(&store, shape, variant)?;
     let (text, name) = read_log(&a.log)?;
     let log = parse_log(&text, &name)?;
+    if !tb.has_values() {
+        say(&format!(
+            "note: {shape} {} is stored in the policy layout: the best move only, so no q-value or regret; a move counts as optimal when it makes the stored move's afterstate (a move tied with it by another afterstate counts as not)",
+            tb.variant().name()
+        ));
+    }
     let ev = evaluate_log(&tb, &log, &name)?;
     if ev.moves.is_empty() {
         return Err(CliError::Usage(format!(
@@ -64,13 +70,16 @@ pub fn run(a: &EvaluateArgs) -> Result<(), CliError> {
     }
     // Everything is computed; now the files (each written whole, then renamed).
     let files = crate::store::evaluation::write(&a.out, ev.tables())?;
+    // The figure draws regrets: none without values.
     #[cfg(feature = "report")]
     let files = {
         let mut files = files;
-        files.extend(crate::report::write_figure_images(
-            &a.out,
-            &crate::report::figures::regret_per_age(&ev),
-        )?);
+        if ev.values {
+            files.extend(crate::report::write_figure_images(
+                &a.out,
+                &crate::report::figures::regret_per_age(&ev),
+            )?);
+        }
         files
     };
     let stdout = io::stdout();
@@ -87,6 +96,7 @@ pub fn run(a: &EvaluateArgs) -> Result<(), CliError> {
 }
 
 fn write_summary(ev: &LogEvaluation, format: Format, out: &mut dyn Write) -> io::Result<()> {
+    let num = |x: Option<f64>| x.map_or(String::new(), |v| v.to_string());
     match format {
         Format::Csv => {
             writeln!(
@@ -102,8 +112,8 @@ fn write_summary(ev: &LogEvaluation, format: Format, out: &mut dyn Write) -> io:
                 ev.moves.len(),
                 ev.skipped,
                 ev.optimal_share(),
-                ev.mean_regret(),
-                ev.mean_game_regret()
+                num(ev.mean_regret()),
+                num(ev.mean_game_regret())
             )?;
         }
         Format::Json => {
@@ -143,15 +153,17 @@ fn write_summary(ev: &LogEvaluation, format: Format, out: &mut dyn Write) -> io:
                 "optimal moves       {:.2} %",
                 100.0 * ev.optimal_share()
             )?;
+            let (Some(mean), Some(per_game)) = (ev.mean_regret(), ev.mean_game_regret()) else {
+                writeln!(
+                    out,
+                    "regret              not known (policy layout: moves only)"
+                )?;
+                return Ok(());
+            };
+            writeln!(out, "mean regret         {mean:.6} {unit} per move")?;
             writeln!(
                 out,
-                "mean regret         {:.6} {unit} per move",
-                ev.mean_regret()
-            )?;
-            writeln!(
-                out,
-                "mean total regret   {:.6} {unit} per game{}",
-                ev.mean_game_regret(),
+                "mean total regret   {per_game:.6} {unit} per game{}",
                 if ev.scored {
                     " (the expected score the moves lost)"
                 } else {

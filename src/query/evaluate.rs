@@ -34,7 +34,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::play::is_optimal;
-use super::{QueryError, Result, Tablebase};
+use super::{Evaluation, QueryError, Result, Tablebase};
 use crate::rules::board;
 use crate::rules::{parse_board, Dir};
 use crate::store::evaluation::{EvaluationTables, GamesColumns, MovesColumns, RegretByAgeColumns};
@@ -241,6 +241,9 @@ impl AgeRegret {
 /// The evaluation of a whole log.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LogEvaluation {
+    /// Whether the solve has values (q-values, regrets): not in the policy layout, where only
+    /// `optimal` and `best` are known of a move.
+    pub values: bool,
     pub board: String,
     pub variant: String,
     /// Whether q-values are points (false for goal and guaranteed variants: probabilities).
@@ -261,14 +264,16 @@ impl LogEvaluation {
         self.moves.iter().filter(|m| m.optimal).count() as f64 / n
     }
 
-    /// Mean regret per evaluated move.
-    pub fn mean_regret(&self) -> f64 {
-        self.moves.iter().map(|m| m.regret).sum::<f64>() / self.moves.len().max(1) as f64
+    /// Mean regret per evaluated move (`None` over a policy solve).
+    pub fn mean_regret(&self) -> Option<f64> {
+        let sum = self.moves.iter().map(|m| m.regret).sum::<f64>();
+        self.values.then(|| sum / self.moves.len().max(1) as f64)
     }
 
-    /// Mean total regret per game.
-    pub fn mean_game_regret(&self) -> f64 {
-        self.games.iter().map(|g| g.total_regret).sum::<f64>() / self.games.len().max(1) as f64
+    /// Mean total regret per game (`None` over a policy solve).
+    pub fn mean_game_regret(&self) -> Option<f64> {
+        let sum = self.games.iter().map(|g| g.total_regret).sum::<f64>();
+        self.values.then(|| sum / self.games.len().max(1) as f64)
     }
 
     /// The tables as the store writes them.
@@ -282,9 +287,10 @@ impl LogEvaluation {
             m.id.push(r.id);
             m.age.push(r.age);
             m.mv.push(letter(r.dir));
-            m.q.push(r.q);
-            m.best_q.push(r.best_q);
-            m.regret.push(r.regret);
+            let known = |x: f64| self.values.then_some(x);
+            m.q.push(known(r.q));
+            m.best_q.push(known(r.best_q));
+            m.regret.push(known(r.regret));
             m.optimal.push(r.optimal);
             m.best.push(letter(r.best));
         }
@@ -296,19 +302,20 @@ impl LogEvaluation {
             g.moves.push(r.moves);
             g.optimal_moves.push(r.optimal_moves);
             g.optimal_share.push(r.optimal_moves as f64 / n);
-            g.total_regret.push(r.total_regret);
-            g.mean_regret.push(r.total_regret / n);
-            g.start_value.push(r.start_value);
+            let known = |x: f64| self.values.then_some(x);
+            g.total_regret.push(known(r.total_regret));
+            g.mean_regret.push(known(r.total_regret / n));
+            g.start_value.push(known(r.start_value));
             g.expected_score_lost
-                .push(self.scored.then_some(r.total_regret));
+                .push((self.scored && self.values).then_some(r.total_regret));
         }
         let mut a = RegretByAgeColumns::default();
         for r in &self.ages {
             a.age.push(r.age);
             a.moves.push(r.moves);
             a.optimal_share.push(r.optimal_share());
-            a.mean_regret.push(r.mean_regret());
-            a.max_regret.push(r.max_regret);
+            a.mean_regret.push(self.values.then(|| r.mean_regret()));
+            a.max_regret.push(self.values.then_some(r.max_regret));
         }
         EvaluationTables {
             moves: m,
@@ -318,15 +325,37 @@ impl LogEvaluation {
     }
 }
 
+/// What a policy solve says of a move: the best move, and for the move played (if valid) a
+/// q of 1 when it makes the best move's afterstate up to symmetry with its reward (so it is as
+/// good), 0 otherwise (another move, which may still tie with it: the layout cannot tell);
+/// the value is NaN.
+fn policy_evaluation(tb: &Tablebase, code: u64, text: &str, played: Dir) -> Result<Evaluation> {
+    let game = tb.game();
+    let best = tb.best_move(code, text)?;
+    let mut ev = Evaluation {
+        q: [None; 4],
+        value: f64::NAN,
+        best,
+    };
+    let outcome = |d: Dir| {
+        game.rules
+            .apply(code, d)
+            .map(|(after, reward)| (game.canon(after), reward))
+    };
+    if let (Some(best), Some(made)) = (best, outcome(played)) {
+        let same = outcome(best) == Some(made);
+        ev.q[played as usize] = Some(if same { 1.0 } else { 0.0 });
+    }
+    Ok(ev)
+}
+
 fn letter(d: Dir) -> &'static str {
     ["L", "R", "U", "D"][d as usize]
 }
 
 /// Evaluates every move of `log` against `tb`. `name` names the log in errors.
 pub fn evaluate_log(tb: &Tablebase, log: &[LogMove], name: &str) -> Result<LogEvaluation> {
-    if !tb.has_values() {
-        return Err(tb.lacks_values("the regrets of an agent's moves"));
-    }
+    let values = tb.has_values();
     let game = tb.game();
     let shape = game.shape();
     let variant = tb.variant();
@@ -347,9 +376,12 @@ pub fn evaluate_log(tb: &Tablebase, log: &[LogMove], name: &str) -> Result<LogEv
             skipped += 1;
             continue;
         }
-        let ev = tb
-            .evaluate(code, &m.board)
-            .map_err(|e| at_line(m.line, e))?;
+        let ev = if values {
+            tb.evaluate(code, &m.board)
+        } else {
+            policy_evaluation(tb, code, &m.board, m.dir)
+        }
+        .map_err(|e| at_line(m.line, e))?;
         let (Some(q), Some(best)) = (ev.q[m.dir as usize], ev.best) else {
             return Err(QueryError::Log {
                 name: name.to_string(),
@@ -366,8 +398,14 @@ pub fn evaluate_log(tb: &Tablebase, log: &[LogMove], name: &str) -> Result<LogEv
                 ),
             });
         };
+        // Over a policy solve q and the value are NaN: optimal is whether the move is as good
+        // as the stored one by making its afterstate (see `policy_evaluation`).
         let regret = (ev.value - q).max(0.0);
-        let optimal = is_optimal(q, ev.value);
+        let optimal = if values {
+            is_optimal(q, ev.value)
+        } else {
+            q == 1.0
+        };
         let gi = *game_ix.entry(m.game.as_str()).or_insert_with(|| {
             games.push(GameRow {
                 game: m.game.clone(),
@@ -412,6 +450,7 @@ pub fn evaluate_log(tb: &Tablebase, log: &[LogMove], name: &str) -> Result<LogEv
         });
     }
     Ok(LogEvaluation {
+        values,
         board: shape.to_string(),
         variant: variant.name(),
         scored: variant.scored(),
