@@ -80,12 +80,7 @@ pub fn run(a: &BestArgs) -> Result<(), CliError> {
     let mut rows: Vec<(String, Evaluation)> = Vec::with_capacity(boards.len());
     for text in boards {
         let code = parse_board(&text, shape)?;
-        let mut ev = tb.evaluate(code, &text)?;
-        if !variant.scored() {
-            // Probabilities: shown in [0, 1] whatever the rounding of the sums behind them.
-            ev.value = ev.value.clamp(0.0, 1.0);
-            ev.q = ev.q.map(|q| q.map(|x| x.clamp(0.0, 1.0)));
-        }
+        let ev = tb.evaluate(code, &text)?.shown(&variant);
         rows.push((text, ev));
     }
     let stdout = std::io::stdout();
@@ -123,15 +118,7 @@ fn write_evaluations(
             }
         }
         Format::Json => {
-            let v: Vec<serde_json::Value> = rows
-                .iter()
-                .map(|(text, e)| {
-                    serde_json::json!({
-                        "board": text, "L": e.q[0], "R": e.q[1], "U": e.q[2], "D": e.q[3],
-                        "value": e.value, "best": e.best.map(|d| d.letter().to_string()),
-                    })
-                })
-                .collect();
+            let v: Vec<serde_json::Value> = rows.iter().map(|(text, e)| e.json(text)).collect();
             writeln!(
                 out,
                 "{}",

@@ -151,21 +151,7 @@ impl ErrorKind for CliError {
     }
 }
 
-/// The error and its sources on one line (`error: cause: cause`), each message once.
-pub fn one_line(e: &dyn std::error::Error) -> String {
-    let mut parts: Vec<String> = vec![e.to_string()];
-    let mut src = e.source();
-    while let Some(s) = src {
-        let m = s.to_string();
-        // A transparent wrapper repeats its source's message; say it once.
-        if parts.last() != Some(&m) {
-            parts.push(m);
-        }
-        src = s.source();
-    }
-    let line = parts.join(": ");
-    line.split_whitespace().collect::<Vec<_>>().join(" ")
-}
+pub use crate::error::one_line;
 
 /// Starts the global thread pool with `threads` workers (all cores by default).
 pub(crate) fn set_threads(threads: Option<usize>) -> Result<(), CliError> {

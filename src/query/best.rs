@@ -23,6 +23,27 @@ pub struct Evaluation {
     pub best: Option<Dir>,
 }
 
+impl Evaluation {
+    /// As shown to a user: for a variant whose values are probabilities, the value and the
+    /// q-values in [0, 1] whatever the rounding of the sums behind them.
+    pub fn shown(mut self, variant: &Variant) -> Evaluation {
+        if !variant.scored() {
+            self.value = self.value.clamp(0.0, 1.0);
+            self.q = self.q.map(|q| q.map(|x| x.clamp(0.0, 1.0)));
+        }
+        self
+    }
+
+    /// The object `best --format json` prints for the board `text`: its q-values (`null` for
+    /// an invalid move), value and best move.
+    pub fn json(&self, text: &str) -> serde_json::Value {
+        serde_json::json!({
+            "board": text, "L": self.q[0], "R": self.q[1], "U": self.q[2], "D": self.q[3],
+            "value": self.value, "best": self.best.map(|d| d.letter().to_string()),
+        })
+    }
+}
+
 /// Evaluates `code` under `variant`. `index` must be the index of the board's age for this
 /// game and variant (`None` if the solve has no board of that age).
 ///
