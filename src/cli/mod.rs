@@ -15,6 +15,8 @@ pub mod output;
 pub mod play;
 #[cfg(feature = "report")]
 pub mod report;
+#[cfg(feature = "report")]
+pub mod serve;
 pub mod solve;
 pub mod solved;
 #[cfg(feature = "report")]
@@ -66,6 +68,9 @@ pub enum Command {
     #[cfg(feature = "report")]
     /// Compare variants of a board: values at the starts, per-age differences, changed best moves.
     Compare(report::CompareArgs),
+    #[cfg(feature = "report")]
+    /// Serve the solution in the browser: play, analyse any board, the figures, SQL (and a JSON API).
+    Serve(serve::ServeArgs),
 }
 
 /// Runs a parsed command line.
@@ -83,6 +88,8 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Report(a) => report::run_report(&a),
         #[cfg(feature = "report")]
         Command::Compare(a) => report::run_compare(&a),
+        #[cfg(feature = "report")]
+        Command::Serve(a) => serve::run(&a),
     }
 }
 
@@ -102,6 +109,9 @@ pub enum CliError {
     #[cfg(feature = "report")]
     #[error(transparent)]
     Report(#[from] crate::report::ReportError),
+    #[cfg(feature = "report")]
+    #[error(transparent)]
+    Serve(#[from] crate::serve::ServeError),
     /// A flag or argument that cannot be used.
     #[error("{0}")]
     Usage(String),
@@ -144,6 +154,8 @@ impl ErrorKind for CliError {
             CliError::Query(e) => e.kind(),
             #[cfg(feature = "report")]
             CliError::Report(e) => e.kind(),
+            #[cfg(feature = "report")]
+            CliError::Serve(e) => e.kind(),
             CliError::Usage(_) => Kind::Input,
             CliError::Damaged { .. } => Kind::Data,
             CliError::Output { .. } => Kind::Internal,
