@@ -141,6 +141,6 @@ impl Figures {
             _ => "text/plain; charset=utf-8",
         };
         let bytes = std::fs::read(&full).map_err(|_| not_found())?;
-        Ok(Reply::file(content_type, bytes, false))
+        Ok(Reply::file(content_type, bytes))
     }
 }

@@ -10,9 +10,7 @@
 
 use std::net::{IpAddr, SocketAddr};
 
-use tiny_http::{Method, Request};
-
-use super::http::header;
+use super::http::Request;
 use super::ApiError;
 
 /// The names a request's `Host` may have.
@@ -50,7 +48,7 @@ impl Guard {
 
     /// `Ok` when the request may be served; the refusal otherwise.
     pub fn check(&self, rq: &Request) -> Result<(), ApiError> {
-        let host = header(rq, "Host").unwrap_or("");
+        let host = rq.header("Host").unwrap_or("");
         if !self.host_allowed(host) {
             return Err(ApiError::new(
                 403,
@@ -60,10 +58,10 @@ impl Guard {
                 ),
             ));
         }
-        if matches!(rq.method(), Method::Get | Method::Head) {
+        if rq.reads() {
             return Ok(());
         }
-        if let Some(origin) = header(rq, "Origin") {
+        if let Some(origin) = rq.header("Origin") {
             if !origin.eq_ignore_ascii_case(&format!("http://{}", host.trim())) {
                 return Err(ApiError::new(
                     403,
@@ -71,7 +69,7 @@ impl Guard {
                 ));
             }
         }
-        if let Some(site) = header(rq, "Sec-Fetch-Site") {
+        if let Some(site) = rq.header("Sec-Fetch-Site") {
             if !matches!(site, "same-origin" | "none") {
                 return Err(ApiError::new(
                     403,

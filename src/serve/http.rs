@@ -1,20 +1,167 @@
-//! The HTTP side of a request: its path and query string decoded, its body read within a cap,
-//! and a [`Reply`] sent with the headers every answer carries (no CORS header, no sniffing,
-//! the page's own origin only).
+//! HTTP/1.1 as far as the app needs it, over `std::net`: a request read with every part
+//! bounded (request line, headers, a body of at most [`MAX_BODY`](super::MAX_BODY) bytes given
+//! by `Content-Length`), its target decoded, and a [`Reply`] written with the headers every
+//! answer carries (its length, no CORS header, no sniffing, the page's own origin only).
 
-use std::io::Read;
-
-use tiny_http::{Header, Request, Response};
+use std::io::{self, BufRead, Read, Write};
+use std::net::SocketAddr;
 
 use super::ApiError;
+
+/// The longest request line or header line read.
+const MAX_LINE: usize = 8 * 1024;
+/// The most header lines read.
+const MAX_HEADERS: usize = 64;
+
+/// A request, read whole.
+pub struct Request {
+    pub method: String,
+    pub target: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+    pub peer: SocketAddr,
+    /// HTTP/1.0, or `Connection: close`: the connection ends after the reply.
+    pub close: bool,
+}
+
+impl Request {
+    /// The value of header `name` (case-insensitive), if the request has it.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// GET or HEAD: a request that only reads.
+    pub fn reads(&self) -> bool {
+        matches!(self.method.as_str(), "GET" | "HEAD")
+    }
+}
+
+/// Why no request was read.
+pub enum ReadError {
+    /// The client closed the connection, or said nothing within the idle time.
+    Closed,
+    /// A request the server will not read on: answered with this, then the connection ends.
+    Refused(ApiError),
+}
+
+/// One line without its CRLF, at most [`MAX_LINE`] bytes.
+fn line(r: &mut impl BufRead) -> Result<Option<String>, ReadError> {
+    let mut buf = Vec::new();
+    let n = r
+        .take(MAX_LINE as u64 + 1)
+        .read_until(b'\n', &mut buf)
+        .map_err(|_| ReadError::Closed)?;
+    if n == 0 {
+        return Ok(None);
+    }
+    if !buf.ends_with(b"\n") {
+        if buf.len() <= MAX_LINE {
+            return Err(ReadError::Closed); // the client stopped mid-line
+        }
+        return Err(ReadError::Refused(ApiError::new(
+            431,
+            "a request line or header is longer than 8 KiB",
+        )));
+    }
+    while buf.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
+        buf.pop();
+    }
+    String::from_utf8(buf)
+        .map(Some)
+        .map_err(|_| ReadError::Refused(ApiError::bad("the request head is not UTF-8")))
+}
+
+/// Reads the next request of a connection (`max_body`: the largest body taken).
+pub fn read_request(
+    r: &mut impl BufRead,
+    peer: SocketAddr,
+    max_body: usize,
+) -> Result<Request, ReadError> {
+    let bad = |m: &str| ReadError::Refused(ApiError::bad(m.to_string()));
+    // Blank lines between requests are allowed (RFC 9112 §2.2).
+    let first = loop {
+        match line(r)? {
+            None => return Err(ReadError::Closed),
+            Some(l) if l.is_empty() => continue,
+            Some(l) => break l,
+        }
+    };
+    let mut parts = first.split(' ');
+    let (Some(method), Some(target), Some(version), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return Err(bad("a malformed request line"));
+    };
+    if !version.starts_with("HTTP/1.") {
+        return Err(ReadError::Refused(ApiError::new(
+            505,
+            "only HTTP/1.x is spoken here",
+        )));
+    }
+    let mut headers = Vec::new();
+    loop {
+        let Some(l) = line(r)? else {
+            return Err(ReadError::Closed);
+        };
+        if l.is_empty() {
+            break;
+        }
+        if headers.len() == MAX_HEADERS {
+            return Err(ReadError::Refused(ApiError::new(431, "too many headers")));
+        }
+        let Some((k, v)) = l.split_once(':') else {
+            return Err(bad("a malformed header line"));
+        };
+        headers.push((k.trim().to_string(), v.trim().to_string()));
+    }
+    let mut rq = Request {
+        method: method.to_string(),
+        target: target.to_string(),
+        headers,
+        body: Vec::new(),
+        peer,
+        close: version == "HTTP/1.0",
+    };
+    if let Some(c) = rq.header("Connection") {
+        let c = c.to_ascii_lowercase();
+        rq.close = c.contains("close") || (rq.close && !c.contains("keep-alive"));
+    }
+    if rq.header("Transfer-Encoding").is_some() {
+        return Err(ReadError::Refused(ApiError::new(
+            411,
+            "send the body with a Content-Length",
+        )));
+    }
+    let len = match rq.header("Content-Length") {
+        None => 0,
+        Some(v) => v
+            .parse::<usize>()
+            .map_err(|_| bad("a malformed Content-Length"))?,
+    };
+    if len > max_body {
+        // A body up to 16 times the cap is read and dropped, so that the client, still
+        // sending it, reads the refusal instead of a reset connection.
+        if len <= 16 * max_body {
+            let _ = io::copy(&mut r.take(len as u64), &mut io::sink());
+        }
+        return Err(ReadError::Refused(ApiError::new(
+            413,
+            format!("the request body is larger than {} KiB", max_body / 1024),
+        )));
+    }
+    rq.body = vec![0; len];
+    r.read_exact(&mut rq.body).map_err(|_| ReadError::Closed)?;
+    Ok(rq)
+}
 
 /// An answer to a request.
 pub struct Reply {
     pub status: u16,
     pub content_type: &'static str,
     pub body: Vec<u8>,
-    /// A file that does not change while the server runs (the app's own files).
-    pub immutable: bool,
 }
 
 impl Reply {
@@ -24,7 +171,6 @@ impl Reply {
             status,
             content_type: "application/json",
             body: serde_json::to_vec(value).unwrap_or_else(|_| b"{}".to_vec()),
-            immutable: false,
         }
     }
 
@@ -34,84 +180,61 @@ impl Reply {
     }
 
     /// A file's bytes.
-    pub fn file(content_type: &'static str, body: Vec<u8>, immutable: bool) -> Reply {
+    pub fn file(content_type: &'static str, body: Vec<u8>) -> Reply {
         Reply {
             status: 200,
             content_type,
             body,
-            immutable,
         }
     }
 }
 
-/// Sends `reply` (`tiny_http` leaves the body out for HEAD); a client that went away is not an
-/// error worth more than dropping it.
-pub fn send(rq: Request, reply: Reply) {
-    let mut headers = vec![
-        ("Content-Type", reply.content_type),
-        ("X-Content-Type-Options", "nosniff"),
-        ("Referrer-Policy", "no-referrer"),
-        // The app loads only its own files; the report's page may sit in a frame of it.
-        (
-            "Content-Security-Policy",
-            "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; frame-ancestors 'self'",
-        ),
-        (
-            "Cache-Control",
-            if reply.immutable {
-                "max-age=3600"
-            } else {
-                "no-store"
-            },
-        ),
-    ];
-    if reply.content_type.starts_with("text/html") {
-        headers.push(("X-Frame-Options", "SAMEORIGIN"));
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        202 => "Accepted",
+        400 => "Bad Request",
+        403 => "Forbidden",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        408 => "Request Timeout",
+        409 => "Conflict",
+        411 => "Length Required",
+        413 => "Content Too Large",
+        415 => "Unsupported Media Type",
+        429 => "Too Many Requests",
+        431 => "Request Header Fields Too Large",
+        500 => "Internal Server Error",
+        501 => "Not Implemented",
+        503 => "Service Unavailable",
+        505 => "HTTP Version Not Supported",
+        _ => "",
     }
-    let len = reply.body.len();
-    let mut resp = Response::new(
-        reply.status.into(),
-        Vec::new(),
-        std::io::Cursor::new(reply.body),
-        Some(len),
-        None,
+}
+
+/// Writes `reply` (without its body for HEAD); `close` says the connection ends after it.
+pub fn write_reply(w: &mut impl Write, reply: &Reply, head: bool, close: bool) -> io::Result<()> {
+    let mut out = format!(
+        "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n\
+         X-Content-Type-Options: nosniff\r\nReferrer-Policy: no-referrer\r\n\
+         Content-Security-Policy: default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; frame-ancestors 'self'\r\n\
+         Cache-Control: no-store\r\nConnection: {}\r\n",
+        reply.status,
+        reason(reply.status),
+        reply.content_type,
+        reply.body.len(),
+        if close { "close" } else { "keep-alive" },
     );
-    for (k, v) in headers {
-        if let Ok(h) = Header::from_bytes(k.as_bytes(), v.as_bytes()) {
-            resp.add_header(h);
-        }
+    if reply.content_type.starts_with("text/html") {
+        out.push_str("X-Frame-Options: SAMEORIGIN\r\n");
     }
-    let _ = rq.respond(resp);
-}
-
-/// The value of header `name` (case-insensitive), if the request has it.
-pub fn header<'a>(rq: &'a Request, name: &'static str) -> Option<&'a str> {
-    rq.headers()
-        .iter()
-        .find(|h| h.field.equiv(name))
-        .map(|h| h.value.as_str())
-}
-
-/// Reads the body, at most `cap` bytes: 413 beyond it.
-pub fn read_body(rq: &mut Request, cap: usize) -> Result<Vec<u8>, ApiError> {
-    let too_big = || {
-        ApiError::new(
-            413,
-            format!("the request body is larger than {} KiB", cap / 1024),
-        )
-    };
-    if rq.body_length().is_some_and(|n| n > cap) {
-        return Err(too_big());
+    out.push_str("\r\n");
+    let mut bytes = out.into_bytes();
+    if !head {
+        bytes.extend_from_slice(&reply.body);
     }
-    let mut body = Vec::new();
-    rq.as_reader()
-        .take(cap as u64 + 1)
-        .read_to_end(&mut body)
-        .map_err(|e| ApiError::bad(format!("reading the request body: {e}")))?;
-    if body.len() > cap {
-        return Err(too_big());
-    }
-    Ok(body)
+    w.write_all(&bytes)?;
+    w.flush()
 }
 
 /// A request target split into its path and its query parameters, both decoded.
@@ -132,7 +255,7 @@ impl Target {
             })
             .collect();
         Target {
-            path: decode_path(path),
+            path: percent(path),
             params,
         }
     }
@@ -166,11 +289,7 @@ fn decode(s: &str) -> String {
     percent(&s.replace('+', " "))
 }
 
-/// Decodes a path (`+` stays itself there).
-fn decode_path(s: &str) -> String {
-    percent(s)
-}
-
+/// Decodes `%XX` escapes (a broken one stays as it is).
 fn percent(s: &str) -> String {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
@@ -196,6 +315,38 @@ fn percent(s: &str) -> String {
 mod tests {
     use super::*;
 
+    fn read(text: &str) -> Result<Request, ReadError> {
+        read_request(
+            &mut io::BufReader::new(text.as_bytes()),
+            "127.0.0.1:1".parse().unwrap(),
+            16,
+        )
+    }
+
+    fn refused(text: &str) -> u16 {
+        match read(text) {
+            Err(ReadError::Refused(e)) => e.status,
+            Err(ReadError::Closed) => 0,
+            Ok(_) => 200,
+        }
+    }
+
+    #[test]
+    fn requests_are_read_within_their_bounds() {
+        let rq = read("\r\nPOST /api/sql?x=1 HTTP/1.1\r\nHost: a:1\r\nContent-Length: 4\r\n\r\nbody").ok().unwrap();
+        assert_eq!((rq.method.as_str(), rq.target.as_str()), ("POST", "/api/sql?x=1"));
+        assert_eq!((rq.header("host"), rq.body.as_slice(), rq.close), (Some("a:1"), &b"body"[..], false));
+        assert!(read("GET / HTTP/1.0\r\n\r\n").ok().unwrap().close);
+        assert!(read("GET / HTTP/1.1\r\nConnection: close\r\n\r\n").ok().unwrap().close);
+        assert_eq!(refused("POST / HTTP/1.1\r\nContent-Length: 17\r\n\r\n"), 413);
+        assert_eq!(refused("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"), 411);
+        assert_eq!(refused("GET / HTTP/2\r\n\r\n"), 505);
+        assert_eq!(refused("GET /\r\n\r\n"), 400);
+        assert_eq!(refused(&format!("GET /{} HTTP/1.1\r\n\r\n", "a".repeat(9000))), 431);
+        assert_eq!(refused("GET / HTTP/1.1\r\nHost: a"), 0); // a line cut short
+        assert_eq!(refused(""), 0);
+    }
+
     #[test]
     fn query_strings_decode() {
         let t = Target::parse("/api/best?board=3x3&b=2+0+4%2F0+8+0%2F0+0+2&b=x&flag");
@@ -205,7 +356,6 @@ mod tests {
         assert_eq!(t.get("flag"), Some(""));
         assert_eq!(t.get("none"), None);
         assert!(t.need("none").unwrap_err().message.contains("'none'"));
-        // A broken escape stays as it is; a trailing one too.
         assert_eq!(decode("a%zzb%4"), "a%zzb%4");
         assert_eq!(decode("%41%"), "A%");
     }

@@ -2,9 +2,11 @@
 //! Figures, SQL: plain HTML, CSS and JavaScript embedded in the binary) and the JSON API under
 //! `/api/` the app is built on, over a solved data directory.
 //!
-//! - [`server`]: binds, runs the worker threads and hands each request to its handler;
+//! - [`server`]: binds, gives each connection (at most 256) a thread that answers its requests
+//!   one at a time;
 //! - [`guard`]: what a request must be to be served (its `Host`, the origin of a write);
-//! - [`http`]: a request's parts read (query string, capped body) and replies written;
+//! - [`http`]: HTTP/1.1 over `std::net`: a request read within bounds, its target decoded, a
+//!   reply written;
 //! - [`api`]: the routes of `/api/`;
 //! - [`solved`]: the solved boards and variants, opened for look-ups;
 //! - [`game`]: a game replayed from its seed and moves, with the regret of each move;

@@ -14,13 +14,12 @@
 //! and the configuration locked, so no statement can change a setting back.
 //!
 //! The pool ([`Sql`]): a few connections of that database, each on a thread of its own, fed by
-//! a bounded queue, so a slow query never holds a thread that look-ups need; one query at a
-//! time per client connection; a watchdog interrupts a query past its time limit.
+//! a bounded queue (a query beyond it is answered 503 at once); the client's connection waits
+//! for its answer, so it runs one query at a time, and no thread a look-up needs waits on a
+//! query. A watchdog interrupts a query past its time limit.
 
-use std::collections::HashSet;
-use std::net::SocketAddr;
 use std::path::Path;
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -28,9 +27,7 @@ use arrow::array::{Array, RecordBatch};
 use arrow::datatypes::{Field, Schema};
 use duckdb::{Connection, InterruptHandle};
 use serde_json::{json, Value};
-use tiny_http::Request;
 
-use super::http::{send, Reply};
 use super::{ApiError, ServeError};
 use crate::query::catalog::sql_str;
 use crate::query::error::one_line;
@@ -324,11 +321,10 @@ fn result_json(result: &QueryResult) -> Result<Value, String> {
     Ok(json!({ "columns": columns, "types": types, "rows": rows }))
 }
 
-/// A query waiting for a worker.
+/// A query waiting for a worker, and where its answer goes.
 struct Job {
-    rq: Request,
     statement: String,
-    client: Option<SocketAddr>,
+    answer: Sender<Result<Value, ApiError>>,
 }
 
 /// Queries that are running, by worker: when each must stop, and how to stop it.
@@ -374,7 +370,6 @@ impl Watchdog {
 /// The query pool.
 pub struct Sql {
     jobs: SyncSender<Job>,
-    running: Arc<Mutex<HashSet<SocketAddr>>>,
     pub max_rows: usize,
     pub timeout: Duration,
     pub workers: usize,
@@ -389,7 +384,6 @@ impl Sql {
         let workers = conns.len();
         let (tx, rx) = sync_channel::<Job>(QUEUE);
         let rx = Arc::new(Mutex::new(rx));
-        let running: Arc<Mutex<HashSet<SocketAddr>>> = Arc::default();
         let watchdog = Arc::new(Watchdog {
             slots: Mutex::new(
                 conns
@@ -411,82 +405,42 @@ impl Sql {
         }
         for (i, conn) in conns.into_iter().enumerate() {
             let rx = rx.clone();
-            let running = running.clone();
             let watchdog = watchdog.clone();
             std::thread::Builder::new()
                 .name(format!("sql-{i}"))
-                .spawn(move || worker(i, conn, &rx, &running, &watchdog, max_rows, timeout))
+                .spawn(move || worker(i, conn, &rx, &watchdog, max_rows, timeout))
                 .expect("a thread starts");
         }
         Sql {
             jobs: tx,
-            running,
             max_rows,
             timeout,
             workers,
         }
     }
 
-    /// Queues the query of `body` (`{"query": "…"}`) for a worker, which answers `rq`; a
-    /// query refused by the check, a second one from the same connection, or one beyond the
-    /// queue is answered at once.
-    pub fn submit(&self, rq: Request, body: &[u8]) {
+    /// Runs the query of `body` (`{"query": "…"}`) on a worker and waits for its answer; a
+    /// query the check refuses, or one beyond the queue, is answered at once.
+    pub fn run(&self, body: &[u8]) -> Result<Value, ApiError> {
         let statement = serde_json::from_slice::<Value>(body)
             .ok()
             .and_then(|v| v.get("query").and_then(Value::as_str).map(String::from))
             .ok_or_else(|| ApiError::bad("the body must be JSON: {\"query\": \"SELECT …\"}"))
-            .and_then(|q| check(&q));
-        let statement = match statement {
-            Ok(s) => s,
-            Err(e) => return send(rq, Reply::error(&e)),
-        };
-        let client = rq.remote_addr().copied();
-        if let Some(c) = client {
-            let mut r = self.running.lock().unwrap_or_else(|p| p.into_inner());
-            if !r.insert(c) {
-                drop(r);
-                return send(
-                    rq,
-                    Reply::error(&ApiError::new(
-                        429,
-                        "a query of this connection is still running: one query at a time per connection",
-                    )),
-                );
-            }
-        }
+            .and_then(|q| check(&q))?;
+        let (tx, rx) = channel();
         let job = Job {
-            rq,
             statement,
-            client,
+            answer: tx,
         };
-        if let Err(TrySendError::Full(job) | TrySendError::Disconnected(job)) =
-            self.jobs.try_send(job)
+        if let Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) = self.jobs.try_send(job)
         {
-            self.release(job.client);
-            send(
-                job.rq,
-                Reply::error(&ApiError::new(
-                    503,
-                    format!(
-                        "{} queries are waiting already; try again in a moment",
-                        QUEUE
-                    ),
-                )),
-            );
+            return Err(ApiError::new(
+                503,
+                format!("{QUEUE} queries are waiting already; try again in a moment"),
+            ));
         }
-    }
-
-    fn release(&self, client: Option<SocketAddr>) {
-        release(&self.running, client);
-    }
-}
-
-fn release(running: &Mutex<HashSet<SocketAddr>>, client: Option<SocketAddr>) {
-    if let Some(c) = client {
-        running
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&c);
+        rx.recv()
+            .unwrap_or_else(|_| Err(ApiError::new(500, "the query failed inside the server")))
     }
 }
 
@@ -494,7 +448,6 @@ fn worker(
     i: usize,
     conn: Connection,
     rx: &Mutex<Receiver<Job>>,
-    running: &Mutex<HashSet<SocketAddr>>,
     watchdog: &Watchdog,
     max_rows: usize,
     timeout: Duration,
@@ -511,14 +464,8 @@ fn worker(
             answer(i, &conn, watchdog, &job.statement, max_rows, timeout)
         }))
         .unwrap_or_else(|_| Err(ApiError::new(500, "the query failed inside the server")));
-        release(running, job.client);
-        send(
-            job.rq,
-            match reply {
-                Ok(v) => Reply::json(200, &v),
-                Err(e) => Reply::error(&e),
-            },
-        );
+        // The client may have gone; its answer goes nowhere then.
+        let _ = job.answer.send(reply);
     }
 }
 
