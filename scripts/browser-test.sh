@@ -4,8 +4,9 @@
 # packages of tests/browser's lockfile (`npm ci`: playwright-core, which downloads no browser).
 #
 #   scripts/browser-test.sh BIN     BIN: the age2048 binary to serve with
-# env: CHROMIUM (default /usr/bin/chromium), WORK (solves and screenshots; default
-# $CARGO_TARGET_DIR/browser or $TMPDIR/age2048-browser), SCREENSHOTS.
+# env: CHROMIUM (default /usr/bin/chromium), WORK (screenshots, and the solves unless DATA;
+# default $CARGO_TARGET_DIR/browser or $TMPDIR/age2048-browser), DATA (default: the solves of
+# tests/serve.rs under $CARGO_TARGET_DIR/tmp), SCREENSHOTS.
 set -euo pipefail
 bin=${1:?usage: scripts/browser-test.sh BIN}
 cd "$(dirname "$0")/.."
@@ -29,4 +30,6 @@ if [ ! -f tests/browser/node_modules/.package-lock.json ] \
 fi
 export WORK=${WORK:-${CARGO_TARGET_DIR:+$CARGO_TARGET_DIR/browser}}
 export WORK=${WORK:-${TMPDIR:-/tmp}/age2048-browser}
+# The solves of tests/serve.rs (cargo test), where make test has just made them.
+if [ -z "${DATA:-}" ] && [ -n "${CARGO_TARGET_DIR:-}" ]; then export DATA=$CARGO_TARGET_DIR/tmp/serve_data; fi
 AGE2048_BIN=$(realpath "$bin") CHROMIUM=$chromium node tests/browser/run.mjs

@@ -5,12 +5,12 @@
 //   - Analyse: a pasted board shows the numbers `best --format json` prints, for every
 //     variant, and a malformed board the CLI's one line;
 //   - SQL: an example query runs, a forbidden statement is refused on the page.
-// It solves 3x3 and 2x3 into WORK/data (reused once solved), serves them on a free port of
-// loopback, and saves screenshots of Play and Analyse into SCREENSHOTS.
+// It solves 3x3 and 2x3 into DATA (default WORK/data; reused once solved), serves them on a
+// free port of loopback, and saves screenshots of Play and Analyse into SCREENSHOTS.
 //
 //   AGE2048_BIN=target/debug/age2048 node tests/browser/run.mjs
 //   env: CHROMIUM (default /usr/bin/chromium), WORK (default $TMPDIR/age2048-browser),
-//        SCREENSHOTS (default WORK/screenshots)
+//        DATA (default WORK/data), SCREENSHOTS (default WORK/screenshots)
 import { chromium } from 'playwright-core';
 import { spawn, execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -21,7 +21,7 @@ import { createInterface } from 'node:readline';
 const bin = process.env.AGE2048_BIN;
 if (!bin) throw new Error('set AGE2048_BIN to the age2048 binary');
 const work = process.env.WORK || join(tmpdir(), 'age2048-browser');
-const data = join(work, 'data');
+const data = process.env.DATA || join(work, 'data');
 const shots = process.env.SCREENSHOTS || join(work, 'screenshots');
 mkdirSync(shots, { recursive: true });
 
