@@ -125,7 +125,10 @@ fn main() {
     let pid: u32 = args[2].parse().expect("SERVER_PID");
     let clients: usize = args[3].parse().expect("CLIENTS");
     let seconds: u64 = args[4].parse().expect("SECONDS");
-    assert!(clients <= 256 && seconds <= 3600, "bounded: at most 256 clients, an hour");
+    assert!(
+        clients <= 256 && seconds <= 3600,
+        "bounded: at most 256 clients, an hour"
+    );
 
     // Boards to look up: a sample of the 3x3 states, as board text.
     let mut c = Client::connect(&addr).expect("server answers");
@@ -141,7 +144,10 @@ fn main() {
             .map(|r| r[0].as_str().unwrap().to_string())
             .collect(),
     );
-    eprintln!("{} boards sampled; {clients} clients for {seconds} s", boards.len());
+    eprintln!(
+        "{} boards sampled; {clients} clients for {seconds} s",
+        boards.len()
+    );
 
     let lat: Arc<Mutex<BTreeMap<&'static str, Vec<f64>>>> = Arc::default();
     let failed: Arc<Mutex<BTreeMap<String, usize>>> = Arc::default();

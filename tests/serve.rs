@@ -27,7 +27,14 @@ fn data() -> &'static Path {
         for args in [
             &["--board", "2x3", "--variant", "expectation,goal-128"][..],
             &["--board", "3x3", "--variant", "expectation"],
-            &["--board", "2x3", "--variant", "pessimistic", "--layout", "compact"],
+            &[
+                "--board",
+                "2x3",
+                "--variant",
+                "pessimistic",
+                "--layout",
+                "compact",
+            ],
         ] {
             let mut all = vec!["solve", "--quiet", "--data", dir.to_str().unwrap()];
             all.extend_from_slice(args);
@@ -76,7 +83,12 @@ impl Server {
         if !line.starts_with("age2048 serve: http://") {
             let _ = child.kill();
             let mut err = String::new();
-            child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+            child
+                .stderr
+                .take()
+                .unwrap()
+                .read_to_string(&mut err)
+                .unwrap();
             panic!("serve did not start: {line}{err}");
         }
         let addr = line
@@ -274,7 +286,11 @@ fn snapshot(dir: &Path) -> BTreeMap<PathBuf, (u64, SystemTime, Vec<u8>)> {
 fn best_answers_what_the_cli_prints() {
     let s = Server::start(&[]);
     for (board, variant, boards) in [
-        ("3x3", "expectation", vec![". 8 4/4 . ./. . .", "4 4 4/4 . ./. . ."]),
+        (
+            "3x3",
+            "expectation",
+            vec![". 8 4/4 . ./. . .", "4 4 4/4 . ./. . ."],
+        ),
         ("2x3", "expectation", vec!["2 4 8/0 0 2"]),
         ("2x3", "goal-128", vec!["2 4 8/0 0 2", "64 8 2/. . ."]),
         ("2x3", "pessimistic", vec!["2 4 8/0 0 2"]),
@@ -289,12 +305,12 @@ fn best_answers_what_the_cli_prints() {
 fn best_refuses_as_the_cli_does() {
     let s = Server::start(&[]);
     for (board, variant, b, status) in [
-        ("3x3", "expectation", "2 0 4/0 8 0", 400),      // wrong row count
+        ("3x3", "expectation", "2 0 4/0 8 0", 400), // wrong row count
         ("3x3", "expectation", "2 0 3/0 8 0/0 0 2", 400), // not a power of two
         ("3x3", "expectation", "1024 1024 1024/0 0 0/0 0 2", 404), // no game reaches it
         ("3x3", "optimistic", "2 0 4/0 8 0/0 0 2", 404), // not solved here
-        ("3x3", "goal-x", "2 0 4/0 8 0/0 0 2", 400),     // not a variant
-        ("4x5", "expectation", "2", 400),                // not a board size
+        ("3x3", "goal-x", "2 0 4/0 8 0/0 0 2", 400), // not a variant
+        ("4x5", "expectation", "2", 400),           // not a board size
     ] {
         let r = s.get(&best_path(board, variant, &[b]));
         assert_eq!(r.status, status, "{board} {variant} {b}: {}", r.error());
@@ -311,7 +327,10 @@ fn best_refuses_as_the_cli_does() {
         assert_eq!(r.error(), cli, "{board} {variant} {b}");
     }
     let r = s.get("/api/best?variant=expectation&b=2");
-    assert_eq!((r.status, r.error()), (400, "missing parameter 'board'".into()));
+    assert_eq!(
+        (r.status, r.error()),
+        (400, "missing parameter 'board'".into())
+    );
     let r = s.get("/api/best?board=3x3");
     assert_eq!(r.status, 400);
     assert!(r.error().starts_with("no board given"), "{}", r.error());
@@ -330,7 +349,10 @@ fn analyse_shows_every_variant_of_the_board() {
     assert_eq!(v["shown"], "2 4 8/. . 2");
     assert_eq!(v["age"], 16);
     let rows = v["variants"].as_array().unwrap();
-    let names: Vec<&str> = rows.iter().map(|r| r["variant"].as_str().unwrap()).collect();
+    let names: Vec<&str> = rows
+        .iter()
+        .map(|r| r["variant"].as_str().unwrap())
+        .collect();
     assert_eq!(names, ["expectation", "pessimistic", "goal-128"]);
     for r in rows {
         let variant = r["variant"].as_str().unwrap();
@@ -366,7 +388,8 @@ fn analyse_shows_every_variant_of_the_board() {
 #[test]
 fn a_game_replays_from_its_seed_and_moves() {
     let s = Server::start(&[]);
-    let path = |moves: &str| format!("/api/game?board=3x3&variant=expectation&seed=7&moves={moves}");
+    let path =
+        |moves: &str| format!("/api/game?board=3x3&variant=expectation&seed=7&moves={moves}");
     let (status, g0) = s.json(&path(""));
     assert_eq!(status, 200, "{g0}");
     assert_eq!(g0["played"], 0);
@@ -391,24 +414,41 @@ fn a_game_replays_from_its_seed_and_moves() {
     // The same URL gives the same game; a prefix is the game undone.
     assert_eq!(s.json(&path(&moves)).1, g);
     let (_, undone) = s.json(&path(&moves[..9]));
-    assert_eq!(undone["history"], json!(g["history"].as_array().unwrap()[..9]));
+    assert_eq!(
+        undone["history"],
+        json!(g["history"].as_array().unwrap()[..9])
+    );
     // A worse move: its regret is the best q minus its q, as `best` gives them.
     let now = &g["now"];
     let worst = ["L", "R", "U", "D"]
         .into_iter()
         .filter(|d| now[*d].is_f64())
-        .min_by(|a, b| now[*a].as_f64().unwrap().total_cmp(&now[*b].as_f64().unwrap()))
+        .min_by(|a, b| {
+            now[*a]
+                .as_f64()
+                .unwrap()
+                .total_cmp(&now[*b].as_f64().unwrap())
+        })
         .unwrap();
     let (status, bad) = s.json(&path(&format!("{moves}{worst}")));
     assert_eq!(status, 200, "{bad}");
     let last = bad["history"].as_array().unwrap().last().unwrap().clone();
     let want = now["value"].as_f64().unwrap() - now[worst].as_f64().unwrap();
-    assert!((last["regret"].as_f64().unwrap() - want).abs() < 1e-9, "{last} vs {want}");
-    assert_eq!(last["optimal"], want <= 1e-9 * now["value"].as_f64().unwrap());
+    assert!(
+        (last["regret"].as_f64().unwrap() - want).abs() < 1e-9,
+        "{last} vs {want}"
+    );
+    assert_eq!(
+        last["optimal"],
+        want <= 1e-9 * now["value"].as_f64().unwrap()
+    );
     // Moves that cannot be played, and bad seeds, are refused with the reason.
     let (status, e) = s.json(&path("X"));
     assert_eq!(status, 400);
-    assert!(e["error"].as_str().unwrap().contains("'X' is not a move"), "{e}");
+    assert!(
+        e["error"].as_str().unwrap().contains("'X' is not a move"),
+        "{e}"
+    );
     let (status, e) = s.json("/api/game?board=3x3&seed=-1");
     assert_eq!(status, 400, "{e}");
     // A whole game by the optimal policy ends, with no mistake.
@@ -416,12 +456,17 @@ fn a_game_replays_from_its_seed_and_moves() {
     let mut moves = String::new();
     while !g["over"].as_bool().unwrap() {
         moves.push_str(g["now"]["best"].as_str().unwrap());
-        g = s.json(&format!("/api/game?board=2x3&seed=3&moves={moves}")).1;
+        g = s
+            .json(&format!("/api/game?board=2x3&seed=3&moves={moves}"))
+            .1;
     }
     assert_eq!(g["optimal_moves"], g["played"]);
     let (status, e) = s.json(&format!("/api/game?board=2x3&seed=3&moves={moves}L"));
     assert_eq!(status, 400);
-    assert!(e["error"].as_str().unwrap().contains("the game is over"), "{e}");
+    assert!(
+        e["error"].as_str().unwrap().contains("the game is over"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -464,7 +509,10 @@ fn the_example_queries_run() {
     for x in examples.as_array().unwrap() {
         let (status, v) = s.sql(x["query"].as_str().unwrap());
         assert_eq!(status, 200, "{}: {v}", x["title"]);
-        assert!(v["columns"].as_array().is_some_and(|c| !c.is_empty()), "{v}");
+        assert!(
+            v["columns"].as_array().is_some_and(|c| !c.is_empty()),
+            "{v}"
+        );
     }
     let first = s.sql(examples[0]["query"].as_str().unwrap()).1;
     assert_eq!(first["rows"][0][0], "2x3");
@@ -478,16 +526,25 @@ fn results_are_capped_in_rows() {
     assert_eq!(v["rows"].as_array().unwrap().len(), 1000);
     assert_eq!(v["rows"][999], json!([999]));
     assert_eq!(v["truncated"], true);
-    assert!(v["note"].as_str().unwrap().contains("first 1000 rows"), "{v}");
+    assert!(
+        v["note"].as_str().unwrap().contains("first 1000 rows"),
+        "{v}"
+    );
     let (_, v) = s.sql("SELECT range AS i FROM range(1000)");
-    assert_eq!((v["rows"].as_array().unwrap().len(), &v["truncated"]), (1000, &json!(false)));
+    assert_eq!(
+        (v["rows"].as_array().unwrap().len(), &v["truncated"]),
+        (1000, &json!(false))
+    );
 }
 
 #[test]
 fn nothing_but_one_read_only_query_runs_and_the_data_stays_as_it_was() {
     let before = snapshot(data());
     let s = Server::start(&[]);
-    let outside = data().parent().unwrap().join(format!("serve_outside_{}.csv", std::process::id()));
+    let outside = data()
+        .parent()
+        .unwrap()
+        .join(format!("serve_outside_{}.csv", std::process::id()));
     std::fs::write(&outside, "secret\n42\n").unwrap();
     let inside = data().join("written.csv");
     let q = |p: &Path| p.to_str().unwrap().replace('\'', "''");
@@ -515,14 +572,15 @@ fn nothing_but_one_read_only_query_runs_and_the_data_stays_as_it_was() {
         "SELECT * FROM read_text('/etc/passwd')".into(),
         "SELECT * FROM glob('/etc/*')".into(),
         "SELECT * FROM read_parquet('https://example.com/x.parquet')".into(),
-        "SELECT current_setting('enable_external_access') AS e FROM query('SET threads = 4')".into(),
+        "SELECT current_setting('enable_external_access') AS e FROM query('SET threads = 4')"
+            .into(),
     ] {
         let (status, v) = s.sql(&query);
+        assert!((400..500).contains(&status), "{query}: {status} {v}");
         assert!(
-            (400..500).contains(&status),
-            "{query}: {status} {v}"
+            v["error"].as_str().is_some_and(|e| !e.is_empty()),
+            "{query}: {v}"
         );
-        assert!(v["error"].as_str().is_some_and(|e| !e.is_empty()), "{query}: {v}");
     }
     // The sandbox's settings hold.
     let (status, v) = s.sql(
@@ -551,15 +609,28 @@ fn requests_from_elsewhere_are_refused() {
     let host = s.addr.clone();
     let port = host.rsplit_once(':').unwrap().1.to_string();
     // DNS rebinding: a name that resolves here is not this server's name.
-    for h in [format!("evil.example:{port}"), "127.0.0.1:1".to_string(), String::new()] {
+    for h in [
+        format!("evil.example:{port}"),
+        "127.0.0.1:1".to_string(),
+        String::new(),
+    ] {
         let r = http(&s.addr, "GET", "/api/info", &[("Host", &h)], b"");
         assert_eq!(r.status, 403, "Host {h}");
         assert!(r.error().contains("Host"), "{}", r.error());
     }
-    let r = http(&s.addr, "GET", "/api/info", &[("Host", &format!("localhost:{port}"))], b"");
+    let r = http(
+        &s.addr,
+        "GET",
+        "/api/info",
+        &[("Host", &format!("localhost:{port}"))],
+        b"",
+    );
     assert_eq!(r.status, 200);
     // Writes from another origin or site.
-    for h in [("Origin", "http://evil.example"), ("Sec-Fetch-Site", "cross-site")] {
+    for h in [
+        ("Origin", "http://evil.example"),
+        ("Sec-Fetch-Site", "cross-site"),
+    ] {
         let r = http(
             &s.addr,
             "POST",
@@ -576,26 +647,51 @@ fn requests_from_elsewhere_are_refused() {
         &s.addr,
         "POST",
         "/api/sql",
-        &[("Content-Type", "application/json"), ("Origin", &origin), ("Sec-Fetch-Site", "same-origin")],
+        &[
+            ("Content-Type", "application/json"),
+            ("Origin", &origin),
+            ("Sec-Fetch-Site", "same-origin"),
+        ],
         &sql,
     );
     assert_eq!(r.status, 200, "{}", r.error());
     // A body a form could send, and one over 64 KiB.
-    let r = http(&s.addr, "POST", "/api/sql", &[("Content-Type", "text/plain")], &sql);
+    let r = http(
+        &s.addr,
+        "POST",
+        "/api/sql",
+        &[("Content-Type", "text/plain")],
+        &sql,
+    );
     assert_eq!(r.status, 415);
-    let big = serde_json::to_vec(&json!({ "query": format!("SELECT '{}'", "x".repeat(70_000)) })).unwrap();
-    let r = http(&s.addr, "POST", "/api/sql", &[("Content-Type", "application/json")], &big);
+    let big = serde_json::to_vec(&json!({ "query": format!("SELECT '{}'", "x".repeat(70_000)) }))
+        .unwrap();
+    let r = http(
+        &s.addr,
+        "POST",
+        "/api/sql",
+        &[("Content-Type", "application/json")],
+        &big,
+    );
     assert_eq!(r.status, 413);
     // No CORS header anywhere; the page's own origin only.
     for p in ["/", "/api/info", "/app.js"] {
         let r = s.get(p);
         assert_eq!(r.status, 200, "{p}");
-        assert!(!r.headers.keys().any(|k| k.starts_with("access-control")), "{p}");
+        assert!(
+            !r.headers.keys().any(|k| k.starts_with("access-control")),
+            "{p}"
+        );
         assert!(r.headers["content-security-policy"].contains("default-src 'self'"));
         assert_eq!(r.headers["x-content-type-options"], "nosniff");
     }
     // Files outside the report folder are not served.
-    for p in ["/reports/../../etc/passwd", "/reports/%2e%2e/Cargo.toml", "/reports//etc/passwd", "/nope"] {
+    for p in [
+        "/reports/../../etc/passwd",
+        "/reports/%2e%2e/Cargo.toml",
+        "/reports//etc/passwd",
+        "/nope",
+    ] {
         assert_eq!(s.get(p).status, 404, "{p}");
     }
 }
@@ -608,7 +704,13 @@ fn a_slow_query_is_interrupted_and_does_not_stall_look_ups() {
     let started = Instant::now();
     let q = std::thread::spawn(move || {
         let body = serde_json::to_vec(&json!({ "query": slow })).unwrap();
-        let r = http(&addr, "POST", "/api/sql", &[("Content-Type", "application/json")], &body);
+        let r = http(
+            &addr,
+            "POST",
+            "/api/sql",
+            &[("Content-Type", "application/json")],
+            &body,
+        );
         (r.status, r.error(), started.elapsed())
     });
     // Look-ups while it runs answer at once.
@@ -620,7 +722,10 @@ fn a_slow_query_is_interrupted_and_does_not_stall_look_ups() {
         assert_eq!(s.get(&path).status, 200);
         worst = worst.max(t.elapsed());
     }
-    assert!(worst < Duration::from_millis(500), "a look-up took {worst:?}");
+    assert!(
+        worst < Duration::from_millis(500),
+        "a look-up took {worst:?}"
+    );
     let (status, error, took) = q.join().unwrap();
     assert_eq!(status, 408, "{error}");
     assert!(error.contains("limit of 1.5 s"), "{error}");
@@ -672,17 +777,34 @@ fn the_page_and_its_files_are_served() {
     assert_eq!(r.status, 200);
     assert!(r.headers["content-type"].starts_with("text/html"));
     let page = String::from_utf8_lossy(&r.body);
-    for id in ["view-play", "view-analyse", "view-figures", "view-sql", "/app.js", "/style.css"] {
+    for id in [
+        "view-play",
+        "view-analyse",
+        "view-figures",
+        "view-sql",
+        "/app.js",
+        "/style.css",
+    ] {
         assert!(page.contains(id), "{id}");
     }
-    assert_eq!(s.get("/app.js").headers["content-type"], "text/javascript; charset=utf-8");
+    assert_eq!(
+        s.get("/app.js").headers["content-type"],
+        "text/javascript; charset=utf-8"
+    );
     let (status, info) = s.json("/api/info");
     assert_eq!(status, 200);
     let solves: Vec<String> = info["solves"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|s| format!("{} {} {}", s["board"].as_str().unwrap(), s["variant"].as_str().unwrap(), s["full"]))
+        .map(|s| {
+            format!(
+                "{} {} {}",
+                s["board"].as_str().unwrap(),
+                s["variant"].as_str().unwrap(),
+                s["full"]
+            )
+        })
         .collect();
     assert_eq!(
         solves,
@@ -717,7 +839,14 @@ fn figures_are_rendered_when_missing_then_served() {
         std::thread::sleep(Duration::from_millis(100));
     };
     assert_eq!(f["status"], "current", "{f}");
-    assert!(f["lines"].as_array().unwrap().iter().any(|l| l.as_str().unwrap().contains("figure")), "{f}");
+    assert!(
+        f["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l.as_str().unwrap().contains("figure")),
+        "{f}"
+    );
     let r = s.get(f["page"].as_str().unwrap());
     assert_eq!(r.status, 200);
     assert!(String::from_utf8_lossy(&r.body).contains("age2048 report"));
@@ -725,7 +854,13 @@ fn figures_are_rendered_when_missing_then_served() {
     drop(s);
     let other = solve_all("serve_figures_other", &[("2x2", "expectation")]);
     let reports = fresh_dir("serve_figures_reports");
-    let o = run(&["report", "--data", dir.to_str().unwrap(), "--out", reports.to_str().unwrap()]);
+    let o = run(&[
+        "report",
+        "--data",
+        dir.to_str().unwrap(),
+        "--out",
+        reports.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let s = Server::start_on(&other, &["--reports", reports.to_str().unwrap()]);
     assert_eq!(s.json("/api/figures").1["status"], "stale");
@@ -735,7 +870,11 @@ fn figures_are_rendered_when_missing_then_served() {
 fn bad_flags_and_data_are_one_line() {
     let o = run(&["serve", "--data", d(), "--bind", "localhost"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("bad --bind 'localhost'"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("bad --bind 'localhost'"),
+        "{}",
+        stderr(&o)
+    );
     let o = run(&["serve", "--data", d(), "--sql-timeout", "0"]);
     assert_eq!(o.status.code(), Some(2));
     let missing = data().join("no-such-dir");
@@ -774,5 +913,9 @@ fn a_look_up_takes_milliseconds() {
         .collect();
     times.sort();
     // ≤ 5 ms warm is the target; a loaded test machine gets some slack.
-    assert!(times[100] < Duration::from_millis(5), "median {:?}", times[100]);
+    assert!(
+        times[100] < Duration::from_millis(5),
+        "median {:?}",
+        times[100]
+    );
 }

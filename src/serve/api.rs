@@ -83,8 +83,14 @@ pub fn answer(app: &App, method: &str, t: &Target) -> Result<(u16, Value), ApiEr
         )),
         "/api/figures" if get => ok(app.figures.status()),
         "/api/figures/render" if post => Ok((202, app.figures.render()?)),
-        "/api/info" | "/api/best" | "/api/analyse" | "/api/game" | "/api/sql/examples"
-        | "/api/figures" | "/api/figures/render" | "/api/sql" => Err(ApiError::new(
+        "/api/info"
+        | "/api/best"
+        | "/api/analyse"
+        | "/api/game"
+        | "/api/sql/examples"
+        | "/api/figures"
+        | "/api/figures/render"
+        | "/api/sql" => Err(ApiError::new(
             405,
             format!("{} does not take {method}", t.path),
         )),
@@ -108,7 +114,9 @@ fn info(app: &App) -> Value {
 /// `best --format json` for the boards `b` of one board size and variant: the first board
 /// that is malformed or unreachable is the answer's error, as in the CLI.
 fn best(app: &App, t: &Target) -> Result<Value, ApiError> {
-    let (solve, tb) = app.solved.find(t.need("board")?, t.get("variant").unwrap_or("expectation"))?;
+    let (solve, tb) = app
+        .solved
+        .find(t.need("board")?, t.get("variant").unwrap_or("expectation"))?;
     let texts = t.all("b");
     if texts.is_empty() {
         return Err(ApiError::bad(
@@ -179,7 +187,9 @@ fn analyse(app: &App, t: &Target) -> Result<Value, ApiError> {
 }
 
 fn game(app: &App, t: &Target) -> Result<Value, ApiError> {
-    let (_, tb) = app.solved.find(t.need("board")?, t.get("variant").unwrap_or("expectation"))?;
+    let (_, tb) = app
+        .solved
+        .find(t.need("board")?, t.get("variant").unwrap_or("expectation"))?;
     let seed_text = t.get("seed").unwrap_or("0");
     let seed: u64 = seed_text.trim().parse().map_err(|_| {
         ApiError::bad(format!(

@@ -16,7 +16,10 @@ pub fn get(path: &str) -> Option<(&'static str, &'static [u8])> {
             "text/css; charset=utf-8",
             include_bytes!("web/style.css").as_slice(),
         ),
-        "/favicon.svg" => ("image/svg+xml", include_bytes!("web/favicon.svg").as_slice()),
+        "/favicon.svg" => (
+            "image/svg+xml",
+            include_bytes!("web/favicon.svg").as_slice(),
+        ),
         _ => return None,
     })
 }

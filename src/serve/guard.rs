@@ -88,7 +88,12 @@ mod tests {
     #[test]
     fn hosts_of_a_loopback_server() {
         let g = Guard::new("127.0.0.1:8048".parse().unwrap());
-        for ok in ["127.0.0.1:8048", "localhost:8048", "LOCALHOST:8048", "[::1]:8048"] {
+        for ok in [
+            "127.0.0.1:8048",
+            "localhost:8048",
+            "LOCALHOST:8048",
+            "[::1]:8048",
+        ] {
             assert!(g.host_allowed(ok), "{ok}");
         }
         for bad in [

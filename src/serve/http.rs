@@ -333,16 +333,39 @@ mod tests {
 
     #[test]
     fn requests_are_read_within_their_bounds() {
-        let rq = read("\r\nPOST /api/sql?x=1 HTTP/1.1\r\nHost: a:1\r\nContent-Length: 4\r\n\r\nbody").ok().unwrap();
-        assert_eq!((rq.method.as_str(), rq.target.as_str()), ("POST", "/api/sql?x=1"));
-        assert_eq!((rq.header("host"), rq.body.as_slice(), rq.close), (Some("a:1"), &b"body"[..], false));
+        let rq =
+            read("\r\nPOST /api/sql?x=1 HTTP/1.1\r\nHost: a:1\r\nContent-Length: 4\r\n\r\nbody")
+                .ok()
+                .unwrap();
+        assert_eq!(
+            (rq.method.as_str(), rq.target.as_str()),
+            ("POST", "/api/sql?x=1")
+        );
+        assert_eq!(
+            (rq.header("host"), rq.body.as_slice(), rq.close),
+            (Some("a:1"), &b"body"[..], false)
+        );
         assert!(read("GET / HTTP/1.0\r\n\r\n").ok().unwrap().close);
-        assert!(read("GET / HTTP/1.1\r\nConnection: close\r\n\r\n").ok().unwrap().close);
-        assert_eq!(refused("POST / HTTP/1.1\r\nContent-Length: 17\r\n\r\n"), 413);
-        assert_eq!(refused("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"), 411);
+        assert!(
+            read("GET / HTTP/1.1\r\nConnection: close\r\n\r\n")
+                .ok()
+                .unwrap()
+                .close
+        );
+        assert_eq!(
+            refused("POST / HTTP/1.1\r\nContent-Length: 17\r\n\r\n"),
+            413
+        );
+        assert_eq!(
+            refused("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"),
+            411
+        );
         assert_eq!(refused("GET / HTTP/2\r\n\r\n"), 505);
         assert_eq!(refused("GET /\r\n\r\n"), 400);
-        assert_eq!(refused(&format!("GET /{} HTTP/1.1\r\n\r\n", "a".repeat(9000))), 431);
+        assert_eq!(
+            refused(&format!("GET /{} HTTP/1.1\r\n\r\n", "a".repeat(9000))),
+            431
+        );
         assert_eq!(refused("GET / HTTP/1.1\r\nHost: a"), 0); // a line cut short
         assert_eq!(refused(""), 0);
     }

@@ -53,13 +53,16 @@ pub struct Config {
     pub renderer: Option<Renderer>,
 }
 
+/// Renders the report of `data` into `out`, saying one line per step.
+pub type Render = fn(data: &Path, out: &Path, say: &dyn Fn(&str)) -> Result<(), String>;
+
 /// The report's side of the Figures tab, given by the caller.
 #[derive(Clone, Copy)]
 pub struct Renderer {
     /// True when the report in `out` was made from the solves in `data` as they are now.
     pub current: fn(data: &Path, out: &Path) -> Result<bool, String>,
     /// Renders the report of `data` into `out`, saying one line per step.
-    pub render: fn(data: &Path, out: &Path, say: &dyn Fn(&str)) -> Result<(), String>,
+    pub render: Render,
     /// The report's page, relative to `out`.
     pub page: &'static str,
 }

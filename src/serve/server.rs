@@ -142,12 +142,14 @@ fn connection(app: &App, stream: TcpStream) {
     loop {
         let (reply, head, close) = match read_request(&mut reader, peer, MAX_BODY) {
             Ok(rq) => {
-                let reply = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    handle(app, &rq)
-                }))
-                .unwrap_or_else(|_| {
-                    Reply::error(&ApiError::new(500, "the request failed inside the server"))
-                });
+                let reply =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handle(app, &rq)))
+                        .unwrap_or_else(|_| {
+                            Reply::error(&ApiError::new(
+                                500,
+                                "the request failed inside the server",
+                            ))
+                        });
                 (reply, rq.method == "HEAD", rq.close)
             }
             Err(ReadError::Closed) => return,

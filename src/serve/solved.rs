@@ -86,8 +86,7 @@ impl Solved {
             .filter_map(|s| {
                 // A variant name the solver wrote always parses; one that does not is not ours.
                 let variant = Variant::parse(&s.variant, Given::default()).ok()?;
-                let tablebase = Tablebase::open(store, s.shape, variant)
-                    .map_err(|e| one_line(&e));
+                let tablebase = Tablebase::open(store, s.shape, variant).map_err(|e| one_line(&e));
                 Some(Solve {
                     shape: s.shape,
                     variant,
@@ -96,13 +95,7 @@ impl Solved {
                 })
             })
             .collect();
-        solves.sort_by_key(|s| {
-            (
-                s.shape.cells(),
-                s.shape.rows(),
-                variant_rank(&s.variant),
-            )
-        });
+        solves.sort_by_key(|s| (s.shape.cells(), s.shape.rows(), variant_rank(&s.variant)));
         Solved {
             store: store.clone(),
             solves,

@@ -207,7 +207,9 @@ pub fn sandbox(conn: Connection, data: &Path, n: usize) -> Result<Vec<Connection
     }
     let mut conns = Vec::with_capacity(n);
     for _ in 0..n {
-        let c = conn.try_clone().map_err(fail("a worker's connection".into()))?;
+        let c = conn
+            .try_clone()
+            .map_err(fail("a worker's connection".into()))?;
         c.execute_batch(LOSSLESS).map_err(fail(LOSSLESS.into()))?;
         conns.push(c);
     }
