@@ -41,7 +41,7 @@ pub struct App {
 pub const EXAMPLES: [(&str, &str); 6] = [
     (
         "Boards and variants solved",
-        "SELECT board, variant, sum(n_states) AS states, sum(n_afterstates) AS afterstates, max(age) AS max_age\nFROM ages GROUP BY ALL ORDER BY ALL",
+        "SELECT board, variant, sum(n_states)::BIGINT AS states, sum(n_afterstates)::BIGINT AS afterstates,\n       max(age) AS max_age\nFROM ages GROUP BY ALL ORDER BY ALL",
     ),
     (
         "Share of terminal states per age on 3x3",

@@ -4,7 +4,8 @@
 //     regret for optimal moves and the regret of a worse one, and undo takes it back;
 //   - Analyse: a pasted board shows the numbers `best --format json` prints, for every
 //     variant, and a malformed board the CLI's one line;
-//   - SQL: an example query runs, a forbidden statement is refused on the page.
+//   - SQL: an example query runs, a forbidden statement is refused on the page;
+//   - Figures: the missing report is rendered, its steps shown, then the page shows it.
 // It solves 3x3 and 2x3 into DATA (default WORK/data; reused once solved), serves them on a
 // free port of loopback, and saves screenshots of Play and Analyse into SCREENSHOTS.
 //
@@ -64,7 +65,10 @@ for (const [board, variants] of [['3x3', 'expectation'], ['2x3', 'expectation,go
   execFileSync(bin, ['solve', '--board', board, '--variant', variants, '--data', data, '--quiet'], { stdio: 'inherit' });
 }
 
-const server = spawn(bin, ['serve', '--data', data, '--port', '0', '--reports', join(work, 'reports')], {
+// A report folder of its own, rendered afresh by the Figures tab.
+const reports = join(work, 'reports');
+rmSync(reports, { recursive: true, force: true });
+const server = spawn(bin, ['serve', '--data', data, '--port', '0', '--reports', reports], {
   stdio: ['ignore', 'pipe', 'inherit'],
 });
 const url = await new Promise((resolve, reject) => {
@@ -203,6 +207,20 @@ await check('SQL: an example query runs; a forbidden statement is refused on the
   const error = await page.textContent('#sql-error');
   assert(/^refused: only read-only queries/.test(error), error);
   eq(await page.$$eval('#sql-result tr', (trs) => trs.length), 0, 'no result shown');
+});
+
+await check('Figures: a missing report is rendered with its steps shown, then shown', async () => {
+  await open('#figures');
+  // The render's steps as they come (`report: [n/N] …`), then the report itself.
+  await page.waitForFunction(() => /report: \[\d+\/\d+\]/.test(document.getElementById('fig-lines').textContent), null, { timeout: 60000 });
+  await page.waitForSelector('#fig-frame:not([hidden])', { timeout: 180000 });
+  const status = await page.textContent('#fig-status');
+  assert(/^The report of this data/.test(status), status);
+  const frame = page.frames().find((f) => f.url().endsWith('/reports/index.html'));
+  assert(frame, 'the report is in the frame');
+  await frame.waitForSelector('img[src^="figures/"]');
+  const figures = await frame.$$eval('img[src^="figures/"]', (imgs) => imgs.length);
+  assert(figures >= 5, `${figures} figures`);
 });
 
 await context.close();
