@@ -1,7 +1,8 @@
 # age2048 — the targets mirror CI (.ci/run runs `make lint test`).
 #
 #   make solve report   solve the default boards and render every figure into reports/
-#   make test           the test suite (solves 2x2 … 3x3 and checks them)
+#   make test           the test suite (solves 2x2 … 3x3 and checks them), then the browser tests
+#   make serve          the web app over data/ at http://127.0.0.1:8048/
 #   make bench          time the solver against the reference solver; results in reports/bench/
 
 BOARDS   ?= 2x2 2x3 2x4 3x3
@@ -29,7 +30,7 @@ FEATURES ?= --features bundled
 endif
 BIN      := $(CARGO_TARGET_DIR)/debug/age2048
 
-.PHONY: all build solve report test lint fmt bench clean
+.PHONY: all build solve report test browser-test serve lint fmt bench clean
 
 all: build
 
@@ -51,6 +52,15 @@ report: build
 
 test:
 	$(CARGO) test $(FEATURES)
+	scripts/browser-test.sh $(BIN)
+
+# The web app in headless Chromium (installs Debian's chromium and the npm lockfile's
+# packages where missing); screenshots of Play and Analyse land in $(CARGO_TARGET_DIR)/browser/screenshots.
+browser-test: build
+	scripts/browser-test.sh $(BIN)
+
+serve: build
+	$(BIN) serve --data $(DATA) --reports $(OUT)
 
 lint:
 	$(CARGO) fmt --all -- --check

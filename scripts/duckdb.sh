@@ -7,13 +7,15 @@
 #                            that directory; print nothing (and say why on stderr) if no
 #                            prebuilt library fits this OS/CPU: the build then compiles DuckDB
 #
-# The library is the one inside the Linux x86-64 package of DuckDB's Node bindings on the npm
-# registry: the same libduckdb.so DuckDB publishes, pinned by version and SHA-256 of the
-# package. Its version must be the one the `duckdb` crate encodes (=1.MMmmpp.x → vMM.mm.pp).
+# The library is the one inside the Linux x86-64 package of DuckDB's Node bindings, fetched by
+# its name through npm (`npm pack`, from whatever registry npm is configured with): the same
+# libduckdb.so DuckDB publishes, pinned by version and by the SHA-256 of the package. Its
+# version must be the one the `duckdb` crate encodes (=1.MMmmpp.x → vMM.mm.pp).
 set -euo pipefail
 VERSION=1.5.6
-PACKAGE=node-bindings-linux-x64-${VERSION}-r.1.tgz
-URL=https://registry.npmjs.org/@duckdb/node-bindings-linux-x64/-/${PACKAGE}
+NAME=@duckdb/node-bindings-linux-x64
+SPEC=${NAME}@${VERSION}-r.1
+PACKAGE=duckdb-node-bindings-linux-x64-${VERSION}-r.1.tgz
 SHA256=1b9f82478539bb9a1d1df44bd103121a12ae52142c07158dc52b97d2ec1d69ff
 
 root=${1:?usage: scripts/duckdb.sh ROOT}
@@ -30,13 +32,13 @@ mkdir -p "$dir"
 tmp=$(mktemp -d "$dir/.fetch.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 fetch() {
-  if command -v curl >/dev/null; then curl -fsSL --retry 3 -o "$tmp/$PACKAGE" "$URL"
-  else wget -q -O "$tmp/$PACKAGE" "$URL"; fi
+  command -v npm >/dev/null || { echo "npm is not installed"; return 1; }
+  (cd "$tmp" && npm pack "$SPEC" --pack-destination "$tmp" --loglevel=error >/dev/null)
 }
-# One line whatever happens: the downloader's own message goes into ours.
-if ! fetch 2>"$tmp/fetch.err"; then
+# One line whatever happens: npm's own message goes into ours.
+if ! fetch >"$tmp/fetch.err" 2>&1 || [ ! -f "$tmp/$PACKAGE" ]; then
   why=$(tr -s '\n' ' ' < "$tmp/fetch.err" | cut -c1-160)
-  echo "duckdb: cannot download $URL (${why% }): compiling DuckDB ${VERSION} from source instead (or set DUCKDB_LIB_DIR to a libduckdb ${VERSION})" >&2
+  echo "duckdb: cannot fetch $SPEC with npm pack (${why% }): compiling DuckDB ${VERSION} from source instead (or set DUCKDB_LIB_DIR to a libduckdb ${VERSION})" >&2
   exit 0
 fi
 got=$(sha256sum "$tmp/$PACKAGE" | cut -d' ' -f1)

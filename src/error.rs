@@ -33,3 +33,20 @@ impl Kind {
 pub trait ErrorKind {
     fn kind(&self) -> Kind;
 }
+
+/// An error and its sources on one line (`error: cause: cause`), each message once: how every
+/// command (and `serve`'s API) states a problem.
+pub fn one_line(e: &dyn std::error::Error) -> String {
+    let mut parts: Vec<String> = vec![e.to_string()];
+    let mut src = e.source();
+    while let Some(s) = src {
+        let m = s.to_string();
+        // A transparent wrapper repeats its source's message; say it once.
+        if parts.last() != Some(&m) {
+            parts.push(m);
+        }
+        src = s.source();
+    }
+    let line = parts.join(": ");
+    line.split_whitespace().collect::<Vec<_>>().join(" ")
+}

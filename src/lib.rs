@@ -5,7 +5,8 @@
 //!
 //! ```text
 //! rules ◀── solver ──▶ store ◀── query ◀── report ◀── cli
-//!             └──────▶ index ◀──────┘
+//!             └──────▶ index ◀──────┘ ▲                 │
+//!                                     └──── serve ◀─────┘
 //! ```
 //!
 //! - [`rules`]: the game (boards, moves, symmetry, variants); no I/O.
@@ -14,6 +15,7 @@
 //! - [`index`]: Elias-Fano sets and the age index file format.
 //! - [`query`]: answers from solved data (tablebase look-ups, SQL catalog).
 //! - [`report`]: figures, tables and comparisons (feature `report`).
+//! - [`serve`]: the solution in the browser and its JSON API (feature `report`).
 //! - [`cli`]: the commands.
 //! - [`error`]: the kinds of error and their exit statuses.
 
@@ -25,5 +27,7 @@ pub mod query;
 #[cfg(feature = "report")]
 pub mod report;
 pub mod rules;
+#[cfg(feature = "report")]
+pub mod serve;
 pub mod solver;
 pub mod store;

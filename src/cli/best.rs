@@ -10,9 +10,8 @@ use clap::Args;
 use super::output::{csv_field, say, Format};
 use super::solved::SolvedArgs;
 use super::CliError;
-use crate::query::Tablebase;
+use crate::query::{Answer, Tablebase};
 use crate::rules::parse_board;
-use crate::rules::Dir;
 use crate::store::{Store, StoreError};
 
 #[derive(Args, Debug)]
@@ -84,33 +83,11 @@ pub fn run(a: &BestArgs) -> Result<(), CliError> {
         ));
     }
     let boards = read_boards(a)?;
-    let mut rows: Vec<(String, Row)> = Vec::with_capacity(boards.len());
+    let mut rows: Vec<(String, Answer)> = Vec::with_capacity(boards.len());
     for text in boards {
         let code = parse_board(&text, shape)?;
-        if !tb.has_values() {
-            let best = tb.best_move(code, &text)?;
-            rows.push((
-                text,
-                Row {
-                    q: [None; 4],
-                    value: None,
-                    best,
-                },
-            ));
-            continue;
-        }
-        let mut ev = tb.evaluate(code, &text)?;
-        if !variant.scored() {
-            // Probabilities: shown in [0, 1] whatever the rounding of the sums behind them.
-            ev.value = ev.value.clamp(0.0, 1.0);
-            ev.q = ev.q.map(|q| q.map(|x| x.clamp(0.0, 1.0)));
-        }
-        let row = Row {
-            q: ev.q,
-            value: Some(ev.value),
-            best: ev.best,
-        };
-        rows.push((text, row));
+        let answer = tb.answer(code, &text)?;
+        rows.push((text, answer));
     }
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
@@ -119,24 +96,16 @@ pub fn run(a: &BestArgs) -> Result<(), CliError> {
         .map_err(CliError::stdout)
 }
 
-/// What is printed of a board: its q-values and value (none in the policy layout), its best
-/// move.
-struct Row {
-    q: [Option<f64>; 4],
-    value: Option<f64>,
-    best: Option<Dir>,
-}
-
 fn num(x: Option<f64>) -> String {
     x.map_or(String::new(), |v| v.to_string())
 }
 
 fn write_evaluations(
-    rows: &[(String, Row)],
+    rows: &[(String, Answer)],
     format: Format,
     out: &mut dyn Write,
 ) -> io::Result<()> {
-    let best = |e: &Row| e.best.map_or(String::new(), |d| d.letter().to_string());
+    let best = |e: &Answer| e.best.map_or(String::new(), |d| d.letter().to_string());
     match format {
         Format::Csv => {
             writeln!(out, "board,L,R,U,D,value,best")?;
@@ -155,15 +124,7 @@ fn write_evaluations(
             }
         }
         Format::Json => {
-            let v: Vec<serde_json::Value> = rows
-                .iter()
-                .map(|(text, e)| {
-                    serde_json::json!({
-                        "board": text, "L": e.q[0], "R": e.q[1], "U": e.q[2], "D": e.q[3],
-                        "value": e.value, "best": e.best.map(|d| d.letter().to_string()),
-                    })
-                })
-                .collect();
+            let v: Vec<serde_json::Value> = rows.iter().map(|(text, e)| e.json(text)).collect();
             writeln!(
                 out,
                 "{}",

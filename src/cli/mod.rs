@@ -15,6 +15,8 @@ pub mod output;
 pub mod play;
 #[cfg(feature = "report")]
 pub mod report;
+#[cfg(feature = "report")]
+pub mod serve;
 pub mod solve;
 pub mod solved;
 #[cfg(feature = "report")]
@@ -66,6 +68,9 @@ pub enum Command {
     #[cfg(feature = "report")]
     /// Compare variants of a board: values at the starts, per-age differences, changed best moves.
     Compare(report::CompareArgs),
+    #[cfg(feature = "report")]
+    /// Serve the solution in the browser: play, analyse any board, the figures, SQL (and a JSON API).
+    Serve(serve::ServeArgs),
 }
 
 /// Runs a parsed command line.
@@ -83,6 +88,8 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Report(a) => report::run_report(&a),
         #[cfg(feature = "report")]
         Command::Compare(a) => report::run_compare(&a),
+        #[cfg(feature = "report")]
+        Command::Serve(a) => serve::run(&a),
     }
 }
 
@@ -102,6 +109,9 @@ pub enum CliError {
     #[cfg(feature = "report")]
     #[error(transparent)]
     Report(#[from] crate::report::ReportError),
+    #[cfg(feature = "report")]
+    #[error(transparent)]
+    Serve(#[from] crate::serve::ServeError),
     /// A flag or argument that cannot be used.
     #[error("{0}")]
     Usage(String),
@@ -144,6 +154,8 @@ impl ErrorKind for CliError {
             CliError::Query(e) => e.kind(),
             #[cfg(feature = "report")]
             CliError::Report(e) => e.kind(),
+            #[cfg(feature = "report")]
+            CliError::Serve(e) => e.kind(),
             CliError::Usage(_) => Kind::Input,
             CliError::Damaged { .. } => Kind::Data,
             CliError::Output { .. } => Kind::Internal,
@@ -151,21 +163,7 @@ impl ErrorKind for CliError {
     }
 }
 
-/// The error and its sources on one line (`error: cause: cause`), each message once.
-pub fn one_line(e: &dyn std::error::Error) -> String {
-    let mut parts: Vec<String> = vec![e.to_string()];
-    let mut src = e.source();
-    while let Some(s) = src {
-        let m = s.to_string();
-        // A transparent wrapper repeats its source's message; say it once.
-        if parts.last() != Some(&m) {
-            parts.push(m);
-        }
-        src = s.source();
-    }
-    let line = parts.join(": ");
-    line.split_whitespace().collect::<Vec<_>>().join(" ")
-}
+pub use crate::error::one_line;
 
 /// Starts the global thread pool with `threads` workers (all cores by default).
 pub(crate) fn set_threads(threads: Option<usize>) -> Result<(), CliError> {

@@ -23,6 +23,57 @@ pub struct Evaluation {
     pub best: Option<Dir>,
 }
 
+impl Evaluation {
+    /// As shown to a user: for a variant whose values are probabilities, the value and the
+    /// q-values in [0, 1] whatever the rounding of the sums behind them.
+    pub fn shown(mut self, variant: &Variant) -> Evaluation {
+        if !variant.scored() {
+            self.value = self.value.clamp(0.0, 1.0);
+            self.q = self.q.map(|q| q.map(|x| x.clamp(0.0, 1.0)));
+        }
+        self
+    }
+}
+
+/// What `best` answers of a board in every layout: its q-values and value as shown (none in
+/// the policy layout, which keeps the best move only) and its best move.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Answer {
+    pub q: [Option<f64>; 4],
+    pub value: Option<f64>,
+    pub best: Option<Dir>,
+}
+
+impl Answer {
+    /// The answer of a layout with values.
+    pub fn of(ev: Evaluation, variant: &Variant) -> Answer {
+        let ev = ev.shown(variant);
+        Answer {
+            q: ev.q,
+            value: Some(ev.value),
+            best: ev.best,
+        }
+    }
+
+    /// The answer of the policy layout: the move alone.
+    pub fn move_only(best: Option<Dir>) -> Answer {
+        Answer {
+            q: [None; 4],
+            value: None,
+            best,
+        }
+    }
+
+    /// The object `best --format json` prints for the board `text`: its q-values (`null` for
+    /// an invalid move or a layout without values), value and best move.
+    pub fn json(&self, text: &str) -> serde_json::Value {
+        serde_json::json!({
+            "board": text, "L": self.q[0], "R": self.q[1], "U": self.q[2], "D": self.q[3],
+            "value": self.value, "best": self.best.map(|d| d.letter().to_string()),
+        })
+    }
+}
+
 /// Evaluates `code` under `variant`. `index` must be the index of the board's age for this
 /// game and variant (`None` if the solve has no board of that age).
 ///

@@ -20,6 +20,6 @@ pub mod tablebase;
 #[cfg(feature = "report")]
 pub mod text;
 
-pub use best::Evaluation;
+pub use best::{Answer, Evaluation};
 pub use error::{QueryError, Result};
 pub use tablebase::Tablebase;

@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 
 use memmap2::Mmap;
 
-use super::best::{evaluate, Evaluation};
+use super::best::{evaluate, Answer, Evaluation};
 use super::{QueryError, Result};
 use crate::index::{AgeIndex, Policy};
 use crate::rules::board;
@@ -164,6 +164,16 @@ impl Tablebase {
         // while we hold the map; a file replaced meanwhile keeps its old inode alive for us.
         let map = unsafe { Mmap::map(&file) }.map_err(|e| StoreError::io(&path, e))?;
         Ok((map, path))
+    }
+
+    /// What `best` answers of a board (exactly as given) in every layout: q-values, value and
+    /// best move where the solve has values, the best move alone in the policy layout.
+    pub fn answer(&self, code: u64, text: &str) -> Result<Answer> {
+        if self.has_values() {
+            Ok(Answer::of(self.evaluate(code, text)?, &self.variant))
+        } else {
+            Ok(Answer::move_only(self.best_move(code, text)?))
+        }
     }
 
     /// The best move of a board (exactly as given), in every layout: `None` at a board without

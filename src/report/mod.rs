@@ -134,6 +134,21 @@ impl Progress<'_> {
     }
 }
 
+/// The report's page, relative to its folder.
+pub const PAGE: &str = "index.html";
+
+/// True when `out` holds a report of the solves in `data` as they are now: its page is there
+/// and its list of data files (`tables/provenance.csv`, every file with its SHA-256) is the
+/// one the manifests give today.
+pub fn is_current(data: &Path, out: &Path) -> Result<bool, ReportError> {
+    let store = Store::open(data)?;
+    let manifests = data::load_manifests(&store)?;
+    let table = tables::provenance_table(&manifests);
+    let want = table.csv()?;
+    let have = std::fs::read(out.join("tables").join(format!("{}.csv", table.name)));
+    Ok(out.join(PAGE).is_file() && have.is_ok_and(|h| h == want))
+}
+
 /// The `report` command: reads the solved data under `data` and writes the report to `out`;
 /// `say` receives a line per step.
 pub fn run_report(
@@ -296,7 +311,7 @@ pub fn run_report(
         manifests: &manifests,
     };
     write_atomic(&out.join("README.md"), page::readme(&inp).as_bytes())?;
-    write_atomic(&out.join("index.html"), page::index_html(&inp).as_bytes())?;
+    write_atomic(&out.join(PAGE), page::index_html(&inp).as_bytes())?;
     summary.files.push(PathBuf::from("README.md"));
     summary.files.push(PathBuf::from("index.html"));
     progress.step("README.md and index.html");

@@ -1,0 +1,253 @@
+//! A bounded load generator for `age2048 serve`, loopback only: `CLIENTS` clients, each on
+//! its own keep-alive connection, for `SECONDS`, a mix of look-ups (`/api/best` of boards
+//! sampled from the solve), game steps (`/api/game`, a game growing move by move) and
+//! queries (`/api/sql`: a cheap one, and on one client a slow one over every 3x3 state). It
+//! prints a Markdown table of latencies by kind (median, p99, max), the requests that failed,
+//! and the server's resident memory sampled every second (`/proc/PID/status`).
+//!
+//! ```sh
+//! cargo run --example serve_load -- 127.0.0.1:8048 SERVER_PID 32 60
+//! ```
+//! (`benches/serve.sh` starts the server over data/ and writes `reports/bench/serve.md`.)
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// One keep-alive connection.
+struct Client {
+    addr: String,
+    stream: BufReader<TcpStream>,
+}
+
+impl Client {
+    fn connect(addr: &str) -> std::io::Result<Client> {
+        let s = TcpStream::connect(addr)?;
+        // Longer than the server's query limit (120 s by default): every answer is waited for.
+        s.set_read_timeout(Some(Duration::from_secs(300)))?;
+        s.set_nodelay(true)?;
+        Ok(Client {
+            addr: addr.to_string(),
+            stream: BufReader::new(s),
+        })
+    }
+
+    /// One request; the status and the body.
+    fn request(&mut self, method: &str, path: &str, body: &str) -> std::io::Result<(u16, String)> {
+        let head = format!(
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            self.addr,
+            body.len()
+        );
+        self.stream.get_mut().write_all(head.as_bytes())?;
+        let mut line = String::new();
+        self.stream.read_line(&mut line)?;
+        let status: u16 = line
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| std::io::Error::other(format!("bad status line '{line}'")))?;
+        let mut len = 0usize;
+        loop {
+            line.clear();
+            self.stream.read_line(&mut line)?;
+            if line == "\r\n" || line.is_empty() {
+                break;
+            }
+            if let Some((k, v)) = line.split_once(':') {
+                if k.eq_ignore_ascii_case("content-length") {
+                    len = v.trim().parse().unwrap_or(0);
+                }
+            }
+        }
+        let mut buf = vec![0u8; len];
+        self.stream.read_exact(&mut buf)?;
+        Ok((status, String::from_utf8_lossy(&buf).into_owned()))
+    }
+}
+
+fn enc(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+/// xorshift64*, enough to pick boards and kinds.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+}
+
+fn rss_mib(pid: u32) -> Option<f64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let kb: f64 = s
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
+    Some(kb / 1024.0)
+}
+
+fn pct(v: &[f64], p: f64) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v[((v.len() as f64 - 1.0) * p).round() as usize]
+}
+
+/// Seconds of DuckDB's work over every 3x3 state: the median state value of each age.
+const SLOW: &str = "SELECT age, quantile_cont(value, 0.5) AS median_value FROM states WHERE board = '3x3' AND variant = 'expectation' GROUP BY age ORDER BY age";
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.len() != 5 {
+        eprintln!("usage: serve_load ADDR SERVER_PID CLIENTS SECONDS");
+        std::process::exit(2);
+    }
+    let addr = args[1].clone();
+    let sock: SocketAddr = addr.parse().expect("ADDR is ip:port");
+    assert!(sock.ip().is_loopback(), "loopback only");
+    let pid: u32 = args[2].parse().expect("SERVER_PID");
+    let clients: usize = args[3].parse().expect("CLIENTS");
+    let seconds: u64 = args[4].parse().expect("SECONDS");
+    assert!(
+        clients <= 256 && seconds <= 3600,
+        "bounded: at most 256 clients, an hour"
+    );
+
+    // Boards to look up: a sample of the 3x3 states, as board text.
+    let mut c = Client::connect(&addr).expect("server answers");
+    let q = r#"{"query": "SELECT board_text(id, board) AS b FROM states WHERE board = '3x3' AND variant = 'expectation' USING SAMPLE 5000 ROWS"}"#;
+    let (status, body) = c.request("POST", "/api/sql", q).expect("sample");
+    assert_eq!(status, 200, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let boards: Arc<Vec<String>> = Arc::new(
+        v["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r[0].as_str().unwrap().to_string())
+            .collect(),
+    );
+    eprintln!(
+        "{} boards sampled; {clients} clients for {seconds} s",
+        boards.len()
+    );
+
+    let lat: Arc<Mutex<BTreeMap<&'static str, Vec<f64>>>> = Arc::default();
+    let failed: Arc<Mutex<BTreeMap<String, usize>>> = Arc::default();
+    let end = Instant::now() + Duration::from_secs(seconds);
+    let mut rss: Vec<f64> = Vec::new();
+    let threads: Vec<_> = (0..clients)
+        .map(|i| {
+            let (addr, boards, lat, failed) =
+                (addr.clone(), boards.clone(), lat.clone(), failed.clone());
+            std::thread::spawn(move || {
+                let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ (i as u64 + 1));
+                let mut client = Client::connect(&addr).expect("connect");
+                let mut moves = String::new();
+                let seed = i as u64;
+                while Instant::now() < end {
+                    let r = rng.next() % 100;
+                    let (kind, method, path, body): (&str, &str, String, String) = if i == 0 {
+                        ("slow query", "POST", "/api/sql".into(), serde_json::json!({ "query": SLOW }).to_string())
+                    } else if r < 70 {
+                        let b = &boards[(rng.next() % boards.len() as u64) as usize];
+                        ("look-up", "GET", format!("/api/best?board=3x3&b={}", enc(b)), String::new())
+                    } else if r < 92 {
+                        ("game step", "GET", format!("/api/game?board=3x3&seed={seed}&moves={moves}"), String::new())
+                    } else {
+                        ("query", "POST", "/api/sql".into(), r#"{"query": "SELECT variant, sum(n_states) FROM ages WHERE board = '3x3' GROUP BY ALL"}"#.into())
+                    };
+                    let t = Instant::now();
+                    let res = client.request(method, &path, &body);
+                    let ms = t.elapsed().as_secs_f64() * 1e3;
+                    match res {
+                        Ok((200, body)) => {
+                            lat.lock().unwrap().entry(kind).or_default().push(ms);
+                            if kind == "game step" {
+                                // Play on by the best move, a new game when this one ends.
+                                let g: serde_json::Value = serde_json::from_str(&body).unwrap();
+                                match g["now"]["best"].as_str() {
+                                    Some(b) => moves.push_str(b),
+                                    None => moves.clear(),
+                                }
+                            }
+                        }
+                        Ok((s, body)) => {
+                            *failed.lock().unwrap().entry(format!("answered {s}: {kind}: {}", body.chars().take(100).collect::<String>())).or_default() += 1;
+                        }
+                        Err(e) => {
+                            *failed.lock().unwrap().entry(format!("not answered: {kind}: {e}")).or_default() += 1;
+                            client = match Client::connect(&addr) {
+                                Ok(c) => c,
+                                Err(_) => return,
+                            };
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    while Instant::now() < end {
+        if let Some(m) = rss_mib(pid) {
+            rss.push(m);
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    for t in threads {
+        let _ = t.join();
+    }
+    let rss_end = rss_mib(pid).unwrap_or(f64::NAN);
+    println!("| kind | requests | median ms | p99 ms | max ms |");
+    println!("|---|---:|---:|---:|---:|");
+    let mut total = 0;
+    for (kind, v) in lat.lock().unwrap().iter_mut() {
+        v.sort_by(f64::total_cmp);
+        total += v.len();
+        println!(
+            "| {kind} | {} | {:.2} | {:.2} | {:.2} |",
+            v.len(),
+            pct(v, 0.5),
+            pct(v, 0.99),
+            v.last().copied().unwrap_or(f64::NAN)
+        );
+    }
+    let failed = failed.lock().unwrap();
+    let unanswered: usize = failed
+        .iter()
+        .filter(|(k, _)| k.starts_with("not answered"))
+        .map(|(_, n)| n)
+        .sum();
+    let other: usize = failed.values().sum::<usize>() - unanswered;
+    println!();
+    println!(
+        "{total} requests answered 200 in {seconds} s ({:.0}/s), {other} answered with another status, {unanswered} not answered",
+        total as f64 / seconds as f64
+    );
+    for (what, n) in failed.iter() {
+        println!("- {n} × {what}");
+    }
+    let first = rss.first().copied().unwrap_or(f64::NAN);
+    let max = rss.iter().copied().fold(f64::NAN, f64::max);
+    println!(
+        "server resident memory: {first:.0} MiB at the start, at most {max:.0} MiB, {rss_end:.0} MiB at the end (sampled every second)"
+    );
+    let every10: Vec<String> = rss.iter().step_by(10).map(|m| format!("{m:.0}")).collect();
+    println!("resident memory every 10 s, MiB: {}", every10.join(", "));
+}

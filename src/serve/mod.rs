@@ -1,0 +1,71 @@
+//! `serve`: the solution in the browser. One process serves a small web app (Play, Analyse,
+//! Figures, SQL: plain HTML, CSS and JavaScript embedded in the binary) and the JSON API under
+//! `/api/` the app is built on, over a solved data directory.
+//!
+//! - [`server`]: binds, gives each connection (at most 256) a thread that answers its requests
+//!   one at a time;
+//! - [`guard`]: what a request must be to be served (its `Host`, the origin of a write);
+//! - [`http`]: HTTP/1.1 over `std::net`: a request read within bounds, its target decoded, a
+//!   reply written;
+//! - [`api`]: the routes of `/api/`;
+//! - [`solved`]: the solved boards and variants, opened for look-ups;
+//! - [`game`]: a game replayed from its seed and moves, with the regret of each move;
+//! - [`sql`]: read-only statements on a sandboxed DuckDB, capped in rows and time;
+//! - [`figures`]: the report's figures and tables, rendered when stale;
+//! - [`assets`]: the web app's files.
+//!
+//! Nothing in the data directory changes through the server: look-ups read the memory-mapped
+//! indexes, and queries run on a DuckDB whose external access is off but for the data
+//! directory, its configuration locked. The report is rendered by the caller's [`Renderer`]
+//! (the `report` room, which this room does not import).
+
+pub mod api;
+pub mod assets;
+pub mod error;
+pub mod figures;
+pub mod game;
+pub mod guard;
+pub mod http;
+pub mod server;
+pub mod solved;
+pub mod sql;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub use error::{ApiError, ServeError};
+pub use server::{start, Running};
+
+/// What `age2048 serve` was asked to do, checked.
+pub struct Config {
+    /// The solved data directory.
+    pub data: PathBuf,
+    /// The address to listen on (port 0: any free port).
+    pub addr: SocketAddr,
+    /// Where the report's figures and tables are read from (and rendered into when stale).
+    pub reports: PathBuf,
+    /// How long a query may run before it is interrupted.
+    pub sql_timeout: Duration,
+    /// The most rows a query answers with (the rest are cut, with a note).
+    pub max_rows: usize,
+    /// How the report is checked and rendered (`None`: figures are served as they are).
+    pub renderer: Option<Renderer>,
+}
+
+/// Renders the report of `data` into `out`, saying one line per step.
+pub type Render = fn(data: &Path, out: &Path, say: &dyn Fn(&str)) -> Result<(), String>;
+
+/// The report's side of the Figures tab, given by the caller.
+#[derive(Clone, Copy)]
+pub struct Renderer {
+    /// True when the report in `out` was made from the solves in `data` as they are now.
+    pub current: fn(data: &Path, out: &Path) -> Result<bool, String>,
+    /// Renders the report of `data` into `out`, saying one line per step.
+    pub render: Render,
+    /// The report's page, relative to `out`.
+    pub page: &'static str,
+}
+
+/// The largest request body read (a query, a board).
+pub const MAX_BODY: usize = 64 * 1024;

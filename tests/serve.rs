@@ -1,0 +1,952 @@
+//! `age2048 serve` as a client sees it: the real binary serving real solves (2x3 in the full
+//! and compact layouts, 3x3), every `/api/` route answered as the CLI answers, and every
+//! refusal of its safety rules (Host, origin, body size, statements that are not one
+//! read-only query, files outside the data directory, the time limit), with the data
+//! directory unchanged after all of it.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant, SystemTime};
+
+use serde_json::{json, Value};
+
+mod common;
+use common::{bin, fresh_dir, run, solve_all, stderr, stdout};
+
+/// The solves every test reads: 2x3 expectation and goal-128 in the full layout, 2x3
+/// pessimistic in the compact one, and 3x3 expectation. They live in a fixed folder that
+/// `solve` reuses once solved (the browser tests read it too, `scripts/browser-test.sh`).
+fn data() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("serve_data");
+        for args in [
+            &["--board", "2x3", "--variant", "expectation,goal-128"][..],
+            &["--board", "3x3", "--variant", "expectation"],
+            &[
+                "--board",
+                "2x3",
+                "--variant",
+                "pessimistic",
+                "--layout",
+                "compact",
+            ],
+        ] {
+            let mut all = vec!["solve", "--quiet", "--data", dir.to_str().unwrap()];
+            all.extend_from_slice(args);
+            let o = run(&all);
+            assert!(o.status.success(), "solve {args:?}: {}", stderr(&o));
+        }
+        dir
+    })
+}
+
+fn d() -> &'static str {
+    data().to_str().unwrap()
+}
+
+/// A server process, killed when dropped.
+struct Server {
+    child: Child,
+    addr: String,
+    reports: PathBuf,
+    /// Its standard output, kept open while it runs.
+    _stdout: BufReader<std::process::ChildStdout>,
+}
+
+impl Server {
+    fn start(extra: &[&str]) -> Server {
+        Server::start_on(data(), extra)
+    }
+
+    fn start_on(dir: &Path, extra: &[&str]) -> Server {
+        let reports = fresh_dir(&format!("serve_reports_{}", unique()));
+        let mut child = bin()
+            .args(["serve", "--data", dir.to_str().unwrap(), "--port", "0"])
+            .args(if extra.contains(&"--reports") {
+                vec![]
+            } else {
+                vec!["--reports", reports.to_str().unwrap()]
+            })
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("binary runs");
+        let mut line = String::new();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        out.read_line(&mut line).unwrap();
+        if !line.starts_with("age2048 serve: http://") {
+            let _ = child.kill();
+            let mut err = String::new();
+            child
+                .stderr
+                .take()
+                .unwrap()
+                .read_to_string(&mut err)
+                .unwrap();
+            panic!("serve did not start: {line}{err}");
+        }
+        let addr = line
+            .trim()
+            .trim_start_matches("age2048 serve: http://")
+            .trim_end_matches('/')
+            .to_string();
+        Server {
+            child,
+            addr,
+            reports,
+            _stdout: out,
+        }
+    }
+
+    fn get(&self, path: &str) -> Resp {
+        http(&self.addr, "GET", path, &[], b"")
+    }
+
+    fn json(&self, path: &str) -> (u16, Value) {
+        let r = self.get(path);
+        (r.status, r.json())
+    }
+
+    fn sql(&self, query: &str) -> (u16, Value) {
+        let body = serde_json::to_vec(&json!({ "query": query })).unwrap();
+        let r = http(
+            &self.addr,
+            "POST",
+            "/api/sql",
+            &[("Content-Type", "application/json")],
+            &body,
+        );
+        (r.status, r.json())
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.reports);
+    }
+}
+
+fn unique() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    N.fetch_add(1, Ordering::Relaxed)
+}
+
+struct Resp {
+    status: u16,
+    headers: BTreeMap<String, String>,
+    body: Vec<u8>,
+}
+
+impl Resp {
+    fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap_or_else(|e| {
+            panic!(
+                "not JSON ({e}): {} {}",
+                self.status,
+                String::from_utf8_lossy(&self.body)
+            )
+        })
+    }
+
+    fn error(&self) -> String {
+        self.json()["error"].as_str().unwrap_or("").to_string()
+    }
+}
+
+/// One HTTP/1.1 request on its own connection (a `Host` of the server's address unless given).
+fn http(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Resp {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
+    let mut req = format!(
+        "{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+        req.push_str(&format!("Host: {addr}\r\n"));
+    }
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    s.write_all(req.as_bytes()).unwrap();
+    let _ = s.write_all(body);
+    let mut buf = Vec::new();
+    let _ = s.read_to_end(&mut buf);
+    parse_response(&buf)
+}
+
+fn parse_response(buf: &[u8]) -> Resp {
+    let end = buf
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or_else(|| panic!("no response head: {}", String::from_utf8_lossy(buf)));
+    let head = String::from_utf8_lossy(&buf[..end]).to_string();
+    let mut lines = head.lines();
+    let status: u16 = lines
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    Resp {
+        status,
+        headers,
+        body: buf[end + 4..].to_vec(),
+    }
+}
+
+/// Percent-encodes a query-string value.
+fn enc(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+/// What the CLI prints after "age2048: error: " for the arguments.
+fn cli_error(args: &[&str]) -> String {
+    let o = run(args);
+    assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+    stderr(&o)
+        .trim()
+        .strip_prefix("age2048: error: ")
+        .unwrap_or_else(|| panic!("{}", stderr(&o)))
+        .to_string()
+}
+
+fn best_cli(board: &str, variant: &str, boards: &[&str]) -> Value {
+    let mut args = vec![
+        "best",
+        "--data",
+        d(),
+        "--board",
+        board,
+        "--variant",
+        variant,
+        "--format",
+        "json",
+    ];
+    args.extend_from_slice(boards);
+    let o = run(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    serde_json::from_str(&stdout(&o)).unwrap()
+}
+
+fn best_path(board: &str, variant: &str, boards: &[&str]) -> String {
+    let mut p = format!("/api/best?board={board}&variant={}", enc(variant));
+    for b in boards {
+        p.push_str(&format!("&b={}", enc(b)));
+    }
+    p
+}
+
+/// Every file of a directory with its size, modification time and bytes.
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, (u64, SystemTime, Vec<u8>)> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            let m = std::fs::symlink_metadata(&p).unwrap();
+            if m.is_dir() {
+                stack.push(p.clone());
+            }
+            let bytes = if m.is_file() {
+                std::fs::read(&p).unwrap()
+            } else {
+                Vec::new()
+            };
+            out.insert(p, (m.len(), m.modified().unwrap(), bytes));
+        }
+    }
+    out
+}
+
+#[test]
+fn best_answers_what_the_cli_prints() {
+    let s = Server::start(&[]);
+    for (board, variant, boards) in [
+        (
+            "3x3",
+            "expectation",
+            vec![". 8 4/4 . ./. . .", "4 4 4/4 . ./. . ."],
+        ),
+        ("2x3", "expectation", vec!["2 4 8/0 0 2"]),
+        ("2x3", "goal-128", vec!["2 4 8/0 0 2", "64 8 2/. . ."]),
+        ("2x3", "pessimistic", vec!["2 4 8/0 0 2"]),
+    ] {
+        let (status, v) = s.json(&best_path(board, variant, &boards));
+        assert_eq!(status, 200, "{v}");
+        assert_eq!(v, best_cli(board, variant, &boards), "{board} {variant}");
+    }
+}
+
+#[test]
+fn best_refuses_as_the_cli_does() {
+    let s = Server::start(&[]);
+    for (board, variant, b, status) in [
+        ("3x3", "expectation", "2 0 4/0 8 0", 400), // wrong row count
+        ("3x3", "expectation", "2 0 3/0 8 0/0 0 2", 400), // not a power of two
+        ("3x3", "expectation", "1024 1024 1024/0 0 0/0 0 2", 404), // no game reaches it
+        ("3x3", "optimistic", "2 0 4/0 8 0/0 0 2", 404), // not solved here
+        ("3x3", "goal-x", "2 0 4/0 8 0/0 0 2", 400), // not a variant
+        ("4x5", "expectation", "2", 400),           // not a board size
+    ] {
+        let r = s.get(&best_path(board, variant, &[b]));
+        assert_eq!(r.status, status, "{board} {variant} {b}: {}", r.error());
+        let cli = cli_error(&[
+            "best",
+            "--data",
+            d(),
+            "--board",
+            board,
+            "--variant",
+            variant,
+            b,
+        ]);
+        assert_eq!(r.error(), cli, "{board} {variant} {b}");
+    }
+    let r = s.get("/api/best?variant=expectation&b=2");
+    assert_eq!(
+        (r.status, r.error()),
+        (400, "missing parameter 'board'".into())
+    );
+    let r = s.get("/api/best?board=3x3");
+    assert_eq!(r.status, 400);
+    assert!(r.error().starts_with("no board given"), "{}", r.error());
+    let r = s.get("/api/nothing");
+    assert_eq!(r.status, 404);
+    let r = http(&s.addr, "DELETE", "/api/best?board=3x3", &[], b"");
+    assert_eq!(r.status, 405);
+}
+
+#[test]
+fn analyse_shows_every_variant_of_the_board() {
+    let s = Server::start(&[]);
+    let text = "2 4 8/0 0 2";
+    let (status, v) = s.json(&format!("/api/analyse?board=2x3&b={}", enc(text)));
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["shown"], "2 4 8/. . 2");
+    assert_eq!(v["age"], 16);
+    let rows = v["variants"].as_array().unwrap();
+    let names: Vec<&str> = rows
+        .iter()
+        .map(|r| r["variant"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["expectation", "pessimistic", "goal-128"]);
+    for r in rows {
+        let variant = r["variant"].as_str().unwrap();
+        let cli = &best_cli("2x3", variant, &[text])[0];
+        for k in ["L", "R", "U", "D", "value", "best"] {
+            assert_eq!(r[k], cli[k], "{variant} {k}");
+        }
+        // The compact solve says what it lacks.
+        assert_eq!(r["state_ids"], variant != "pessimistic", "{variant}");
+    }
+    // A board no game reaches: each variant says so in its row, in the CLI's words.
+    let text = "128 128 ./. . 2";
+    let (status, v) = s.json(&format!("/api/analyse?board=2x3&b={}", enc(text)));
+    assert_eq!(status, 200, "{v}");
+    let exp = &v["variants"][0];
+    assert_eq!(
+        exp["error"],
+        cli_error(&["best", "--data", d(), "--board", "2x3", text]),
+    );
+    // A malformed board is the answer's error.
+    let r = s.get("/api/analyse?board=2x3&b=2+4");
+    assert_eq!(r.status, 400);
+    assert_eq!(
+        r.error(),
+        cli_error(&["best", "--data", d(), "--board", "2x3", "2 4"])
+    );
+    let r = s.get("/api/analyse?board=4x4&b=2");
+    assert_eq!(r.status, 400, "{}", r.error());
+    let r = s.get("/api/analyse?board=2x2&b=2+0/0+2");
+    assert_eq!(r.status, 404, "{}", r.error());
+}
+
+#[test]
+fn a_game_replays_from_its_seed_and_moves() {
+    let s = Server::start(&[]);
+    let path =
+        |moves: &str| format!("/api/game?board=3x3&variant=expectation&seed=7&moves={moves}");
+    let (status, g0) = s.json(&path(""));
+    assert_eq!(status, 200, "{g0}");
+    assert_eq!(g0["played"], 0);
+    // Play the best move ten times: every move optimal, no regret.
+    let mut moves = String::new();
+    let mut g = g0.clone();
+    for _ in 0..10 {
+        let best = g["now"]["best"].as_str().unwrap().to_string();
+        // The q-values shown are the ones `best` prints for the board.
+        let board = g["now"]["board"].as_str().unwrap();
+        assert_eq!(g["now"], best_cli("3x3", "expectation", &[board])[0]);
+        moves.push_str(&best);
+        let (status, next) = s.json(&path(&moves));
+        assert_eq!(status, 200, "{next}");
+        g = next;
+        let last = g["history"].as_array().unwrap().last().unwrap().clone();
+        assert_eq!(last["regret"], 0.0);
+        assert_eq!(last["optimal"], true);
+    }
+    assert_eq!(g["total_regret"], 0.0);
+    assert_eq!(g["optimal_moves"], 10);
+    // The same URL gives the same game; a prefix is the game undone.
+    assert_eq!(s.json(&path(&moves)).1, g);
+    let (_, undone) = s.json(&path(&moves[..9]));
+    assert_eq!(
+        undone["history"],
+        json!(g["history"].as_array().unwrap()[..9])
+    );
+    // A worse move: its regret is the best q minus its q, as `best` gives them.
+    let now = &g["now"];
+    let worst = ["L", "R", "U", "D"]
+        .into_iter()
+        .filter(|d| now[*d].is_f64())
+        .min_by(|a, b| {
+            now[*a]
+                .as_f64()
+                .unwrap()
+                .total_cmp(&now[*b].as_f64().unwrap())
+        })
+        .unwrap();
+    let (status, bad) = s.json(&path(&format!("{moves}{worst}")));
+    assert_eq!(status, 200, "{bad}");
+    let last = bad["history"].as_array().unwrap().last().unwrap().clone();
+    let want = now["value"].as_f64().unwrap() - now[worst].as_f64().unwrap();
+    assert!(
+        (last["regret"].as_f64().unwrap() - want).abs() < 1e-9,
+        "{last} vs {want}"
+    );
+    assert_eq!(
+        last["optimal"],
+        want <= 1e-9 * now["value"].as_f64().unwrap()
+    );
+    // Moves that cannot be played, and bad seeds, are refused with the reason.
+    let (status, e) = s.json(&path("X"));
+    assert_eq!(status, 400);
+    assert!(
+        e["error"].as_str().unwrap().contains("'X' is not a move"),
+        "{e}"
+    );
+    let (status, e) = s.json("/api/game?board=3x3&seed=-1");
+    assert_eq!(status, 400, "{e}");
+    // A whole game by the optimal policy ends, with no mistake.
+    let mut g = s.json("/api/game?board=2x3&variant=expectation&seed=3").1;
+    let mut moves = String::new();
+    while !g["over"].as_bool().unwrap() {
+        moves.push_str(g["now"]["best"].as_str().unwrap());
+        g = s
+            .json(&format!("/api/game?board=2x3&seed=3&moves={moves}"))
+            .1;
+    }
+    assert_eq!(g["optimal_moves"], g["played"]);
+    let (status, e) = s.json(&format!("/api/game?board=2x3&seed=3&moves={moves}L"));
+    assert_eq!(status, 400);
+    assert!(
+        e["error"].as_str().unwrap().contains("the game is over"),
+        "{e}"
+    );
+}
+
+#[test]
+fn sql_answers_columns_and_rows() {
+    let s = Server::start(&[]);
+    let m: Value = serde_json::from_slice(
+        &std::fs::read(
+            age2048::store::Layout::new(data())
+                .manifest_file(age2048::rules::Shape::parse("2x3").unwrap(), "expectation"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let (status, v) = s.sql(
+        "SELECT count(*) AS n, 'a;b' AS s, NULL AS z FROM states WHERE board = '2x3' AND variant = 'expectation'",
+    );
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["columns"], json!(["n", "s", "z"]));
+    assert_eq!(v["rows"], json!([[m["n_states"], "a;b", null]]));
+    assert_eq!(v["truncated"], false);
+    // Same-named columns stay apart; the macros of `age2048 sql` are there.
+    let (status, v) = s.sql("SELECT 1 AS x, 2 AS x, board_text(35, '2x3') AS b, max_tile(35) AS t");
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["rows"], json!([[1, 2, "8 4 ./. . .", 8]]));
+    // A statement DuckDB rejects: its message, 400.
+    let (status, v) = s.sql("SELECT nope FROM states");
+    assert_eq!(status, 400);
+    assert!(v["error"].as_str().unwrap().contains("nope"), "{v}");
+}
+
+/// Every example query of the SQL tab runs (over 2x3 only: those about 3x3 answer no row, and
+/// the slowest takes a minute over every 3x3 state).
+#[test]
+fn the_example_queries_run() {
+    let dir = solve_all("serve_examples", &[("2x3", "expectation")]);
+    let s = Server::start_on(&dir, &[]);
+    let (status, examples) = s.json("/api/sql/examples");
+    assert_eq!(status, 200);
+    assert!(examples.as_array().unwrap().len() >= 5);
+    for x in examples.as_array().unwrap() {
+        let (status, v) = s.sql(x["query"].as_str().unwrap());
+        assert_eq!(status, 200, "{}: {v}", x["title"]);
+        assert!(
+            v["columns"].as_array().is_some_and(|c| !c.is_empty()),
+            "{v}"
+        );
+    }
+    let first = s.sql(examples[0]["query"].as_str().unwrap()).1;
+    assert_eq!(first["rows"][0][0], "2x3");
+}
+
+#[test]
+fn results_are_capped_in_rows() {
+    let s = Server::start(&["--max-rows", "1000"]);
+    let (status, v) = s.sql("SELECT range AS i FROM range(100000)");
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["rows"].as_array().unwrap().len(), 1000);
+    assert_eq!(v["rows"][999], json!([999]));
+    assert_eq!(v["truncated"], true);
+    assert!(
+        v["note"].as_str().unwrap().contains("first 1000 rows"),
+        "{v}"
+    );
+    let (_, v) = s.sql("SELECT range AS i FROM range(1000)");
+    assert_eq!(
+        (v["rows"].as_array().unwrap().len(), &v["truncated"]),
+        (1000, &json!(false))
+    );
+}
+
+#[test]
+fn nothing_but_one_read_only_query_runs_and_the_data_stays_as_it_was() {
+    let before = snapshot(data());
+    let s = Server::start(&[]);
+    let outside = data()
+        .parent()
+        .unwrap()
+        .join(format!("serve_outside_{}.csv", std::process::id()));
+    std::fs::write(&outside, "secret\n42\n").unwrap();
+    let inside = data().join("written.csv");
+    let q = |p: &Path| p.to_str().unwrap().replace('\'', "''");
+    for query in [
+        "SELECT 1; SELECT 2".to_string(),
+        format!("COPY (SELECT 1) TO '{}'", q(&inside)),
+        format!("ATTACH '{}' AS x", q(&data().join("x.duckdb"))),
+        "INSTALL httpfs".into(),
+        "LOAD httpfs".into(),
+        "SET enable_external_access = true".into(),
+        "RESET lock_configuration".into(),
+        "PRAGMA version".into(),
+        "CREATE TABLE t AS SELECT 1".into(),
+        "DROP VIEW states".into(),
+        "WITH t AS (SELECT 1) SELECT * FROM t; DELETE FROM states".into(),
+        "EXPORT DATABASE 'x'".into(),
+        "CALL pragma_version()".into(),
+        // Reading outside the data directory is refused by DuckDB itself.
+        format!("SELECT * FROM read_csv('{}')", q(&outside)),
+        format!(
+            "SELECT * FROM read_csv('{}/../{}')",
+            q(data()),
+            outside.file_name().unwrap().to_str().unwrap()
+        ),
+        "SELECT * FROM read_text('/etc/passwd')".into(),
+        "SELECT * FROM glob('/etc/*')".into(),
+        "SELECT * FROM read_parquet('https://example.com/x.parquet')".into(),
+        "SELECT current_setting('enable_external_access') AS e FROM query('SET threads = 4')"
+            .into(),
+    ] {
+        let (status, v) = s.sql(&query);
+        assert!((400..500).contains(&status), "{query}: {status} {v}");
+        assert!(
+            v["error"].as_str().is_some_and(|e| !e.is_empty()),
+            "{query}: {v}"
+        );
+    }
+    // The sandbox's settings hold.
+    let (status, v) = s.sql(
+        "SELECT current_setting('enable_external_access') AS e, current_setting('lock_configuration') AS l, current_setting('autoload_known_extensions') AS a",
+    );
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["rows"], json!([[false, true, false]]));
+    // Reading the data through the views still works.
+    let (status, _) = s.sql("SELECT count(*) FROM afterstates WHERE board = '3x3'");
+    assert_eq!(status, 200);
+    drop(s);
+    let _ = std::fs::remove_file(&outside);
+    let after = snapshot(data());
+    assert_eq!(
+        before.keys().collect::<Vec<_>>(),
+        after.keys().collect::<Vec<_>>(),
+        "files appeared or went"
+    );
+    assert!(before == after, "a file of the data directory changed");
+}
+
+#[test]
+fn requests_from_elsewhere_are_refused() {
+    let s = Server::start(&[]);
+    let sql = serde_json::to_vec(&json!({ "query": "SELECT 1" })).unwrap();
+    let host = s.addr.clone();
+    let port = host.rsplit_once(':').unwrap().1.to_string();
+    // DNS rebinding: a name that resolves here is not this server's name.
+    for h in [
+        format!("evil.example:{port}"),
+        "127.0.0.1:1".to_string(),
+        String::new(),
+    ] {
+        let r = http(&s.addr, "GET", "/api/info", &[("Host", &h)], b"");
+        assert_eq!(r.status, 403, "Host {h}");
+        assert!(r.error().contains("Host"), "{}", r.error());
+    }
+    let r = http(
+        &s.addr,
+        "GET",
+        "/api/info",
+        &[("Host", &format!("localhost:{port}"))],
+        b"",
+    );
+    assert_eq!(r.status, 200);
+    // Writes from another origin or site.
+    for h in [
+        ("Origin", "http://evil.example"),
+        ("Sec-Fetch-Site", "cross-site"),
+    ] {
+        let r = http(
+            &s.addr,
+            "POST",
+            "/api/sql",
+            &[("Content-Type", "application/json"), h],
+            &sql,
+        );
+        assert_eq!(r.status, 403, "{h:?}");
+        let r = http(&s.addr, "POST", "/api/figures/render", &[h], b"");
+        assert_eq!(r.status, 403, "{h:?}");
+    }
+    let origin = format!("http://{host}");
+    let r = http(
+        &s.addr,
+        "POST",
+        "/api/sql",
+        &[
+            ("Content-Type", "application/json"),
+            ("Origin", &origin),
+            ("Sec-Fetch-Site", "same-origin"),
+        ],
+        &sql,
+    );
+    assert_eq!(r.status, 200, "{}", r.error());
+    // A body a form could send, and one over 64 KiB.
+    let r = http(
+        &s.addr,
+        "POST",
+        "/api/sql",
+        &[("Content-Type", "text/plain")],
+        &sql,
+    );
+    assert_eq!(r.status, 415);
+    let big = serde_json::to_vec(&json!({ "query": format!("SELECT '{}'", "x".repeat(70_000)) }))
+        .unwrap();
+    let r = http(
+        &s.addr,
+        "POST",
+        "/api/sql",
+        &[("Content-Type", "application/json")],
+        &big,
+    );
+    assert_eq!(r.status, 413);
+    // No CORS header anywhere; the page's own origin only.
+    for p in ["/", "/api/info", "/app.js"] {
+        let r = s.get(p);
+        assert_eq!(r.status, 200, "{p}");
+        assert!(
+            !r.headers.keys().any(|k| k.starts_with("access-control")),
+            "{p}"
+        );
+        assert!(r.headers["content-security-policy"].contains("default-src 'self'"));
+        assert_eq!(r.headers["x-content-type-options"], "nosniff");
+    }
+    // Files outside the report folder are not served.
+    for p in [
+        "/reports/../../etc/passwd",
+        "/reports/%2e%2e/Cargo.toml",
+        "/reports//etc/passwd",
+        "/nope",
+    ] {
+        assert_eq!(s.get(p).status, 404, "{p}");
+    }
+}
+
+#[test]
+fn a_slow_query_is_interrupted_and_does_not_stall_look_ups() {
+    let s = Server::start(&["--sql-timeout", "1.5"]);
+    let slow = "SELECT sum(a.range * b.range) FROM range(100000000) a, range(100000) b";
+    let addr = s.addr.clone();
+    let started = Instant::now();
+    let q = std::thread::spawn(move || {
+        let body = serde_json::to_vec(&json!({ "query": slow })).unwrap();
+        let r = http(
+            &addr,
+            "POST",
+            "/api/sql",
+            &[("Content-Type", "application/json")],
+            &body,
+        );
+        (r.status, r.error(), started.elapsed())
+    });
+    // Look-ups while it runs answer at once.
+    std::thread::sleep(Duration::from_millis(200));
+    let path = best_path("3x3", "expectation", &[". 8 4/4 . ./. . ."]);
+    let mut worst = Duration::ZERO;
+    for _ in 0..50 {
+        let t = Instant::now();
+        assert_eq!(s.get(&path).status, 200);
+        worst = worst.max(t.elapsed());
+    }
+    assert!(
+        worst < Duration::from_millis(500),
+        "a look-up took {worst:?}"
+    );
+    let (status, error, took) = q.join().unwrap();
+    assert_eq!(status, 408, "{error}");
+    assert!(error.contains("limit of 1.5 s"), "{error}");
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    // The connection that was interrupted answers the next query.
+    for _ in 0..3 {
+        assert_eq!(s.sql("SELECT 42 AS x").1["rows"], json!([[42]]));
+    }
+}
+
+#[test]
+fn one_query_at_a_time_per_connection() {
+    let s = Server::start(&["--sql-timeout", "3"]);
+    let slow = serde_json::to_vec(&json!({ "query": "SELECT sum(a.range * b.range) FROM range(100000000) a, range(100000) b" })).unwrap();
+    let fast = serde_json::to_vec(&json!({ "query": "SELECT 1" })).unwrap();
+    // Two requests on one connection, the second sent while the first runs.
+    let mut c = TcpStream::connect(&s.addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let req = |body: &[u8], close: bool| {
+        let mut r = format!(
+            "POST /api/sql HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{}\r\n",
+            s.addr,
+            body.len(),
+            if close { "Connection: close\r\n" } else { "" }
+        )
+        .into_bytes();
+        r.extend_from_slice(body);
+        r
+    };
+    c.write_all(&req(&slow, false)).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    c.write_all(&req(&fast, true)).unwrap();
+    let mut buf = Vec::new();
+    let _ = c.read_to_end(&mut buf);
+    let text = String::from_utf8_lossy(&buf);
+    let statuses: Vec<&str> = text
+        .match_indices("HTTP/1.1 ")
+        .map(|(i, _)| &text[i + 9..i + 12])
+        .collect();
+    // The second waited for the first: interrupted at its limit, then answered.
+    assert_eq!(statuses, ["408", "200"], "{text}");
+    assert!(text.contains("\"rows\":[[1]]"), "{text}");
+}
+
+#[test]
+fn the_page_and_its_files_are_served() {
+    let s = Server::start(&[]);
+    let r = s.get("/");
+    assert_eq!(r.status, 200);
+    assert!(r.headers["content-type"].starts_with("text/html"));
+    let page = String::from_utf8_lossy(&r.body);
+    for id in [
+        "view-play",
+        "view-analyse",
+        "view-figures",
+        "view-sql",
+        "/app.js",
+        "/style.css",
+    ] {
+        assert!(page.contains(id), "{id}");
+    }
+    assert_eq!(
+        s.get("/app.js").headers["content-type"],
+        "text/javascript; charset=utf-8"
+    );
+    let (status, info) = s.json("/api/info");
+    assert_eq!(status, 200);
+    let solves: Vec<String> = info["solves"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            format!(
+                "{} {} {}",
+                s["board"].as_str().unwrap(),
+                s["variant"].as_str().unwrap(),
+                s["full"]
+            )
+        })
+        .collect();
+    assert_eq!(
+        solves,
+        [
+            "2x3 expectation true",
+            "2x3 pessimistic false",
+            "2x3 goal-128 true",
+            "3x3 expectation true"
+        ]
+    );
+    assert_eq!(info["sql"]["max_rows"], 10_000);
+    assert_eq!(info["sql"]["timeout_s"], 120.0);
+}
+
+#[test]
+fn figures_are_rendered_when_missing_then_served() {
+    let dir = solve_all("serve_figures", &[("2x3", "expectation")]);
+    let s = Server::start_on(&dir, &[]);
+    let (status, f) = s.json("/api/figures");
+    assert_eq!(status, 200);
+    assert_eq!(f["status"], "missing");
+    assert_eq!(s.get("/reports/index.html").status, 404);
+    let r = http(&s.addr, "POST", "/api/figures/render", &[], b"");
+    assert_eq!(r.status, 202, "{}", r.error());
+    let t = Instant::now();
+    let f = loop {
+        let (_, f) = s.json("/api/figures");
+        if f["status"] != "rendering" {
+            break f;
+        }
+        assert!(t.elapsed() < Duration::from_secs(120), "{f}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(f["status"], "current", "{f}");
+    assert!(
+        f["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l.as_str().unwrap().contains("figure")),
+        "{f}"
+    );
+    let r = s.get(f["page"].as_str().unwrap());
+    assert_eq!(r.status, 200);
+    assert!(String::from_utf8_lossy(&r.body).contains("age2048 report"));
+    // A report of other data is stale.
+    drop(s);
+    let other = solve_all("serve_figures_other", &[("2x2", "expectation")]);
+    let reports = fresh_dir("serve_figures_reports");
+    let o = run(&[
+        "report",
+        "--data",
+        dir.to_str().unwrap(),
+        "--out",
+        reports.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s = Server::start_on(&other, &["--reports", reports.to_str().unwrap()]);
+    assert_eq!(s.json("/api/figures").1["status"], "stale");
+}
+
+#[test]
+fn bad_flags_and_data_are_one_line() {
+    let o = run(&["serve", "--data", d(), "--bind", "localhost"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("bad --bind 'localhost'"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(&["serve", "--data", d(), "--sql-timeout", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+    let missing = data().join("no-such-dir");
+    let cli = cli_error(&["sql", "--data", missing.to_str().unwrap(), "SELECT 1"]);
+    assert_eq!(
+        cli_error(&["serve", "--data", missing.to_str().unwrap(), "--port", "0"]),
+        cli
+    );
+    // Another address only when asked, with a warning line.
+    let mut child = bin()
+        .args(["serve", "--data", d(), "--port", "0", "--bind", "0.0.0.0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(line.starts_with("warning: listening on 0.0.0.0:"), "{line}");
+}
+
+#[test]
+fn a_look_up_takes_milliseconds() {
+    let s = Server::start(&[]);
+    let path = best_path("3x3", "expectation", &[". 8 4/4 . ./. . ."]);
+    s.get(&path); // opens the age's index
+    let mut times: Vec<Duration> = (0..200)
+        .map(|_| {
+            let t = Instant::now();
+            assert_eq!(s.get(&path).status, 200);
+            t.elapsed()
+        })
+        .collect();
+    times.sort();
+    // ≤ 5 ms warm is the target; a loaded test machine gets some slack.
+    assert!(
+        times[100] < Duration::from_millis(5),
+        "median {:?}",
+        times[100]
+    );
+}
+
+#[test]
+fn a_policy_solve_answers_its_moves_and_shows_what_it_lacks() {
+    let dir = solve_all("serve_policy", &[]);
+    let o = run(&[
+        "solve", "--board", "2x3", "--layout", "policy", "--quiet", "--data",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s = Server::start_on(&dir, &[]);
+    let boards = ["2 4 8/0 0 2", "2 2 ./. . 4"];
+    let (status, v) = s.json(&best_path("2x3", "expectation", &boards));
+    assert_eq!(status, 200, "{v}");
+    let mut args = vec!["best", "--data", dir.to_str().unwrap(), "--board", "2x3"];
+    args.extend(["--format", "json"]);
+    args.extend(boards);
+    let o = run(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let cli: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v, cli);
+    assert!(v[0]["value"].is_null() && v[0]["L"].is_null() && v[0]["best"].is_string());
+    // Analyse shows the move and names the layout; a game, which needs q-values, says so.
+    let (status, v) = s.json(&format!("/api/analyse?board=2x3&b={}", enc(boards[0])));
+    assert_eq!(status, 200, "{v}");
+    let row = &v["variants"][0];
+    assert!(row["best"].is_string() && row["value"].is_null(), "{row}");
+    assert!(row["layout"].as_str().unwrap().contains("policy"), "{row}");
+    let (status, e) = s.json("/api/game?board=2x3&variant=expectation&seed=3");
+    assert!((400..500).contains(&status), "{status} {e}");
+    assert!(e["error"].as_str().unwrap().contains("policy layout"), "{e}");
+}
