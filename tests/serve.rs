@@ -924,7 +924,13 @@ fn a_look_up_takes_milliseconds() {
 fn a_policy_solve_answers_its_moves_and_shows_what_it_lacks() {
     let dir = solve_all("serve_policy", &[]);
     let o = run(&[
-        "solve", "--board", "2x3", "--layout", "policy", "--quiet", "--data",
+        "solve",
+        "--board",
+        "2x3",
+        "--layout",
+        "policy",
+        "--quiet",
+        "--data",
         dir.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -948,5 +954,8 @@ fn a_policy_solve_answers_its_moves_and_shows_what_it_lacks() {
     assert!(row["layout"].as_str().unwrap().contains("policy"), "{row}");
     let (status, e) = s.json("/api/game?board=2x3&variant=expectation&seed=3");
     assert!((400..500).contains(&status), "{status} {e}");
-    assert!(e["error"].as_str().unwrap().contains("policy layout"), "{e}");
+    assert!(
+        e["error"].as_str().unwrap().contains("policy layout"),
+        "{e}"
+    );
 }
