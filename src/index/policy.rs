@@ -32,7 +32,7 @@
 use rayon::prelude::*;
 
 use super::fuse::{self, FuseParams, ARITY};
-use super::raw::MAX_VARIANT_LEN;
+use super::raw::{expect_file, le_u32, le_u64, MAX_VARIANT_LEN};
 use super::{corrupted, invalid, IndexError};
 
 const MAGIC: &[u8; 8] = b"A2048POL";
@@ -210,14 +210,6 @@ fn put64(b: &mut [u8], at: usize, v: u64) {
     b[at..at + 8].copy_from_slice(&v.to_le_bytes());
 }
 
-fn le32(b: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
-}
-
-fn le64(b: &[u8], at: usize) -> u64 {
-    u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
-}
-
 fn file_crc(bytes: &[u8]) -> u32 {
     let mut h = crc32fast::Hasher::new();
     h.update(&bytes[..CRC_AT]);
@@ -273,22 +265,22 @@ impl<B: AsRef<[u8]>> Policy<B> {
                 "truncated: file has {have} bytes, less than the {HEADER_LEN}-byte header"
             )));
         }
-        let version = le32(b, off::VERSION);
+        let version = le_u32(b, off::VERSION);
         if version != FORMAT_VERSION {
             return Err(corrupted(format!(
                 "unsupported policy format version {version}"
             )));
         }
-        if le32(b, off::HEADER_LEN) as usize != HEADER_LEN {
+        if le_u32(b, off::HEADER_LEN) as usize != HEADER_LEN {
             return Err(corrupted("header length is not 128"));
         }
-        let file_len = le64(b, off::FILE_LEN);
+        let file_len = le_u64(b, off::FILE_LEN);
         if file_len != have as u64 {
             return Err(corrupted(format!(
                 "header says {file_len} bytes, file has {have}"
             )));
         }
-        let (stored, computed) = (le32(b, CRC_AT), file_crc(b));
+        let (stored, computed) = (le_u32(b, CRC_AT), file_crc(b));
         if stored != computed {
             return Err(corrupted(format!(
                 "checksum mismatch: stored {stored:#010x}, computed {computed:#010x}"
@@ -307,7 +299,7 @@ impl<B: AsRef<[u8]>> Policy<B> {
                 b[off::ARITY]
             )));
         }
-        if le32(b, off::RESERVED) != 0 {
+        if le_u32(b, off::RESERVED) != 0 {
             return Err(corrupted("reserved header bytes are not zero"));
         }
         let vlen = b[off::VARIANT_LEN] as usize;
@@ -323,8 +315,8 @@ impl<B: AsRef<[u8]>> Policy<B> {
         {
             return Err(corrupted("variant name padding is not zero"));
         }
-        let keys = le64(b, off::KEYS);
-        let n_shards = le64(b, off::SHARDS);
+        let keys = le_u64(b, off::KEYS);
+        let n_shards = le_u64(b, off::SHARDS);
         let table_end = n_shards
             .checked_mul(SHARD_LEN as u64)
             .and_then(|t| t.checked_add(HEADER_LEN as u64))
@@ -338,14 +330,14 @@ impl<B: AsRef<[u8]>> Policy<B> {
         for s in 0..n_shards as usize {
             let r = HEADER_LEN + s * SHARD_LEN;
             let params = FuseParams {
-                seed: le64(b, r + 16),
-                segment_log: le32(b, r + 24),
-                segment_count: le32(b, r + 28),
+                seed: le_u64(b, r + 16),
+                segment_log: le_u32(b, r + 24),
+                segment_count: le_u32(b, r + 28),
             };
             let shard = Shard {
-                first: le64(b, r),
+                first: le_u64(b, r),
                 params,
-                at: le64(b, r + 8) as usize,
+                at: le_u64(b, r + 8) as usize,
             };
             if !params.is_valid() {
                 return Err(corrupted(format!("shard {s}: segments {params:?}")));
@@ -377,7 +369,7 @@ impl<B: AsRef<[u8]>> Policy<B> {
             header: PolicyHeader {
                 rows,
                 cols,
-                age: le32(b, off::AGE),
+                age: le_u32(b, off::AGE),
                 variant,
                 keys,
                 shards: n_shards,
@@ -394,13 +386,10 @@ impl<B: AsRef<[u8]>> Policy<B> {
     /// Checks that the file is the one asked for.
     pub fn expect(&self, rows: u8, cols: u8, age: u32, variant: &str) -> Result<(), IndexError> {
         let h = &self.header;
-        if (h.rows, h.cols, h.age, h.variant.as_str()) != (rows, cols, age, variant) {
-            return Err(corrupted(format!(
-                "holds {}x{} age {} variant {}, expected {rows}x{cols} age {age} variant {variant}",
-                h.rows, h.cols, h.age, h.variant
-            )));
-        }
-        Ok(())
+        expect_file(
+            (h.rows, h.cols, h.age, &h.variant),
+            (rows, cols, age, variant),
+        )
     }
 
     /// The stored move (0..4) of `id` if it is a live state of the age; an arbitrary one in

@@ -472,6 +472,21 @@ pub fn encode_age_index_with_stats(
     Ok((out, stats))
 }
 
+/// Checks that a file holding `have` (rows, cols, age, variant) is the one asked for (`want`):
+/// another one (a misplaced or renamed file) is corrupted data, not an answer.
+pub(crate) fn expect_file(
+    have: (u8, u8, u32, &str),
+    want: (u8, u8, u32, &str),
+) -> Result<(), IndexError> {
+    if have != want {
+        let ((r, c, a, v), (rows, cols, age, variant)) = (have, want);
+        return Err(corrupted(format!(
+            "holds {r}x{c} age {a} variant {v}, expected {rows}x{cols} age {age} variant {variant}"
+        )));
+    }
+    Ok(())
+}
+
 pub(crate) fn file_crc(bytes: &[u8]) -> u32 {
     let mut h = crc32fast::Hasher::new();
     h.update(&bytes[..CRC_AT]);
@@ -503,11 +518,11 @@ impl<B> fmt::Debug for AgeIndex<B> {
     }
 }
 
-fn le_u32(b: &[u8], at: usize) -> u32 {
+pub(crate) fn le_u32(b: &[u8], at: usize) -> u32 {
     u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
 }
 
-fn le_u64(b: &[u8], at: usize) -> u64 {
+pub(crate) fn le_u64(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
 }
 
@@ -727,13 +742,10 @@ impl<B: AsRef<[u8]>> AgeIndex<B> {
     /// variant (a misplaced or renamed file) is corrupted data, not an answer.
     pub fn expect(&self, rows: u8, cols: u8, age: u32, variant: &str) -> Result<(), IndexError> {
         let h = &self.header;
-        if (h.rows, h.cols, h.age, h.variant.as_str()) != (rows, cols, age, variant) {
-            return Err(corrupted(format!(
-                "holds {}x{} age {} variant {}, expected {rows}x{cols} age {age} variant {variant}",
-                h.rows, h.cols, h.age, h.variant
-            )));
-        }
-        Ok(())
+        expect_file(
+            (h.rows, h.cols, h.age, &h.variant),
+            (rows, cols, age, variant),
+        )
     }
 
     pub fn codec(&self) -> &Compaction {

@@ -289,26 +289,10 @@ fn decode(s: &str) -> String {
     percent(&s.replace('+', " "))
 }
 
-/// Decodes `%XX` escapes (a broken one stays as it is).
+/// Decodes `%XX` escapes (a broken one stays as it is): the store's decoding of partition
+/// values is the same.
 fn percent(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' && i + 2 < b.len() {
-            if let Some(v) = std::str::from_utf8(&b[i + 1..i + 3])
-                .ok()
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-            {
-                out.push(v);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    crate::store::layout::unescape(s)
 }
 
 #[cfg(test)]
