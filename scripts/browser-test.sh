@@ -31,5 +31,5 @@ fi
 export WORK=${WORK:-${CARGO_TARGET_DIR:+$CARGO_TARGET_DIR/browser}}
 export WORK=${WORK:-${TMPDIR:-/tmp}/age2048-browser}
 # The solves of tests/serve.rs (cargo test), where make test has just made them.
-if [ -z "${DATA:-}" ] && [ -n "${CARGO_TARGET_DIR:-}" ]; then export DATA=$CARGO_TARGET_DIR/tmp/serve_data; fi
+if [ -z "${DATA:-}" ] && [ -n "${CARGO_TARGET_DIR:-}" ]; then export DATA=$CARGO_TARGET_DIR/tmp/shared_data; fi
 AGE2048_BIN=$(realpath "$bin") CHROMIUM=$chromium node tests/browser/run.mjs

@@ -18,7 +18,7 @@ use rayon::prelude::*;
 use std::fs::File;
 
 mod common;
-use common::{fresh_dir, run, stderr, stdout};
+use common::{fresh_dir, run, shared_solves, stderr, stdout};
 
 fn solve(data: &Path, board: &str, variant: &str, layout: &str) {
     let o = run(&[
@@ -83,7 +83,9 @@ fn policy_agrees_with_full(full: &Path, policy: &Path, board: &str, variant: &st
 
 #[test]
 fn the_policy_is_the_full_layouts_best_move_on_every_state() {
-    let full = fresh_dir("policy_full");
+    let own = fresh_dir("policy_full");
+    // 3x3 in the full layout is the solve the serve tests read too.
+    let shared = shared_solves();
     let policy = fresh_dir("policy_policy");
     for (board, variant) in [
         ("2x3", "expectation"),
@@ -91,10 +93,15 @@ fn the_policy_is_the_full_layouts_best_move_on_every_state() {
         ("2x4", "expectation"),
         ("3x3", "expectation"),
     ] {
-        solve(&full, board, variant, "full");
+        let full = if board == "3x3" {
+            shared
+        } else {
+            solve(&own, board, variant, "full");
+            own.as_path()
+        };
         solve(&policy, board, variant, "policy");
         let (mf, mp) = (
-            manifest(&full, board, variant),
+            manifest(full, board, variant),
             manifest(&policy, board, variant),
         );
         for field in [
@@ -109,7 +116,7 @@ fn the_policy_is_the_full_layouts_best_move_on_every_state() {
         }
         assert_eq!(mp["storage"]["layout"], "policy");
         let states = mf["n_states"].as_u64().unwrap();
-        let checked = policy_agrees_with_full(&full, &policy, board, variant);
+        let checked = policy_agrees_with_full(full, &policy, board, variant);
         assert_eq!(checked, states, "{board} {variant}");
 
         // Bits a state, the whole layout's bytes (policy files, ages table, manifest).
@@ -128,7 +135,7 @@ fn the_policy_is_the_full_layouts_best_move_on_every_state() {
     // `best` says what it lacks, once, and answers the full layout's move.
     let boards = ["32 64 32/4 2 ./. . .", "4 2 ./. . ./. 2 ."];
     let mut args = vec!["best", "--board", "3x3", "--format", "csv", "--data"];
-    let (f, p) = (full.to_str().unwrap(), policy.to_str().unwrap());
+    let (f, p) = (shared.to_str().unwrap(), policy.to_str().unwrap());
     let mut from_full = args.clone();
     from_full.push(f);
     from_full.extend(boards);
@@ -197,7 +204,7 @@ fn the_policy_is_the_full_layouts_best_move_on_every_state() {
         o
     };
     let (ef, ep) = (
-        evaluate(f, &full.with_extension("eval")),
+        evaluate(f, &own.with_extension("eval")),
         evaluate(p, &policy.with_extension("eval")),
     );
     assert!(stderr(&ep).contains("policy layout"), "{}", stderr(&ep));
@@ -272,8 +279,7 @@ fn a_flipped_byte_in_a_policy_file_is_damage_never_a_move() {
     let bytes = fs::read(&file).unwrap();
     let age = biggest["age"].as_u64().unwrap();
     // A board of that age: the sql view has no states, so take one from a full solve.
-    let full = fresh_dir("policy_damage_full");
-    solve(&full, "2x3", "expectation", "full");
+    let full = shared_solves();
     let q = format!(
         "SELECT board_text(id, board) FROM states WHERE board = '2x3' AND age = {age} AND NOT terminal LIMIT 1"
     );

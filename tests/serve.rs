@@ -9,40 +9,17 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{json, Value};
 
 mod common;
-use common::{bin, fresh_dir, run, solve_all, stderr, stdout};
+use common::{bin, fresh_dir, run, shared_solves, solve_all, stderr, stdout};
 
-/// The solves every test reads: 2x3 expectation and goal-128 in the full layout, 2x3
-/// pessimistic in the compact one, and 3x3 expectation. They live in a fixed folder that
-/// `solve` reuses once solved (the browser tests read it too, `scripts/browser-test.sh`).
+/// The solves every test reads (`common::shared_solves`: 2x3 expectation and goal-128 in the
+/// full layout, 2x3 pessimistic in the compact one, and 3x3 expectation).
 fn data() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("serve_data");
-        for args in [
-            &["--board", "2x3", "--variant", "expectation,goal-128"][..],
-            &["--board", "3x3", "--variant", "expectation"],
-            &[
-                "--board",
-                "2x3",
-                "--variant",
-                "pessimistic",
-                "--layout",
-                "compact",
-            ],
-        ] {
-            let mut all = vec!["solve", "--quiet", "--data", dir.to_str().unwrap()];
-            all.extend_from_slice(args);
-            let o = run(&all);
-            assert!(o.status.success(), "solve {args:?}: {}", stderr(&o));
-        }
-        dir
-    })
+    shared_solves()
 }
 
 fn d() -> &'static str {

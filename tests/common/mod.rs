@@ -5,6 +5,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_age2048");
 
@@ -81,4 +82,41 @@ pub fn solve_all(prefix: &str, solves: &[(&str, &str)]) -> PathBuf {
         );
     }
     dir
+}
+
+/// The solves several test binaries read (`serve`, `policy`, and the browser tests after
+/// them): 2x3 expectation and goal-128 and 3x3 expectation in the full layout, 2x3 pessimistic
+/// in the compact one, in one fixed folder of `CARGO_TARGET_TMPDIR`. The first binary that asks
+/// solves them; the others' `solve` finds them finished and reuses them once their files check
+/// out (`--wait` takes turns with a binary solving them at the same time), so one `make test`
+/// solves 3x3 once for them all. Only readers may use it: a test that damages data makes its own.
+pub fn shared_solves() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("shared_data");
+        for args in [
+            &["--board", "2x3", "--variant", "expectation,goal-128"][..],
+            &["--board", "3x3", "--variant", "expectation"],
+            &[
+                "--board",
+                "2x3",
+                "--variant",
+                "pessimistic",
+                "--layout",
+                "compact",
+            ],
+        ] {
+            let mut all = vec![
+                "solve",
+                "--quiet",
+                "--wait",
+                "--data",
+                dir.to_str().unwrap(),
+            ];
+            all.extend_from_slice(args);
+            let o = run(&all);
+            assert!(o.status.success(), "solve {args:?}: {}", stderr(&o));
+        }
+        dir
+    })
 }
