@@ -56,10 +56,18 @@ for r in rows:
 # else the biggest of any board; one that knows its largest age, one variant, no `--discount`.
 # Among equally big solves the latest wins, unless other work took a core's worth of its machine
 # (load above threads + 1) and a quieter one exists. Only solves on the processor of the latest
-# row (the machine the projections are for) are bases, where it has any.
+# quiet row (the machine the projections are for) are bases, where it has any: a solve that
+# shared its machine is a record, not a rate to scale, while a quiet one exists.
 measured = [r for r in rows if r.get("max_age_states") and "," not in r["variants"]
             and "discount" not in r["variants"] + r["args"]]
-here = rows[-1].get("cpu") if rows else None
+
+
+def is_quiet(r):
+    return float(r["load"] or "inf") <= int(r["threads"]) + 1
+
+
+quiet_rows = [r for r in measured if is_quiet(r)]
+here = quiet_rows[-1].get("cpu") if quiet_rows else (rows[-1].get("cpu") if rows else None)
 if here and any(r.get("cpu") == here for r in measured):
     measured = [r for r in measured if r.get("cpu") == here]
 
@@ -68,13 +76,17 @@ def compact(r):
     return "--layout compact" in r["args"]
 
 
+def policy(r):
+    return "--layout policy" in r["args"]
+
+
 def basis_for(shapes, pick=lambda r: True):
     for pool in ([r for r in measured if r["board"] in shapes and pick(r)],
                  [r for r in measured if pick(r)]):
         if pool:
             top = max(boards(r) for r in pool)
             tied = [r for r in pool if boards(r) == top]
-            quiet = [r for r in tied if float(r["load"] or "inf") <= int(r["threads"]) + 1]
+            quiet = [r for r in tied if is_quiet(r)]
             return (quiet or tied)[-1]
     return None
 
@@ -139,7 +151,7 @@ def memory_text(model, largest):
 
 def project(title, shapes, states, afterstates, largest, cores, mem_gib, disk_gb, note, targets,
             value_bits, value_why, other_id_bits=None):
-    b = basis_for(shapes, lambda r: not compact(r))
+    b = basis_for(shapes, lambda r: not compact(r) and not policy(r))
     c = basis_for(shapes, lambda r: compact(r) and r.get("id_bits"))
     fwd, bwd = rate(b, b["forward_s"]), rate(b, b["backward_s"])
     rss_per_state = int(b["peak_rss_mb"]) * 2**20 / int(b["max_age_states"])
@@ -210,6 +222,17 @@ def project(title, shapes, states, afterstates, largest, cores, mem_gib, disk_gb
                  f"| {work + compact_out:,.0f} | {fits(work + compact_out, mem_c)} |")
     print(f"| {tf:.1f} | {tb:.1f} | {tf + tb:.1f} | {mem:.0f} | {work:,.0f} | {out:,.0f} "
           f"| {work + out:,.0f} | {fits(work + out)} {cells}\n")
+    # The policy layout: its bytes a state from the policy solve measured (any processor:
+    # bytes do not depend on it), scaled to the board's states.
+    pol = [r for r in rows if policy(r) and r.get("output_mb")]
+    if pol:
+        p = pol[-1]
+        bits = int(p["output_mb"]) * 2**20 * 8 / int(p["states"])
+        size = states * bits / 8
+        print(f"Policy layout (`--layout policy`): {bits:.2f} bits a state measured on "
+              f"{p['board']} `{p['variants']}` of {p['date']} ({p['commit']}: "
+              f"{p['output_mb']} MB over {n(int(p['states']))} states), so {size / 2**30:,.0f} GiB "
+              f"for this board's {n(states)} states; its work files and memory as in the table.\n")
     print(f"Targets: {targets}.\n")
 
 

@@ -7,7 +7,7 @@
 //! answered is valid on the board, and says the rest in one line).
 //!
 //! An age's ids, in increasing order, are cut into shards of at most [`SHARD_KEYS`] ids
-//! (equal parts), each its own graph: a shard is built with a bounded scratch (≈ 20 bytes an
+//! (equal parts), each its own graph: a shard is built with a bounded scratch (≈ 26 bytes an
 //! id) whatever the age's size, shards build in parallel, and a look-up finds its shard by
 //! a binary search over the shards' first ids. Fixed 128-byte header, little-endian:
 //!
@@ -42,8 +42,10 @@ const SHARD_LEN: usize = 32;
 const CRC_AT: usize = 120;
 /// Bits of a stored move (four moves).
 pub const MOVE_BITS: u32 = 2;
-/// The most ids of one shard: 2^22 ids build in ≈ 90 MB of scratch, at 1.075 cells an id.
-pub const SHARD_KEYS: usize = 1 << 22;
+/// The most ids of one shard: 2^20 ids build in ≈ 26 MB of scratch (hashes, values, two
+/// words a cell, the peeling order), and a million keys already take the paper's smallest
+/// factor, 1.075 cells a key (2^22 ids a shard took ≈ 110 MB a thread for the same bytes).
+pub const SHARD_KEYS: usize = 1 << 20;
 
 mod off {
     pub const VERSION: usize = 8;
