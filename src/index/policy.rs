@@ -32,7 +32,7 @@
 use rayon::prelude::*;
 
 use super::fuse::{self, FuseParams, ARITY};
-use super::raw::{expect_file, le_u32, le_u64, MAX_VARIANT_LEN};
+use super::raw::{check_variant, expect_file, le_u32, le_u64, MAX_VARIANT_LEN};
 use super::{corrupted, invalid, IndexError};
 
 const MAGIC: &[u8; 8] = b"A2048POL";
@@ -112,12 +112,7 @@ pub(crate) fn encode_sharded(
     moves: &[u8],
     shard_keys: usize,
 ) -> Result<(Vec<u8>, PolicyStats), IndexError> {
-    if meta.variant.len() > MAX_VARIANT_LEN {
-        return Err(invalid(format!(
-            "variant name is {} bytes, at most {MAX_VARIANT_LEN} allowed",
-            meta.variant.len()
-        )));
-    }
+    check_variant(&meta.variant)?;
     if ids.len() != moves.len() {
         return Err(invalid(format!(
             "{} ids and {} moves",

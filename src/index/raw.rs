@@ -317,12 +317,7 @@ pub fn encode_age_index_with_stats(
     afterstate_values: &[f64],
     options: IndexOptions,
 ) -> Result<(Vec<u8>, AgeIndexStats), IndexError> {
-    if meta.variant.len() > MAX_VARIANT_LEN {
-        return Err(invalid(format!(
-            "variant name is {} bytes, at most {MAX_VARIANT_LEN} allowed",
-            meta.variant.len()
-        )));
-    }
+    check_variant(&meta.variant)?;
     if afterstate_values.len() != afterstate_codes.len() {
         return Err(invalid(format!(
             "{} afterstate values for {} afterstates",
@@ -470,6 +465,17 @@ pub fn encode_age_index_with_stats(
         },
     };
     Ok((out, stats))
+}
+
+/// Refuses a variant name longer than a header holds.
+pub(crate) fn check_variant(variant: &str) -> Result<(), IndexError> {
+    if variant.len() > MAX_VARIANT_LEN {
+        return Err(invalid(format!(
+            "variant name is {} bytes, at most {MAX_VARIANT_LEN} allowed",
+            variant.len()
+        )));
+    }
+    Ok(())
 }
 
 /// Checks that a file holding `have` (rows, cols, age, variant) is the one asked for (`want`):

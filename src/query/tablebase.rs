@@ -14,7 +14,7 @@ use memmap2::Mmap;
 
 use super::best::{evaluate, Answer, Evaluation};
 use super::{QueryError, Result};
-use crate::index::{AgeIndex, Policy};
+use crate::index::{AgeIndex, IndexError, Policy};
 use crate::rules::board;
 use crate::rules::{Dir, Game, Group, Shape, Variant};
 use crate::store::{Manifest, Store, StoreError};
@@ -103,55 +103,53 @@ impl Tablebase {
         if !self.has_values() {
             return Err(self.lacks_values("q-values and state values"));
         }
-        let Some(slot) = self.ages.get(&age) else {
-            return Ok(None);
-        };
-        if let Some(ix) = slot.open.get() {
-            return Ok(Some(ix));
-        }
-        let (map, path) = self.map(&slot.file)?;
-        let index_err = |source| QueryError::Index {
-            path: path.clone(),
-            source,
-        };
-        let ix = AgeIndex::from_bytes(map).map_err(index_err)?;
-        let shape = self.game.shape();
-        ix.expect(
-            shape.rows() as u8,
-            shape.cols() as u8,
+        self.opened(
             age,
-            &self.variant.name(),
+            |s| &s.open,
+            AgeIndex::from_bytes,
+            |ix, r, c, a, v| ix.expect(r, c, a, v),
         )
-        .map_err(index_err)?;
-        let _ = slot.open.set(ix);
-        Ok(slot.open.get())
     }
 
     /// The policy file of `age` (the policy layout), or `None` if the solve has no board of
     /// that age.
     fn policy(&self, age: u32) -> Result<Option<&Policy<Mmap>>> {
+        self.opened(
+            age,
+            |s| &s.policy,
+            Policy::from_bytes,
+            |p, r, c, a, v| p.expect(r, c, a, v),
+        )
+    }
+
+    /// The look-up file of `age`, opened once into `cell` of its slot: mapped, read by
+    /// `parse` (which checks every byte) and checked by `expect` to be this board, age and
+    /// variant; `None` if the solve has no board of that age.
+    fn opened<T>(
+        &self,
+        age: u32,
+        cell: impl Fn(&AgeSlot) -> &OnceLock<T>,
+        parse: impl Fn(Mmap) -> std::result::Result<T, IndexError>,
+        expect: impl Fn(&T, u8, u8, u32, &str) -> std::result::Result<(), IndexError>,
+    ) -> Result<Option<&T>> {
         let Some(slot) = self.ages.get(&age) else {
             return Ok(None);
         };
-        if let Some(p) = slot.policy.get() {
-            return Ok(Some(p));
+        let cell = cell(slot);
+        if let Some(x) = cell.get() {
+            return Ok(Some(x));
         }
         let (map, path) = self.map(&slot.file)?;
-        let policy_err = |source| QueryError::Index {
+        let damaged = |source| QueryError::Index {
             path: path.clone(),
             source,
         };
-        let p = Policy::from_bytes(map).map_err(policy_err)?;
+        let x = parse(map).map_err(damaged)?;
         let shape = self.game.shape();
-        p.expect(
-            shape.rows() as u8,
-            shape.cols() as u8,
-            age,
-            &self.variant.name(),
-        )
-        .map_err(policy_err)?;
-        let _ = slot.policy.set(p);
-        Ok(slot.policy.get())
+        let (rows, cols) = (shape.rows() as u8, shape.cols() as u8);
+        expect(&x, rows, cols, age, &self.variant.name()).map_err(damaged)?;
+        let _ = cell.set(x);
+        Ok(cell.get())
     }
 
     /// A read-only map of the file `rel` of the data directory, and its path. Two threads may
