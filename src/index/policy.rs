@@ -32,7 +32,9 @@
 use rayon::prelude::*;
 
 use super::fuse::{self, FuseParams, ARITY};
-use super::raw::{check_variant, expect_file, le_u32, le_u64, MAX_VARIANT_LEN};
+use super::raw::{
+    check_frame, check_variant, crc_except, expect_file, le_u32, le_u64, Frame, MAX_VARIANT_LEN,
+};
 use super::{corrupted, invalid, IndexError};
 
 const MAGIC: &[u8; 8] = b"A2048POL";
@@ -46,6 +48,9 @@ pub const MOVE_BITS: u32 = 2;
 /// words a cell, the peeling order), and a million keys already take the paper's smallest
 /// factor, 1.075 cells a key (2^22 ids a shard took ≈ 110 MB a thread for the same bytes).
 pub const SHARD_KEYS: usize = 1 << 20;
+
+// The frame's version and header length sit where `raw::check_frame` reads them.
+const _: () = assert!(off::VERSION == 8 && off::HEADER_LEN == 20);
 
 mod off {
     pub const VERSION: usize = 8;
@@ -208,10 +213,7 @@ fn put64(b: &mut [u8], at: usize, v: u64) {
 }
 
 fn file_crc(bytes: &[u8]) -> u32 {
-    let mut h = crc32fast::Hasher::new();
-    h.update(&bytes[..CRC_AT]);
-    h.update(&bytes[CRC_AT + 4..]);
-    h.finalize()
+    crc_except(bytes, CRC_AT)
 }
 
 /// What a policy file's header records.
@@ -253,36 +255,17 @@ impl<B: AsRef<[u8]>> Policy<B> {
     /// table against the file. Never panics. `B::as_ref` must return the same bytes each time.
     pub fn from_bytes(bytes: B) -> Result<Self, IndexError> {
         let b = bytes.as_ref();
-        let have = b.len();
-        if b[..have.min(8)] != MAGIC[..have.min(8)] {
-            return Err(corrupted("not a policy file (bad magic)"));
-        }
-        if have < HEADER_LEN {
-            return Err(corrupted(format!(
-                "truncated: file has {have} bytes, less than the {HEADER_LEN}-byte header"
-            )));
-        }
-        let version = le_u32(b, off::VERSION);
-        if version != FORMAT_VERSION {
-            return Err(corrupted(format!(
-                "unsupported policy format version {version}"
-            )));
-        }
-        if le_u32(b, off::HEADER_LEN) as usize != HEADER_LEN {
-            return Err(corrupted("header length is not 128"));
-        }
-        let file_len = le_u64(b, off::FILE_LEN);
-        if file_len != have as u64 {
-            return Err(corrupted(format!(
-                "header says {file_len} bytes, file has {have}"
-            )));
-        }
-        let (stored, computed) = (le_u32(b, CRC_AT), file_crc(b));
-        if stored != computed {
-            return Err(corrupted(format!(
-                "checksum mismatch: stored {stored:#010x}, computed {computed:#010x}"
-            )));
-        }
+        let file_len = b.len() as u64;
+        check_frame(
+            b,
+            &Frame {
+                magic: MAGIC,
+                versions: &[FORMAT_VERSION],
+                header_len: HEADER_LEN,
+                file_len_at: off::FILE_LEN,
+                crc_at: CRC_AT,
+            },
+        )?;
         // The checksum proves the bytes are what some writer wrote; the rest proves they
         // describe shards inside the file, so a look-up never reads out of bounds.
         let (rows, cols) = (b[off::ROWS], b[off::COLS]);

@@ -494,10 +494,69 @@ pub(crate) fn expect_file(
 }
 
 pub(crate) fn file_crc(bytes: &[u8]) -> u32 {
+    crc_except(bytes, CRC_AT)
+}
+
+/// The CRC32 of every byte of a file but the four at `crc_at` (where it is stored).
+pub(crate) fn crc_except(bytes: &[u8], crc_at: usize) -> u32 {
     let mut h = crc32fast::Hasher::new();
-    h.update(&bytes[..CRC_AT]);
-    h.update(&bytes[CRC_AT + 4..]);
+    h.update(&bytes[..crc_at]);
+    h.update(&bytes[crc_at + 4..]);
     h.finalize()
+}
+
+/// The frame every file of this room has: its magic, a format version (u32 at 8), the header's
+/// length (u32 at 20; both as in the age index's header), the file's length (u64 at `file_len_at`) and the CRC32 of the rest (u32
+/// at `crc_at`).
+pub(crate) struct Frame {
+    pub magic: &'static [u8; 8],
+    pub versions: &'static [u32],
+    pub header_len: usize,
+    pub file_len_at: usize,
+    pub crc_at: usize,
+}
+
+/// Checks a file's frame, in this order: magic, a whole header, a known version, the header's
+/// length, the file's length, the checksum; returns the version.
+pub(crate) fn check_frame(b: &[u8], f: &Frame) -> Result<u32, IndexError> {
+    let have = b.len();
+    if b[..have.min(8)] != f.magic[..have.min(8)] {
+        return Err(corrupted("bad magic"));
+    }
+    let header = f.header_len;
+    if have < header {
+        return Err(corrupted(format!(
+            "truncated: file has {have} bytes, less than the {header}-byte header"
+        )));
+    }
+    let version = le_u32(b, off::VERSION);
+    if !f.versions.contains(&version) {
+        return Err(corrupted(format!("unsupported format version {version}")));
+    }
+    let header_len = le_u32(b, off::HEADER_LEN);
+    if header_len as usize != header {
+        return Err(corrupted(format!(
+            "header length is {header_len}, expected {header}"
+        )));
+    }
+    let file_len = le_u64(b, f.file_len_at);
+    if file_len != have as u64 {
+        let kind = if file_len > have as u64 {
+            "truncated"
+        } else {
+            "trailing bytes"
+        };
+        return Err(corrupted(format!(
+            "{kind}: header says {file_len} bytes, file has {have}"
+        )));
+    }
+    let (stored, computed) = (le_u32(b, f.crc_at), crc_except(b, f.crc_at));
+    if stored != computed {
+        return Err(corrupted(format!(
+            "checksum mismatch: stored {stored:#010x}, computed {computed:#010x}"
+        )));
+    }
+    Ok(version)
 }
 
 /// A validated age index over bytes `B` (a `Vec<u8>`, a `&[u8]`, a memory map…).
@@ -539,42 +598,17 @@ impl<B: AsRef<[u8]>> AgeIndex<B> {
     /// `B::as_ref` must return the same bytes every time it is called.
     pub fn from_bytes(bytes: B) -> Result<Self, IndexError> {
         let b = bytes.as_ref();
-        let have = b.len();
-        if b[..have.min(8)] != MAGIC[..have.min(8)] {
-            return Err(corrupted("bad magic"));
-        }
-        if have < HEADER_LEN {
-            return Err(corrupted(format!(
-                "truncated: file has {have} bytes, less than the {HEADER_LEN}-byte header"
-            )));
-        }
-        let version = le_u32(b, off::VERSION);
-        if version != FORMAT_VERSION && version != FORMAT_VERSION_OPTIONS {
-            return Err(corrupted(format!("unsupported format version {version}")));
-        }
-        let header_len = le_u32(b, off::HEADER_LEN);
-        if header_len as usize != HEADER_LEN {
-            return Err(corrupted(format!(
-                "header length is {header_len}, expected {HEADER_LEN}"
-            )));
-        }
-        let file_len = le_u64(b, off::FILE_LEN);
-        if file_len != have as u64 {
-            let kind = if file_len > have as u64 {
-                "truncated"
-            } else {
-                "trailing bytes"
-            };
-            return Err(corrupted(format!(
-                "{kind}: header says {file_len} bytes, file has {have}"
-            )));
-        }
-        let (stored, computed) = (le_u32(b, CRC_AT), file_crc(b));
-        if stored != computed {
-            return Err(corrupted(format!(
-                "checksum mismatch: stored {stored:#010x}, computed {computed:#010x}"
-            )));
-        }
+        let version = check_frame(
+            b,
+            &Frame {
+                magic: MAGIC,
+                versions: &[FORMAT_VERSION, FORMAT_VERSION_OPTIONS],
+                header_len: HEADER_LEN,
+                file_len_at: off::FILE_LEN,
+                crc_at: CRC_AT,
+            },
+        )?;
+        let file_len = b.len() as u64;
 
         // The checksum only proves the bytes are what some writer wrote; the rest proves
         // they describe a well-formed index, so queries can never go out of bounds.
