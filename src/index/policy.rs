@@ -9,7 +9,9 @@
 //! An age's ids, in increasing order, are cut into shards of at most [`SHARD_KEYS`] ids
 //! (equal parts), each its own graph: a shard is built with a bounded scratch (≈ 26 bytes an
 //! id) whatever the age's size, shards build in parallel, and a look-up finds its shard by
-//! a binary search over the shards' first ids. Fixed 128-byte header, little-endian:
+//! a binary search over the shards' first ids. [`PolicyBuilder`] writes the same bytes from
+//! ids pushed a chunk at a time, for an age whose ids do not fit memory at once. Fixed
+//! 128-byte header, little-endian:
 //!
 //! ```text
 //!   0  magic b"A2048POL"          8  format version u32 (1)
@@ -118,6 +120,119 @@ pub(crate) fn encode_sharded(
     shard_keys: usize,
 ) -> Result<(Vec<u8>, PolicyStats), IndexError> {
     check_variant(&meta.variant)?;
+    check_run(ids, moves, None, 0)?;
+    let cuts = Cuts::new(ids.len(), shard_keys);
+    let built = build_parts(ids, moves, cuts, 0..cuts.parts)?;
+    Ok(assemble(meta, built))
+}
+
+/// [`encode_policy`] fed a chunk of ids at a time, for an age whose ids do not fit memory
+/// at once: it keeps the ids of the shards not built yet (at most a shard a thread, the one
+/// being filled included) and the built shards' cells, and gives the same bytes as
+/// [`encode_policy`] over all the ids.
+pub struct PolicyBuilder {
+    meta: PolicyMeta,
+    cuts: Cuts,
+    /// Ids pushed so far, and the last of them (ids increase across pushes too).
+    pushed: usize,
+    last: Option<u64>,
+    /// The first shard not built and the shard being filled: `ids` and `moves` hold the ids
+    /// from the start of `unbuilt` on (the shards before `filling` are complete).
+    unbuilt: usize,
+    filling: usize,
+    ids: Vec<u64>,
+    moves: Vec<u8>,
+    built: Vec<Built>,
+}
+
+impl PolicyBuilder {
+    /// A builder for `n` ids in all, cut into shards as [`encode_policy`] cuts them.
+    pub fn new(meta: PolicyMeta, n: usize) -> Result<PolicyBuilder, IndexError> {
+        Self::with_shard_keys(meta, n, SHARD_KEYS)
+    }
+
+    /// [`PolicyBuilder::new`] with shards of at most `shard_keys` ids.
+    pub(crate) fn with_shard_keys(
+        meta: PolicyMeta,
+        n: usize,
+        shard_keys: usize,
+    ) -> Result<PolicyBuilder, IndexError> {
+        check_variant(&meta.variant)?;
+        Ok(PolicyBuilder {
+            meta,
+            cuts: Cuts::new(n, shard_keys),
+            pushed: 0,
+            last: None,
+            unbuilt: 0,
+            filling: 0,
+            ids: Vec::new(),
+            moves: Vec::new(),
+            built: Vec::new(),
+        })
+    }
+
+    /// Takes the next `ids` (strictly increasing, and above those pushed before) and their
+    /// moves, as [`encode_policy`] takes them. The chunk is taken a shard at a time (never
+    /// copied whole), and the complete shards build in parallel once there is one a thread
+    /// (the rest at [`PolicyBuilder::finish`]). A refused chunk changes nothing.
+    pub fn push(&mut self, ids: &[u64], moves: &[u8]) -> Result<(), IndexError> {
+        check_run(ids, moves, self.last, self.pushed)?;
+        let n = self.cuts.n;
+        let total = self.pushed.saturating_add(ids.len());
+        if total > n {
+            return Err(count_mismatch(total, n));
+        }
+        let (mut ids, mut moves) = (ids, moves);
+        self.last = ids.last().copied().or(self.last);
+        while !ids.is_empty() {
+            let end = self.cuts.start(self.filling + 1);
+            let take = (end - self.pushed).min(ids.len());
+            self.ids.extend_from_slice(&ids[..take]);
+            self.moves.extend_from_slice(&moves[..take]);
+            (ids, moves) = (&ids[take..], &moves[take..]);
+            self.pushed += take;
+            if self.pushed == end {
+                self.filling += 1;
+                if self.filling - self.unbuilt >= rayon::current_num_threads() {
+                    self.build_complete()?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The file and its sizes, once all `n` ids are pushed.
+    pub fn finish(mut self) -> Result<(Vec<u8>, PolicyStats), IndexError> {
+        if self.pushed != self.cuts.n {
+            return Err(count_mismatch(self.pushed, self.cuts.n));
+        }
+        self.build_complete()?;
+        Ok(assemble(&self.meta, self.built))
+    }
+
+    /// Builds the complete shards not built yet (all that `ids` holds then).
+    fn build_complete(&mut self) -> Result<(), IndexError> {
+        let built = build_parts(
+            &self.ids,
+            &self.moves,
+            self.cuts,
+            self.unbuilt..self.filling,
+        )?;
+        self.built.extend(built);
+        self.ids.clear();
+        self.moves.clear();
+        self.unbuilt = self.filling;
+        Ok(())
+    }
+}
+
+fn count_mismatch(pushed: usize, n: usize) -> IndexError {
+    invalid(format!("{pushed} ids pushed for a policy of {n}"))
+}
+
+/// Checks ids `at..` of an age (`prev` the one before them): one move each, the ids strictly
+/// increasing, the moves below 4 or [`NO_MOVE`].
+fn check_run(ids: &[u64], moves: &[u8], prev: Option<u64>, at: usize) -> Result<(), IndexError> {
     if ids.len() != moves.len() {
         return Err(invalid(format!(
             "{} ids and {} moves",
@@ -125,25 +240,69 @@ pub(crate) fn encode_sharded(
             moves.len()
         )));
     }
-    if let Some(i) = ids.windows(2).position(|w| w[0] >= w[1]) {
+    let across = prev
+        .filter(|&p| ids.first().is_some_and(|&f| p >= f))
+        .map(|p| (0, p));
+    let within = || {
+        ids.windows(2)
+            .position(|w| w[0] >= w[1])
+            .map(|i| (i + 1, ids[i]))
+    };
+    if let Some((i, before)) = across.or_else(within) {
         return Err(invalid(format!(
-            "ids not strictly increasing at {}: {:#x} then {:#x}",
-            i + 1,
-            ids[i],
-            ids[i + 1]
+            "ids not strictly increasing at {}: {before:#x} then {:#x}",
+            at + i,
+            ids[i]
         )));
     }
     if let Some(m) = moves.iter().find(|&&m| m > NO_MOVE) {
         return Err(invalid(format!("move {m} (0 to 3, or {NO_MOVE} for none)")));
     }
-    let n = ids.len();
-    let parts = n.div_ceil(shard_keys.max(1));
-    // Per part of the ids (equal parts), its keys' first id and graph; parts without a key
-    // are left out.
-    let built: Vec<(u64, u64, FuseParams, Vec<u8>)> = (0..parts)
+    Ok(())
+}
+
+/// How `n` ids are cut into shards: `parts` equal parts, part `s` being ids
+/// `start(s)..start(s + 1)` (none empty, as `parts <= n`).
+#[derive(Clone, Copy, Debug)]
+struct Cuts {
+    n: usize,
+    parts: usize,
+}
+
+impl Cuts {
+    fn new(n: usize, shard_keys: usize) -> Cuts {
+        Cuts {
+            n,
+            parts: n.div_ceil(shard_keys.max(1)),
+        }
+    }
+
+    fn start(&self, s: usize) -> usize {
+        (s * self.n).checked_div(self.parts).unwrap_or(0)
+    }
+}
+
+/// One built shard: its first key, its keys, its graph.
+struct Built {
+    first: u64,
+    keys: u64,
+    params: FuseParams,
+    data: Vec<u8>,
+}
+
+/// Builds parts `range` of `cuts` in parallel, `ids` and `moves` holding the ids from the
+/// start of `range` on; parts without a key are left out.
+fn build_parts(
+    ids: &[u64],
+    moves: &[u8],
+    cuts: Cuts,
+    range: std::ops::Range<usize>,
+) -> Result<Vec<Built>, IndexError> {
+    let base = cuts.start(range.start);
+    let built = range
         .into_par_iter()
         .map(|s| {
-            let r = s * n / parts..(s + 1) * n / parts;
+            let r = cuts.start(s) - base..cuts.start(s + 1) - base;
             let (keys, vals): (Vec<u64>, Vec<u8>) = ids[r.clone()]
                 .iter()
                 .zip(&moves[r])
@@ -153,17 +312,24 @@ pub(crate) fn encode_sharded(
             let Some(&first) = keys.first() else {
                 return Ok(None);
             };
-            let (p, data) = fuse::build(&keys, &vals, MOVE_BITS)?;
-            Ok(Some((first, keys.len() as u64, p, data)))
+            let (params, data) = fuse::build(&keys, &vals, MOVE_BITS)?;
+            Ok(Some(Built {
+                first,
+                keys: keys.len() as u64,
+                params,
+                data,
+            }))
         })
-        .collect::<Result<Vec<_>, IndexError>>()?
-        .into_iter()
-        .flatten()
-        .collect();
-    let keys: u64 = built.iter().map(|b| b.1).sum();
+        .collect::<Result<Vec<_>, IndexError>>()?;
+    Ok(built.into_iter().flatten().collect())
+}
+
+/// The file of the built shards, in order: header, shard table, cells, checksum.
+fn assemble(meta: &PolicyMeta, built: Vec<Built>) -> (Vec<u8>, PolicyStats) {
+    let keys: u64 = built.iter().map(|b| b.keys).sum();
     let shards = built.len();
     let table_end = HEADER_LEN + shards * SHARD_LEN;
-    let file_len = table_end + built.iter().map(|b| b.3.len()).sum::<usize>();
+    let file_len = table_end + built.iter().map(|b| b.data.len()).sum::<usize>();
     let mut out = Vec::with_capacity(file_len);
     out.resize(HEADER_LEN, 0);
     out[..8].copy_from_slice(MAGIC);
@@ -180,18 +346,19 @@ pub(crate) fn encode_sharded(
     out[off::VARIANT..off::VARIANT + meta.variant.len()].copy_from_slice(meta.variant.as_bytes());
     put64(&mut out, off::FILE_LEN, file_len as u64);
     let mut at = table_end as u64;
-    for (first, _, p, data) in &built {
+    for b in &built {
+        let p = &b.params;
         let mut rec = [0u8; SHARD_LEN];
-        rec[..8].copy_from_slice(&first.to_le_bytes());
+        rec[..8].copy_from_slice(&b.first.to_le_bytes());
         rec[8..16].copy_from_slice(&at.to_le_bytes());
         rec[16..24].copy_from_slice(&p.seed.to_le_bytes());
         rec[24..28].copy_from_slice(&p.segment_log.to_le_bytes());
         rec[28..32].copy_from_slice(&p.segment_count.to_le_bytes());
         out.extend_from_slice(&rec);
-        at += data.len() as u64;
+        at += b.data.len() as u64;
     }
-    for (_, _, _, data) in &built {
-        out.extend_from_slice(data);
+    for b in built {
+        out.extend_from_slice(&b.data);
     }
     debug_assert_eq!(out.len(), file_len);
     let crc = file_crc(&out);
@@ -201,7 +368,7 @@ pub(crate) fn encode_sharded(
         shards: shards as u64,
         file_bytes: out.len() as u64,
     };
-    Ok((out, stats))
+    (out, stats)
 }
 
 fn put32(b: &mut [u8], at: usize, v: u32) {
@@ -462,6 +629,116 @@ mod tests {
         for len in [0, 4, 100, bytes.len() - 1] {
             assert!(Policy::from_bytes(&bytes[..len]).is_err());
         }
+    }
+
+    /// Pushes `ids` and `moves` in chunks of `chunk()` ids, checking that the builder never
+    /// holds more than a shard a thread of ids.
+    fn build_in_chunks(
+        ids: &[u64],
+        moves: &[u8],
+        shard: usize,
+        mut chunk: impl FnMut() -> usize,
+    ) -> (Vec<u8>, PolicyStats) {
+        let mut b = PolicyBuilder::with_shard_keys(meta(), ids.len(), shard).unwrap();
+        let mut at = 0;
+        while at < ids.len() {
+            let end = (at + chunk()).min(ids.len());
+            b.push(&ids[at..end], &moves[at..end]).unwrap();
+            assert!(b.ids.len() <= rayon::current_num_threads() * shard);
+            at = end;
+        }
+        b.finish().unwrap()
+    }
+
+    #[test]
+    fn the_builder_gives_the_bytes_of_all_ids_at_once() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+        // (ids, shard keys, parts whose ids all have no move)
+        for (n, shard, blank) in [
+            (0, 1000, &[][..]),
+            (1, 1000, &[]),
+            (1, 1000, &[0]),
+            (300, 1000, &[]),
+            (300, 64, &[0, 4]),
+            (5000, 1000, &[1, 4]),
+            (4321, 1000, &[2]),
+            (2500, 100, &[0, 1, 2, 13, 24]),
+        ] {
+            let (ids, mut moves) = sample(n as u64 + 100, n);
+            let cuts = Cuts::new(ids.len(), shard);
+            for &s in blank {
+                moves[cuts.start(s)..cuts.start(s + 1)].fill(NO_MOVE);
+            }
+            let want = encode_sharded(&meta(), &ids, &moves, shard).unwrap();
+            assert_eq!(want.1.shards as usize, cuts.parts - blank.len());
+            let all = ids.len();
+            for (name, got) in [
+                ("1", build_in_chunks(&ids, &moves, shard, || 1)),
+                ("7", build_in_chunks(&ids, &moves, shard, || 7)),
+                (
+                    "random",
+                    build_in_chunks(&ids, &moves, shard, || rng.gen_range(0..2 * shard)),
+                ),
+                ("all", build_in_chunks(&ids, &moves, shard, || all)),
+            ] {
+                assert!(got == want, "{n} ids, shards of {shard}, chunks of {name}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_builder_gives_the_same_bytes_on_any_thread_count() {
+        let (ids, moves) = sample(12, 2500);
+        let want = encode_sharded(&meta(), &ids, &moves, 100).unwrap();
+        for threads in [1, 2, 3] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let got = pool.install(|| build_in_chunks(&ids, &moves, 100, || 7));
+            assert!(got == want, "{threads} threads");
+        }
+    }
+
+    #[test]
+    fn the_builder_refuses_what_encode_refuses() {
+        let err = |r: Result<(), IndexError>| r.unwrap_err().to_string();
+        let mut b = PolicyBuilder::new(meta(), 5).unwrap();
+        b.push(&[1, 2, 3], &[0, 1, 4]).unwrap();
+        let e = err(b.push(&[3, 4], &[0, 0]));
+        assert!(
+            e.contains("not strictly increasing at 3: 0x3 then 0x3"),
+            "{e}"
+        );
+        let e = err(b.push(&[4, 4], &[0, 0]));
+        assert!(
+            e.contains("not strictly increasing at 4: 0x4 then 0x4"),
+            "{e}"
+        );
+        let e = err(b.push(&[4, 5], &[0, 5]));
+        assert!(e.contains("move 5"), "{e}");
+        let e = err(b.push(&[4, 5], &[0]));
+        assert!(e.contains("2 ids and 1 moves"), "{e}");
+        let e = err(b.push(&[4, 5, 6], &[0, 1, 2]));
+        assert!(e.contains("6 ids pushed for a policy of 5"), "{e}");
+        // A refused chunk changed nothing.
+        b.push(&[4, 5], &[2, 3]).unwrap();
+        let want = encode_policy(&meta(), &[1, 2, 3, 4, 5], &[0, 1, 4, 2, 3]).unwrap();
+        assert!(b.finish().unwrap() == want);
+
+        let mut b = PolicyBuilder::new(meta(), 3).unwrap();
+        b.push(&[1, 2], &[0, 1]).unwrap();
+        let e = b.finish().unwrap_err().to_string();
+        assert!(e.contains("2 ids pushed for a policy of 3"), "{e}");
+        let mut b = PolicyBuilder::new(meta(), 0).unwrap();
+        assert!(err(b.push(&[1], &[0])).contains("1 ids pushed for a policy of 0"));
+        b.push(&[], &[]).unwrap();
+        assert!(b.finish().unwrap() == encode_policy(&meta(), &[], &[]).unwrap());
+        let long = PolicyMeta {
+            variant: "x".repeat(MAX_VARIANT_LEN + 1),
+            ..meta()
+        };
+        assert!(PolicyBuilder::new(long, 1).is_err());
     }
 
     #[test]
