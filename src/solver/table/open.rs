@@ -1,11 +1,14 @@
 //! The table of a small layer: open addressing over slots holding an id and its values, one
-//! cache line a look-up (the layer's ids are stored, so a miss is always told apart).
+//! cache line a look-up (the layer's ids are stored, so a miss is always told apart). Values
+//! are f64 whatever the [`Coding`] (the layers are small), quantised as they go in, so that
+//! they read back as a perfect table in that coding reads them.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use rayon::prelude::*;
 
 use super::super::layer::{prefetch, FIB, NO_ID};
+use super::Coding;
 
 /// An empty slot's word: [`NO_ID`], which no board is.
 const EMPTY: u64 = NO_ID;
@@ -71,9 +74,18 @@ const BIG_TABLE: usize = 1 << 24;
 
 impl OpenTable {
     /// [`super::ValueTable::new`] with `value(rank * k + v)` the value of variant `v` of the id of
-    /// rank `rank`: the values need not sit in a vector of their own.
-    pub fn from_fn(ids: &[u64], value: impl Fn(usize) -> f64 + Sync, k: usize) -> OpenTable {
-        OpenTable::with_load(ids, value, k, load(ids.len()))
+    /// rank `rank` (the values need not sit in a vector of their own), each as `coding` reads
+    /// it back ([`Coding::quantise`]).
+    pub fn from_fn(
+        ids: &[u64],
+        value: impl Fn(usize) -> f64 + Sync,
+        k: usize,
+        coding: Coding,
+    ) -> OpenTable {
+        match coding {
+            Coding::F64 => OpenTable::with_load(ids, value, k, load(ids.len())),
+            _ => OpenTable::with_load(ids, |j| coding.quantise(value(j)), k, load(ids.len())),
+        }
     }
 
     /// [`OpenTable::from_fn`] at load `alpha` (at least one slot stays empty whatever `alpha`).

@@ -28,22 +28,28 @@
 //! that what misses there overlaps across the block.
 //!
 //! A slot is a 16-bit fingerprint of the id (bits of its hash that choose neither its bucket
-//! nor its slot) followed by its `k` values; a look-up of an id the layer does not hold finds
-//! a slot whose fingerprint differs, but for 1 in 2^16 such ids, and answers `None` (the pass
-//! reports such a miss as an inconsistency between the passes). A layer of `n` ids costs
-//! `(2 + 8k) / ALPHA + 1 / LAMBDA` bytes an id, and 24 bytes a part (its first id, first
-//! bucket and first slot): 11.6 with one variant, against 21 to 32 for an open-addressing
-//! table of ids and values. Building is parallel over parts and deterministic: a part's
-//! pilots depend on its ids only. A part reads its ids and their values where the layer holds
-//! them, in order; the build holds nothing but the table and the few parts of a round being
-//! built. What a part is built in (its keys sorted by bucket, the slots taken) is each
-//! thread's own from part to part and build to build, and a part's slots are written in those
-//! of a part already appended, so that neither is paged in and zeroed anew for every part. A
-//! pilot is tried on all the keys of its bucket before the one branch on its outcome.
+//! nor its slot) followed by its `k` values (8 bytes each in f64, 4 in fixed point: see
+//! [`Coding`]); a look-up of an id the layer does not hold finds a slot whose fingerprint
+//! differs, but for 1 in 2^16 such ids, and answers `None` (the pass reports such a miss as
+//! an inconsistency between the passes). A layer of `n` ids costs `(2 + wk) / ALPHA + 1 /
+//! LAMBDA` bytes an id for values of `w` bytes, and 24 bytes a part (its first id, first
+//! bucket and first slot): 11.6 with one variant in f64, 7.2 in fixed point, against 21 to 32
+//! for an open-addressing table of ids and values ([`PerfectTable::bytes_per_id`]). Building
+//! is parallel over parts and deterministic: a part's pilots and slots depend on its ids and
+//! values only. The parts are built in rounds of a few per thread, from the whole layer
+//! ([`PerfectTable::from_fn`]) or from its ids and values as they come ([`Builder`]), the
+//! same rounds either way ([`Builder::round`]); the build holds nothing but the table and
+//! the few parts of a round being built (and, for a [`Builder`], the ids and values pushed
+//! since its last round). What a part is built in (its keys sorted by bucket, the slots
+//! taken) is each thread's own from part to part and build to build, and a part's slots are
+//! written in those of a part already appended, so that neither is paged in and zeroed anew
+//! for every part. A pilot is tried on all the keys of its bucket before the one branch on
+//! its outcome.
 
 use rayon::prelude::*;
 
 use super::super::layer::prefetch;
+use super::{Coding, Values};
 
 /// Ids per part (the last may have fewer): a part's pilots and slots take ≈ 48 KB with one
 /// variant, and the parts' first ids 8 bytes a part (33 KB for 17 M afterstates, within a
@@ -161,8 +167,8 @@ pub struct PerfectTable {
     /// `slot_start[p]`: the first slot of part `p` (one more entry: the end).
     slot_start: Vec<usize>,
     pilots: Vec<Pilot>,
-    /// Slots of `stride` bytes: fingerprint (little-endian), then `k` values (their bits,
-    /// little-endian).
+    /// Slots of `stride` bytes: fingerprint (little-endian), then `k` values (their bits, or
+    /// their fixed-point codes, little-endian).
     ///
     /// Slots of one value are 10 bytes one after another, so that one in seven or so crosses a
     /// cache line's end and its look-up reads two lines, the second not prefetched. Tried and not
@@ -174,73 +180,70 @@ pub struct PerfectTable {
     slots: Vec<u8>,
     stride: usize,
     k: usize,
+    coding: Coding,
+    /// What a unit of a fixed-point code is worth (`2^-fraction_bits`; 1 in f64).
+    unit: f64,
 }
 
 impl PerfectTable {
     /// The table of a layer `ids` (sorted, deduplicated) with `values[i * k + v]` the value of
-    /// id `i` under variant `v`.
+    /// id `i` under variant `v`, in f64.
     #[cfg(test)]
     pub fn new(ids: &[u64], values: &[f64], k: usize) -> PerfectTable {
         debug_assert_eq!(values.len(), ids.len() * k);
-        PerfectTable::from_fn(ids, |j| values[j], k)
+        PerfectTable::from_fn(ids, |j| values[j], k, Coding::F64)
     }
 
     /// [`super::ValueTable::new`] with `value(rank * k + v)` the value of variant `v` of the id of
-    /// rank `rank`: the values need not sit in a vector of their own.
-    pub fn from_fn(ids: &[u64], value: impl Fn(usize) -> f64 + Sync, k: usize) -> PerfectTable {
+    /// rank `rank` (the values need not sit in a vector of their own), stored in `coding`.
+    pub fn from_fn(
+        ids: &[u64],
+        value: impl Fn(usize) -> f64 + Sync,
+        k: usize,
+        coding: Coding,
+    ) -> PerfectTable {
         debug_assert!(
             super::super::layer::is_layer(ids),
             "a layer must be sorted and deduplicated"
         );
         let n = ids.len();
-        let parts = n.div_ceil(PART).max(1);
-        let stride = FP + 8 * k;
-        let first: Vec<u64> = (0..parts)
-            .map(|p| ids.get(p * PART).copied().unwrap_or(0))
-            .collect();
-        let mut bucket_start = vec![0usize; parts + 1];
-        let mut slot_start = vec![0usize; parts + 1];
-        let mut pilots: Vec<Pilot> = super::super::huge::with_capacity(n.div_ceil(LAMBDA) + parts);
-        // Room for a part in eight to be built again with more slots (a sixteenth more each
-        // time): a vector of a few hundred MB that outgrew its room was copied whole into
-        // one twice its size (4x3 `goal-256`, age 382: 300 MB more at the build's peak). Room
-        // never written is never resident.
-        let planned = (n as f64 / ALPHA) as usize;
-        let mut slots: Vec<u8> =
-            super::super::huge::with_capacity((planned + planned / 8 + 2 * parts) * stride);
-        // Parts a round: built in parallel, then appended in order (a round's parts exist
-        // twice, as built and as appended, so a round is kept to a few MB).
-        let group = (GROUP_PER_THREAD * rayon::current_num_threads()).max(16);
-        // The slots of parts already appended, for the next parts to build in: fresh ones
-        // for every part would each be paged in and zeroed by the kernel.
-        let spare: std::sync::Mutex<Vec<Vec<u8>>> = std::sync::Mutex::default();
-        for round in (0..parts).step_by(group) {
-            let built: Vec<Part> = (round..(round + group).min(parts))
-                .into_par_iter()
-                .map(|p| {
-                    let keys = p * PART..((p + 1) * PART).min(n);
-                    let spare = spare.lock().ok().and_then(|mut r| r.pop());
-                    Part::build(&ids[keys.clone()], keys.start, &value, k, spare)
-                })
-                .collect();
-            for (part, p) in built.into_iter().zip(round..) {
-                bucket_start[p + 1] = bucket_start[p] + part.pilots.len();
-                slot_start[p + 1] = slot_start[p] + part.slots.len() / stride;
-                pilots.extend_from_slice(&part.pilots);
-                slots.extend_from_slice(&part.slots);
-                if let Ok(mut r) = spare.lock() {
-                    r.push(part.slots);
-                }
+        let mut b = Builder::new(n, k, coding);
+        let round = b.group * PART;
+        let mut at = 0;
+        loop {
+            let end = (at + round).min(n);
+            b.round(&ids[at..end], |j| value(at * k + j));
+            at = end;
+            if at == n {
+                break;
             }
         }
-        PerfectTable {
-            first,
-            bucket_start,
-            slot_start,
-            pilots,
-            slots,
-            stride,
-            k,
+        b.pushed = n;
+        b.finish()
+    }
+
+    /// Bytes an id a table of `k` values an id in `coding` is planned to take: its slots
+    /// (`(FP + width · k) / ALPHA`), pilots (`1 / LAMBDA`) and parts (24 bytes every [`PART`]
+    /// ids), for a memory planner. A built table takes a little more (a part's slots rounded
+    /// up; a part in fifty or so rebuilt with a sixteenth more slots), and a small one more
+    /// still (a part of fewer ids than `PART` costs 24 bytes all the same). The build holds
+    /// besides a round of parts being built (`GROUP_PER_THREAD` parts a thread, as built and
+    /// as appended) and the slots' room beyond what is written (never resident).
+    pub fn bytes_per_id(k: usize, coding: Coding) -> f64 {
+        let stride = FP + coding.width() * k;
+        let parts = (std::mem::size_of::<u64>() + 2 * std::mem::size_of::<usize>()) as f64;
+        stride as f64 / ALPHA
+            + std::mem::size_of::<Pilot>() as f64 / LAMBDA as f64
+            + parts / PART as f64
+    }
+
+    /// The values `b` of a slot ([`PerfectTable::get`], [`PerfectTable::at_packed`]) as the
+    /// table's coding reads them.
+    #[inline(always)]
+    pub fn values<'a>(&self, b: &'a [u8]) -> Values<'a> {
+        match self.coding {
+            Coding::F64 => Values::Bytes(b),
+            Coding::Fixed32 { .. } => Values::Fixed(b, self.unit),
         }
     }
 
@@ -322,7 +325,7 @@ impl PerfectTable {
         if u16::from_le_bytes([slot[0], slot[1]]) != fp {
             return None;
         }
-        Some(&slot[FP..FP + 8 * self.k])
+        Some(&slot[FP..])
     }
 
     /// Where the values of `id` are if the layer holds it, in one word (`slot << 16 |
@@ -365,6 +368,188 @@ impl PerfectTable {
     #[cfg(test)]
     pub fn bytes(&self) -> usize {
         self.slots.len() + std::mem::size_of_val(&self.pilots[..]) + 24 * self.bucket_start.len()
+    }
+
+    /// Everything the table holds, to compare two builds byte for byte.
+    #[cfg(test)]
+    #[allow(clippy::type_complexity)]
+    pub fn raw(&self) -> (&[u64], &[usize], &[usize], &[Pilot], &[u8], usize, Coding) {
+        (
+            &self.first,
+            &self.bucket_start,
+            &self.slot_start,
+            &self.pilots,
+            &self.slots,
+            self.stride,
+            self.coding,
+        )
+    }
+}
+
+/// Builds a [`PerfectTable`] a round of parts at a time, from the whole layer
+/// ([`PerfectTable::from_fn`]) or from its ids and values as they are pushed
+/// ([`Builder::push`], [`super::TableBuilder`]): a round builds its parts in parallel, from
+/// their own ids and values, and appends them in order, so that the table depends neither on
+/// how the layer was cut into rounds (nor pushes) nor on the threads.
+pub struct Builder {
+    /// The parts built so far, appended in order (`first`, `bucket_start` and `slot_start`
+    /// up to the parts built).
+    table: PerfectTable,
+    /// Ids of the layer.
+    n: usize,
+    /// Parts of the layer (one, empty, for a layer of none).
+    parts: usize,
+    /// Parts built.
+    built: usize,
+    /// Ids pushed.
+    pushed: usize,
+    /// Parts a round.
+    group: usize,
+    /// The slots of parts already appended, for the next parts to build in: fresh ones for
+    /// every part would each be paged in and zeroed by the kernel.
+    spare: std::sync::Mutex<Vec<Vec<u8>>>,
+    /// The ids pushed and not yet built (fewer than a round's), and their values.
+    ids: Vec<u64>,
+    values: Vec<f64>,
+}
+
+impl Builder {
+    /// A table of a layer of `n` ids, `k` values an id, stored in `coding`.
+    pub fn new(n: usize, k: usize, coding: Coding) -> Builder {
+        // Parts a round: built in parallel, then appended in order (a round's parts exist
+        // twice, as built and as appended, so a round is kept to a few MB).
+        let group = (GROUP_PER_THREAD * rayon::current_num_threads()).max(16);
+        Builder::with_group(n, k, coding, group)
+    }
+
+    /// [`Builder::new`] with rounds of `group` parts.
+    fn with_group(n: usize, k: usize, coding: Coding, group: usize) -> Builder {
+        let parts = n.div_ceil(PART).max(1);
+        let stride = FP + coding.width() * k;
+        let mut bucket_start = Vec::with_capacity(parts + 1);
+        bucket_start.push(0);
+        let mut slot_start = Vec::with_capacity(parts + 1);
+        slot_start.push(0);
+        let pilots: Vec<Pilot> = super::super::huge::with_capacity(n.div_ceil(LAMBDA) + parts);
+        // Room for a part in eight to be built again with more slots (a sixteenth more each
+        // time): a vector of a few hundred MB that outgrew its room was copied whole into
+        // one twice its size (4x3 `goal-256`, age 382: 300 MB more at the build's peak). Room
+        // never written is never resident.
+        let planned = (n as f64 / ALPHA) as usize;
+        let slots: Vec<u8> =
+            super::super::huge::with_capacity((planned + planned / 8 + 2 * parts) * stride);
+        let unit = match coding {
+            Coding::F64 => 1.0,
+            Coding::Fixed32 { fraction_bits } => Coding::decode(fraction_bits, 1),
+        };
+        Builder {
+            table: PerfectTable {
+                first: Vec::with_capacity(parts),
+                bucket_start,
+                slot_start,
+                pilots,
+                slots,
+                stride,
+                k,
+                coding,
+                unit,
+            },
+            n,
+            parts,
+            built: 0,
+            pushed: 0,
+            group,
+            spare: std::sync::Mutex::default(),
+            ids: Vec::new(),
+            values: Vec::new(),
+        }
+    }
+
+    /// Builds the parts of `ids`, the next ids of the layer from the first of a part not yet
+    /// built on (whole parts, but for the layer's last), `value(i * k + v)` the value of
+    /// variant `v` of `ids[i]`: in parallel, then appended in order.
+    fn round(&mut self, ids: &[u64], value: impl Fn(usize) -> f64 + Sync) {
+        let count = ids.len().div_ceil(PART).max(1);
+        debug_assert!(self.built + count <= self.parts);
+        debug_assert!(ids.len().is_multiple_of(PART) || self.built + count == self.parts);
+        let t = &mut self.table;
+        let (k, coding, stride, spare) = (t.k, t.coding, t.stride, &self.spare);
+        let built: Vec<Part> = (0..count)
+            .into_par_iter()
+            .map(|q| {
+                let keys = q * PART..((q + 1) * PART).min(ids.len());
+                let spare = spare.lock().ok().and_then(|mut r| r.pop());
+                Part::build(&ids[keys.clone()], keys.start, &value, k, coding, spare)
+            })
+            .collect();
+        for (q, part) in built.into_iter().enumerate() {
+            let p = self.built + q;
+            t.first.push(ids.get(q * PART).copied().unwrap_or(0));
+            t.bucket_start.push(t.bucket_start[p] + part.pilots.len());
+            t.slot_start
+                .push(t.slot_start[p] + part.slots.len() / stride);
+            t.pilots.extend_from_slice(&part.pilots);
+            t.slots.extend_from_slice(&part.slots);
+            if let Ok(mut r) = spare.lock() {
+                r.push(part.slots);
+            }
+        }
+        self.built += count;
+    }
+
+    /// The next ids of the layer and their values (`values[i * k + v]`): a round is built as
+    /// soon as its parts' ids are all in, straight from `ids` where a whole round lies
+    /// there, the rest kept for the next push.
+    pub fn push(&mut self, mut ids: &[u64], mut values: &[f64]) {
+        let k = self.table.k;
+        assert_eq!(values.len(), ids.len() * k, "values of the ids pushed");
+        self.pushed += ids.len();
+        assert!(
+            self.pushed <= self.n,
+            "{} ids pushed into a table of {}",
+            self.pushed,
+            self.n
+        );
+        let round = self.group * PART;
+        if !self.ids.is_empty() {
+            let take = (round - self.ids.len()).min(ids.len());
+            self.ids.extend_from_slice(&ids[..take]);
+            self.values.extend_from_slice(&values[..take * k]);
+            (ids, values) = (&ids[take..], &values[take * k..]);
+            if self.ids.len() == round {
+                let (held, held_values) = (
+                    std::mem::take(&mut self.ids),
+                    std::mem::take(&mut self.values),
+                );
+                self.round(&held, |j| held_values[j]);
+                // Their room, for the next ids held.
+                (self.ids, self.values) = (held, held_values);
+                self.ids.clear();
+                self.values.clear();
+            }
+        }
+        while ids.len() >= round {
+            let (now, later) = ids.split_at(round);
+            let (now_values, later_values) = values.split_at(round * k);
+            self.round(now, |j| now_values[j]);
+            (ids, values) = (later, later_values);
+        }
+        self.ids.extend_from_slice(ids);
+        self.values.extend_from_slice(values);
+    }
+
+    /// The table, once the layer's `n` ids are in: the parts not yet built, as a last round.
+    pub fn finish(mut self) -> PerfectTable {
+        if self.built < self.parts {
+            let (held, held_values) = (
+                std::mem::take(&mut self.ids),
+                std::mem::take(&mut self.values),
+            );
+            self.round(&held, |j| held_values[j]);
+        }
+        assert_eq!(self.pushed, self.n, "ids pushed into a table of {}", self.n);
+        debug_assert_eq!(self.table.first.len(), self.parts);
+        self.table
     }
 }
 
@@ -413,18 +598,21 @@ fn refill<T: Copy>(v: &mut Vec<T>, len: usize, x: T) {
 }
 
 impl Part {
-    /// The part of `ids` (of ranks `rank0..`, the value of variant `v` of rank `r` at
-    /// `value(r * k + v)`): pilots found bucket by bucket, biggest first; if a bucket finds
-    /// none, the part is built again with more slots. Its slots are written in `spare` if
-    /// given (a vector of an earlier part's).
+    /// The part of `ids` (of ranks `rank0..` among the ids `value` knows, the value of
+    /// variant `v` of rank `r` at `value(r * k + v)`), its values stored in `coding`: pilots
+    /// found bucket by bucket, biggest first; if a bucket finds none, the part is built again
+    /// with more slots. Its slots are written in `spare` if given (a vector of an earlier
+    /// part's).
     fn build(
         ids: &[u64],
         rank0: usize,
         value: &impl Fn(usize) -> f64,
         k: usize,
+        coding: Coding,
         spare: Option<Vec<u8>>,
     ) -> Part {
-        SCRATCH.with_borrow_mut(|scratch| Part::build_in(ids, rank0, value, k, scratch, spare))
+        SCRATCH
+            .with_borrow_mut(|scratch| Part::build_in(ids, rank0, value, k, coding, scratch, spare))
     }
 
     /// [`Part::build`] in `scratch`.
@@ -433,6 +621,7 @@ impl Part {
         rank0: usize,
         value: &impl Fn(usize) -> f64,
         k: usize,
+        coding: Coding,
         scratch: &mut Scratch,
         spare: Option<Vec<u8>>,
     ) -> Part {
@@ -480,7 +669,8 @@ impl Part {
             }
             n_slots += n_slots / 16 + 1;
         };
-        let stride = FP + 8 * k;
+        let width = coding.width();
+        let stride = FP + width * k;
         let mut slots = spare.unwrap_or_default();
         refill(&mut slots, n_slots * stride, 0);
         // The slots are filled in the keys' own order, so that their values are read in
@@ -494,9 +684,15 @@ impl Part {
             let s = s as usize;
             let slot = &mut slots[s * stride..(s + 1) * stride];
             slot[..FP].copy_from_slice(&fingerprint(key.h).to_le_bytes());
+            let at = |v: usize| FP + width * v..FP + width * (v + 1);
             for v in 0..k {
                 let x = value((rank0 + i) * k + v);
-                slot[FP + 8 * v..FP + 8 * v + 8].copy_from_slice(&x.to_bits().to_le_bytes());
+                match coding {
+                    Coding::F64 => slot[at(v)].copy_from_slice(&x.to_bits().to_le_bytes()),
+                    Coding::Fixed32 { fraction_bits } => {
+                        slot[at(v)].copy_from_slice(&Coding::encode(fraction_bits, x).to_le_bytes())
+                    }
+                }
             }
         }
         // An empty slot's fingerprint is that of none of its part's ids where possible, so
@@ -778,6 +974,119 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A layer of `n` random ids below 2^60.
+    fn layer(rng: &mut impl Rng, n: usize) -> Vec<u64> {
+        let mut ids = super::super::super::layer::sort_dedup(
+            (0..n + n / 64 + 8).map(|_| rng.gen::<u64>() >> 4).collect(),
+        );
+        ids.truncate(n);
+        assert_eq!(ids.len(), n);
+        ids
+    }
+
+    /// `ids` and `values` pushed into `b` in runs of `chunk` ids (random lengths up to 3 ·
+    /// `chunk` if `random`).
+    fn push_all(b: &mut Builder, ids: &[u64], values: &[f64], k: usize, chunk: usize, seed: u64) {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let mut at = 0;
+        while at < ids.len() {
+            let len = if seed == 0 {
+                chunk
+            } else {
+                rng.gen_range(0..=3 * chunk)
+            };
+            let end = (at + len).min(ids.len());
+            b.push(&ids[at..end], &values[at * k..end * k]);
+            at = end;
+        }
+    }
+
+    #[test]
+    fn a_builder_builds_the_same_bytes_however_the_layer_is_pushed() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(9);
+        let codings = [Coding::F64, Coding::Fixed32 { fraction_bits: 24 }];
+        for (n, group) in [
+            (0usize, 2usize),
+            (1, 2),
+            (PART - 1, 2),
+            (PART, 2),
+            (PART + 1, 2),
+            (2 * PART, 2),
+            (2 * PART + 1, 2),
+            (4 * PART, 2),
+            (5 * PART - 3, 2),
+            (7 * PART + 5, 3),
+            (3 * PART + 17, 16),
+        ] {
+            let ids = layer(&mut rng, n);
+            for (c, &coding) in codings.iter().enumerate() {
+                let k = 1 + c;
+                let values: Vec<f64> = (0..n * k).map(|_| rng.gen::<f64>() * 3.0).collect();
+                let want = PerfectTable::from_fn(&ids, |j| values[j], k, coding);
+                for (chunk, seed) in [(1, 0), (7, 0), (PART, 0), (5000, 0), (n.max(1), 0)]
+                    .into_iter()
+                    .chain([(1, 1), (100, 2), (3000, 3)])
+                {
+                    let mut b = Builder::with_group(n, k, coding, group);
+                    push_all(&mut b, &ids, &values, k, chunk, seed);
+                    let got = b.finish();
+                    let case = format!(
+                        "{n} ids, {coding:?}, rounds of {group}, pushes of {chunk} ({seed})"
+                    );
+                    assert!(got.raw() == want.raw(), "{case}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn rounds_and_threads_change_no_byte() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(10);
+        // Past two rounds of the default size on two threads (128 parts a round).
+        let n = 300 * PART + 77;
+        let ids = layer(&mut rng, n);
+        let values: Vec<f64> = (0..n).map(|_| rng.gen::<f64>()).collect();
+        let coding = Coding::Fixed32 { fraction_bits: 30 };
+        let want = PerfectTable::from_fn(&ids, |j| values[j], 1, coding);
+        for threads in [1, 3] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let (whole, pushed) = pool.install(|| {
+                let whole = PerfectTable::from_fn(&ids, |j| values[j], 1, coding);
+                let mut b = Builder::new(n, 1, coding);
+                push_all(&mut b, &ids, &values, 1, 50_000, 4);
+                (whole, b.finish())
+            });
+            assert!(whole.raw() == want.raw(), "{threads} threads");
+            assert!(pushed.raw() == want.raw(), "{threads} threads, pushed");
+        }
+    }
+
+    #[test]
+    fn bytes_per_id_plans_what_a_table_takes() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(12);
+        let n = 64 * PART;
+        let ids = layer(&mut rng, n);
+        let values = vec![0.25; 2 * n];
+        for coding in [Coding::F64, Coding::Fixed32 { fraction_bits: 16 }] {
+            for k in [1, 2] {
+                let t = PerfectTable::from_fn(&ids, |j| values[j], k, coding);
+                let planned = PerfectTable::bytes_per_id(k, coding);
+                let per_id = t.bytes() as f64 / n as f64;
+                assert!(
+                    per_id >= planned && per_id < planned * 1.01,
+                    "{coding:?}, k = {k}: {per_id} bytes an id, {planned} planned"
+                );
+            }
+        }
+        let f64_1 = PerfectTable::bytes_per_id(1, Coding::F64);
+        let fixed_1 = PerfectTable::bytes_per_id(1, Coding::Fixed32 { fraction_bits: 20 });
+        assert!((f64_1 - 11.617).abs() < 0.01, "{f64_1}");
+        assert!((fixed_1 - 7.172).abs() < 0.01, "{fixed_1}");
     }
 
     #[test]
