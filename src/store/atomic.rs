@@ -5,10 +5,11 @@
 //! [`write`] also fsyncs the file and its directory, so the file survives a crash once it
 //! returns. A solve writes thousands of files, so it uses [`write_batched`] (no fsync) for the
 //! files of an age and makes a whole batch durable at once with [`sync_fs`] before it records
-//! the batch as done: the record is the only thing resuming trusts.
+//! the batch as done: the record is the only thing resuming trusts. A file too big to hold
+//! in memory is streamed through a [`BatchedFile`] (batched the same way).
 
 use std::fs;
-use std::io::Write;
+use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
@@ -49,49 +50,39 @@ pub fn write_batched_with(
     path: &Path,
     body: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
 ) -> Result<()> {
-    make_parent(path)?;
-    let tmp = temp_path(path);
-    let written = fs::File::create(&tmp).and_then(|f| {
-        let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
-        body(&mut w)?;
-        w.into_inner().map_err(|e| e.into_error()).map(drop)
-    });
-    if let Err(e) = written {
-        let _ = fs::remove_file(&tmp);
-        return Err(StoreError::io(&tmp, e));
-    }
-    if let Err(e) = fs::rename(&tmp, path) {
-        let _ = fs::remove_file(&tmp);
-        return Err(StoreError::io(path, e));
-    }
-    Ok(())
+    let mut f = BatchedFile::create(path)?;
+    body(&mut f).map_err(|e| StoreError::io(&f.tmp, e))?;
+    f.commit()
 }
 
-/// A file being written piece by piece under its temporary name, hashed as it goes; put in
-/// place by [`TempFile::commit_batched`] (durable after the next [`sync_fs`], like
-/// [`write_batched`]), removed if dropped before.
-pub struct TempFile {
+/// A file streamed under its temporary name, renamed into place by [`BatchedFile::commit`]
+/// (durable after the next [`sync_fs`], like [`write_batched`]), removed if dropped before.
+/// Bytes already written can be [patched](BatchedFile::patch): a header field known only
+/// at the end (a checksum) without holding the file in memory. The one owner of the
+/// temporary-then-rename of a streamed file ([`write_batched_with`] and [`TempFile`] are
+/// made of it).
+pub struct BatchedFile {
     path: PathBuf,
     tmp: PathBuf,
-    /// A small buffer for the headers between the big writes (which go through whole); from
-    /// the allocator's heap, not pages mapped afresh for every file.
-    file: Option<std::io::BufWriter<fs::File>>,
-    sha: Sha256,
-    bytes: u64,
+    /// `None` once committed.
+    file: Option<BufWriter<fs::File>>,
 }
 
-impl TempFile {
-    /// Creates `path`'s temporary sibling (and the directories above it).
-    pub fn create(path: &Path) -> Result<TempFile> {
+impl BatchedFile {
+    /// Creates `path`'s temporary sibling (and the directories above it), written through a
+    /// buffer of 1 MiB.
+    pub fn create(path: &Path) -> Result<BatchedFile> {
+        BatchedFile::with_buffer(path, 1 << 20)
+    }
+
+    fn with_buffer(path: &Path, capacity: usize) -> Result<BatchedFile> {
         make_parent(path)?;
         let tmp = temp_path(path);
         let file = fs::File::create(&tmp).map_err(|e| StoreError::io(&tmp, e))?;
-        Ok(TempFile {
+        Ok(BatchedFile {
             path: path.to_path_buf(),
             tmp,
-            file: Some(std::io::BufWriter::with_capacity(64 << 10, file)),
-            sha: Sha256::new(),
-            bytes: 0,
+            file: Some(BufWriter::with_capacity(capacity, file)),
         })
     }
 
@@ -100,40 +91,110 @@ impl TempFile {
         &self.path
     }
 
-    /// Renames the file into place; returns its length and SHA-256.
-    pub fn commit_batched(mut self) -> Result<(u64, String)> {
+    fn file(&mut self) -> &mut BufWriter<fs::File> {
+        self.file.as_mut().expect("a file until committed")
+    }
+
+    /// Overwrites bytes already written, from `offset` on; later writes go on at the end.
+    pub fn patch(&mut self, offset: u64, bytes: &[u8]) -> Result<()> {
+        let f = self.file();
+        // (BufWriter's seek writes its buffer out first.)
+        let put = |f: &mut BufWriter<fs::File>| -> std::io::Result<()> {
+            let end = f.seek(SeekFrom::End(0))?;
+            debug_assert!(
+                offset + bytes.len() as u64 <= end,
+                "patching unwritten bytes"
+            );
+            f.seek(SeekFrom::Start(offset))?;
+            f.write_all(bytes)?;
+            f.seek(SeekFrom::Start(end)).map(drop)
+        };
+        put(f).map_err(|e| StoreError::io(&self.tmp, e))
+    }
+
+    /// Renames the file into place (durable after the next [`sync_fs`]); on an error the
+    /// temporary file is removed.
+    pub fn commit(mut self) -> Result<()> {
         let file = self.file.take().expect("a file until committed");
-        file.into_inner()
-            .map_err(|e| StoreError::io(&self.tmp, e.into_error()))?;
-        fs::rename(&self.tmp, &self.path).map_err(|e| StoreError::io(&self.path, e))?;
-        let d = std::mem::take(&mut self.sha).finalize();
+        let put = file
+            .into_inner()
+            .map_err(|e| StoreError::io(&self.tmp, e.into_error()))
+            .and_then(|_| {
+                fs::rename(&self.tmp, &self.path).map_err(|e| StoreError::io(&self.path, e))
+            });
+        if put.is_err() {
+            let _ = fs::remove_file(&self.tmp);
+        }
+        put
+    }
+}
+
+impl Write for BatchedFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.file().write(buf)
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        self.file().write_all(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file().flush()
+    }
+}
+
+impl Drop for BatchedFile {
+    fn drop(&mut self) {
+        if self.file.take().is_some() {
+            // Never committed: an unfinished write is not data.
+            let _ = fs::remove_file(&self.tmp);
+        }
+    }
+}
+
+/// A file being written piece by piece under its temporary name, hashed as it goes; put in
+/// place by [`TempFile::commit_batched`] (a [`BatchedFile`]), removed if dropped before.
+pub struct TempFile {
+    file: BatchedFile,
+    sha: Sha256,
+    bytes: u64,
+}
+
+impl TempFile {
+    /// Creates `path`'s temporary sibling (and the directories above it).
+    pub fn create(path: &Path) -> Result<TempFile> {
+        Ok(TempFile {
+            // A small buffer for the headers between the big writes (which go through
+            // whole); from the allocator's heap, not pages mapped afresh for every file.
+            file: BatchedFile::with_buffer(path, 64 << 10)?,
+            sha: Sha256::new(),
+            bytes: 0,
+        })
+    }
+
+    /// The name the file will have.
+    pub fn path(&self) -> &Path {
+        self.file.path()
+    }
+
+    /// Renames the file into place; returns its length and SHA-256.
+    pub fn commit_batched(self) -> Result<(u64, String)> {
+        self.file.commit()?;
+        let d = self.sha.finalize();
         Ok((self.bytes, d.iter().map(|b| format!("{b:02x}")).collect()))
     }
 }
 
 impl Write for TempFile {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let n = self
-            .file
-            .as_mut()
-            .expect("a file until committed")
-            .write(buf)?;
+        let n = self.file.write(buf)?;
         self.sha.update(&buf[..n]);
         self.bytes += n as u64;
         Ok(n)
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        self.file.as_mut().expect("a file until committed").flush()
-    }
-}
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        if self.file.take().is_some() {
-            // Never committed: an unfinished write is not data.
-            let _ = fs::remove_file(&self.tmp);
-        }
+        self.file.flush()
     }
 }
 
@@ -283,5 +344,31 @@ mod tests {
         drop(f);
         assert!(!temp_path(&p).exists());
         assert_eq!(fs::read(&p).unwrap(), b"abc", "the old file stays");
+    }
+
+    #[test]
+    fn a_batched_file_is_patched_in_place_and_gone_unless_committed() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a/y.bin");
+        let mut f = BatchedFile::create(&p).unwrap();
+        f.write_all(b"hello").unwrap();
+        f.patch(0, b"J").unwrap();
+        // Past the buffer: the patch reaches bytes already on disk.
+        let big = vec![7u8; 3 << 20];
+        f.write_all(&big).unwrap();
+        f.patch(1, b"E").unwrap();
+        f.write_all(b"!").unwrap();
+        assert!(!p.exists());
+        f.commit().unwrap();
+        let b = fs::read(&p).unwrap();
+        assert_eq!(b.len(), 5 + big.len() + 1);
+        assert_eq!((&b[..5], b[b.len() - 1]), (&b"JEllo"[..], b'!'));
+        assert!(b[5..b.len() - 1].iter().all(|&x| x == 7));
+        assert!(!temp_path(&p).exists());
+        let mut f = BatchedFile::create(&p).unwrap();
+        f.write_all(b"half").unwrap();
+        drop(f);
+        assert!(!temp_path(&p).exists());
+        assert_eq!(fs::read(&p).unwrap().len(), b.len(), "the old file stays");
     }
 }

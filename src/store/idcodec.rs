@@ -1,5 +1,9 @@
 //! The layer work file (`.work/…/layers/age=N.ids`): the sorted states and afterstates of one
-//! age, compressed. Only [`super::work`] uses it; no other module restates the format.
+//! age, compressed. Only [`super::work`] reads and writes the files; no other module restates
+//! the format. For ages too big to hold (≈ 900 M states) a file is also built piece by piece
+//! ([`LayerEncoder`]) and read a chunk of blocks at a time ([`LayerFile`]), and the solver
+//! keeps runs of ids compressed in memory with the block codec itself ([`encode_block`],
+//! [`decode_block`]).
 //!
 //! # The maths
 //!
@@ -41,7 +45,8 @@
 //!
 //! Reading checks everything: magic, version, age, CRC, that the directory and payloads fill
 //! the file exactly, that every block decodes to its count of ids with no byte left over, no
-//! overflow, and a cell 0 the age allows. A file that fails is [`Damaged`], never trusted.
+//! overflow, and a cell 0 the age allows, and that the ids increase across blocks. A file
+//! that fails is [`Damaged`], never trusted.
 
 use rayon::prelude::*;
 
@@ -62,8 +67,9 @@ pub const VERSION: u32 = 1;
 /// Bytes before the block directory.
 const HEADER: usize = 40;
 /// Ids per block: large enough for zstd to learn the gaps (64 Ki ids compress ≈ 20 % better
-/// than 4 Ki on 4x4), small enough to spread a layer over the threads.
-const BLOCK: usize = 1 << 16;
+/// than 4 Ki on 4x4), small enough to spread a layer over the threads. Every block of a layer
+/// holds this many ids but the last of its states and of its afterstates.
+pub const BLOCK: usize = 1 << 16;
 const ZSTD_LEVEL: i32 = 1;
 
 const MODE_RAW: u8 = 0;
@@ -86,41 +92,146 @@ pub fn max_bytes(boards: u64) -> u64 {
 
 /// The file of the states and afterstates of an age (each strictly increasing).
 pub fn encode(age: u32, states: &[u64], afterstates: &[u64]) -> Vec<u8> {
-    debug_assert!(
-        states.windows(2).all(|w| w[0] < w[1]),
-        "states not increasing"
-    );
-    debug_assert!(
-        afterstates.windows(2).all(|w| w[0] < w[1]),
-        "afterstates not increasing"
-    );
-    let blocks: Vec<&[u64]> = states
-        .chunks(BLOCK)
-        .chain(afterstates.chunks(BLOCK))
-        .collect();
-    let payloads: Vec<Vec<u8>> = blocks
-        .par_iter()
-        .map(|ids| encode_block(age, ids))
-        .collect();
-    let body: usize = payloads.iter().map(|p| 4 + p.len()).sum();
-    let mut bytes = Vec::with_capacity(HEADER + body);
-    bytes.extend_from_slice(MAGIC);
-    bytes.extend_from_slice(&[0; 4]); // CRC, below
-    bytes.extend_from_slice(&VERSION.to_le_bytes());
-    bytes.extend_from_slice(&age.to_le_bytes());
-    bytes.extend_from_slice(&(BLOCK as u32).to_le_bytes());
-    bytes.extend_from_slice(&(states.len() as u64).to_le_bytes());
-    bytes.extend_from_slice(&(afterstates.len() as u64).to_le_bytes());
-    for p in &payloads {
-        let len = u32::try_from(p.len()).expect("a block payload is under 1 MB");
-        bytes.extend_from_slice(&len.to_le_bytes());
+    let mut e = LayerEncoder::new(age);
+    e.push_states(states);
+    e.push_afterstates(afterstates);
+    e.finish()
+}
+
+/// The file of an age built from its states, then its afterstates, pushed in pieces: the same
+/// bytes as [`encode`] of the whole layers, without holding their ids. It keeps the
+/// compressed blocks, and at most 2 × threads blocks of raw ids, which it encodes in parallel
+/// once it has that many (or its pieces bring whole blocks).
+pub struct LayerEncoder {
+    age: u32,
+    block: usize,
+    /// Raw ids waiting for a batch: at most `batch` blocks.
+    pending: Vec<u64>,
+    batch: usize,
+    afterstates: bool,
+    states: u64,
+    after: u64,
+    last: Option<u64>,
+    /// The payload length of every block so far, and their payloads end to end.
+    lens: Vec<u32>,
+    body: Vec<u8>,
+}
+
+impl LayerEncoder {
+    pub fn new(age: u32) -> LayerEncoder {
+        LayerEncoder::with_block(age, BLOCK)
     }
-    for p in &payloads {
-        bytes.extend_from_slice(p);
+
+    /// An encoder of blocks of `block` ids (the tests' small blocks; files say their block).
+    fn with_block(age: u32, block: usize) -> LayerEncoder {
+        assert!((1..=1 << 20).contains(&block), "{block} ids per block");
+        let batch = 2 * rayon::current_num_threads().max(1);
+        LayerEncoder {
+            age,
+            block,
+            pending: Vec::new(),
+            batch,
+            afterstates: false,
+            states: 0,
+            after: 0,
+            last: None,
+            lens: Vec::new(),
+            body: Vec::new(),
+        }
     }
-    let crc = crc32fast::hash(&bytes[12..]);
-    bytes[8..12].copy_from_slice(&crc.to_le_bytes());
-    bytes
+
+    /// The next states, strictly increasing (within and across calls); before any
+    /// afterstate.
+    pub fn push_states(&mut self, ids: &[u64]) {
+        assert!(!self.afterstates, "states pushed after afterstates");
+        self.states += ids.len() as u64;
+        self.push(ids);
+    }
+
+    /// The next afterstates, strictly increasing (within and across calls); after every
+    /// state.
+    pub fn push_afterstates(&mut self, ids: &[u64]) {
+        if !self.afterstates {
+            // The states' last block ends here, however short.
+            self.flush();
+            self.afterstates = true;
+            self.last = None;
+        }
+        self.after += ids.len() as u64;
+        self.push(ids);
+    }
+
+    fn push(&mut self, mut ids: &[u64]) {
+        debug_assert!(ids.windows(2).all(|w| w[0] < w[1]), "ids not increasing");
+        debug_assert!(
+            !matches!((self.last, ids.first()), (Some(l), Some(&f)) if l >= f),
+            "ids not increasing across pushes"
+        );
+        if let Some(&l) = ids.last() {
+            self.last = Some(l);
+        }
+        let full = self.batch * self.block;
+        if !self.pending.is_empty() {
+            let take = ids.len().min(full - self.pending.len());
+            self.pending.extend_from_slice(&ids[..take]);
+            ids = &ids[take..];
+            if self.pending.len() < full {
+                return;
+            }
+            self.flush();
+        }
+        // Whole blocks straight from the caller's slice; the rest waits.
+        let whole = ids.len() - ids.len() % self.block;
+        self.encode_blocks(&ids[..whole]);
+        self.pending.extend_from_slice(&ids[whole..]);
+    }
+
+    /// Encodes the pending ids (whole blocks, or the last of a layer).
+    fn flush(&mut self) {
+        let pending = std::mem::take(&mut self.pending);
+        self.encode_blocks(&pending);
+        self.pending = pending;
+        self.pending.clear();
+    }
+
+    /// Encodes `ids` in blocks (all whole but perhaps the last), in parallel.
+    fn encode_blocks(&mut self, ids: &[u64]) {
+        let age = self.age;
+        let payloads: Vec<Vec<u8>> = ids
+            .par_chunks(self.block)
+            .map(|b| encode_block(age, b))
+            .collect();
+        for p in payloads {
+            let len = u32::try_from(p.len()).expect("a block payload is under 8 MB");
+            self.lens.push(len);
+            self.body.extend_from_slice(&p);
+        }
+    }
+
+    /// The file's bytes: header, block directory, payloads (moved behind them in place, not
+    /// copied into a second buffer).
+    pub fn finish(mut self) -> Vec<u8> {
+        self.flush();
+        let mut head = Vec::with_capacity(HEADER + 4 * self.lens.len());
+        head.extend_from_slice(MAGIC);
+        head.extend_from_slice(&[0; 4]); // CRC, below
+        head.extend_from_slice(&VERSION.to_le_bytes());
+        head.extend_from_slice(&self.age.to_le_bytes());
+        head.extend_from_slice(&(self.block as u32).to_le_bytes());
+        head.extend_from_slice(&self.states.to_le_bytes());
+        head.extend_from_slice(&self.after.to_le_bytes());
+        for len in &self.lens {
+            head.extend_from_slice(&len.to_le_bytes());
+        }
+        let mut bytes = self.body;
+        let n = bytes.len();
+        bytes.resize(n + head.len(), 0);
+        bytes.copy_within(..n, head.len());
+        bytes[..head.len()].copy_from_slice(&head);
+        let crc = crc32fast::hash(&bytes[12..]);
+        bytes[8..12].copy_from_slice(&crc.to_le_bytes());
+        bytes
+    }
 }
 
 /// The counts of states and afterstates a file's header gives, unchecked (for progress).
@@ -138,7 +249,7 @@ pub fn check(bytes: &[u8], age: u32) -> Result<(u64, u64)> {
 
 /// The states and afterstates of a file of age `age`, every byte checked.
 pub fn decode(bytes: &[u8], age: u32) -> Result<(Vec<u64>, Vec<u64>)> {
-    let (h, payloads) = open(bytes, age)?;
+    let (h, at) = open(bytes, age)?;
     let block = h.block as usize;
     let n_states = usize::try_from(h.states).map_err(|_| damaged("too many states"))?;
     let n_after = usize::try_from(h.afterstates).map_err(|_| damaged("too many afterstates"))?;
@@ -148,11 +259,117 @@ pub fn decode(bytes: &[u8], age: u32) -> Result<(Vec<u64>, Vec<u64>)> {
         .chunks_mut(block)
         .chain(afterstates.chunks_mut(block))
         .collect();
-    debug_assert_eq!(outs.len(), payloads.len());
+    debug_assert_eq!(outs.len() + 1, at.len());
     outs.into_par_iter()
-        .zip(payloads.into_par_iter())
-        .try_for_each(|(out, payload)| decode_block(age, payload, out))?;
+        .enumerate()
+        .try_for_each(|(i, out)| decode_block(age, &bytes[at[i]..at[i + 1]], out))?;
+    increasing_across(&states, block, None)?;
+    increasing_across(&afterstates, block, None)?;
     Ok((states, afterstates))
+}
+
+/// Checks that ids decoded block by block (each block increasing) increase across the
+/// blocks' boundaries too, and from `before` (the id before `ids`) on.
+fn increasing_across(ids: &[u64], block: usize, before: Option<u64>) -> Result<()> {
+    let bad = match (before, ids.first()) {
+        (Some(b), Some(&f)) => b >= f,
+        _ => false,
+    } || (block..ids.len())
+        .step_by(block)
+        .any(|i| ids[i - 1] >= ids[i]);
+    if bad {
+        return Err(damaged("blocks not increasing"));
+    }
+    Ok(())
+}
+
+/// A layer file read into memory and checked (header, CRC, block directory; what [`check`]
+/// checks), decoded a chunk of blocks at a time: a big age's states and afterstates are
+/// never all decoded at once. Every chunk is checked as [`decode`] checks.
+pub struct LayerFile {
+    bytes: Vec<u8>,
+    age: u32,
+    block: usize,
+    states: u64,
+    afterstates: u64,
+    /// Where each block's payload starts in `bytes`, and where the last one ends.
+    at: Vec<usize>,
+}
+
+impl LayerFile {
+    /// Checks the bytes of a layer file of age `age` and keeps them.
+    pub fn open(bytes: Vec<u8>, age: u32) -> Result<LayerFile> {
+        let (h, at) = open(&bytes, age)?;
+        Ok(LayerFile {
+            bytes,
+            age,
+            block: h.block as usize,
+            states: h.states,
+            afterstates: h.afterstates,
+            at,
+        })
+    }
+
+    pub fn states(&self) -> u64 {
+        self.states
+    }
+
+    pub fn afterstates(&self) -> u64 {
+        self.afterstates
+    }
+
+    /// The states in order, in chunks of the whole blocks that fit `ids_per_chunk` ids (at
+    /// least one block), each chunk's blocks decoded in parallel. After an error the
+    /// iterator ends.
+    pub fn state_chunks(
+        &self,
+        ids_per_chunk: usize,
+    ) -> impl Iterator<Item = Result<Vec<u64>>> + '_ {
+        self.chunks(0, self.states, ids_per_chunk)
+    }
+
+    /// The afterstates in order, as [`LayerFile::state_chunks`] gives the states.
+    pub fn afterstate_chunks(
+        &self,
+        ids_per_chunk: usize,
+    ) -> impl Iterator<Item = Result<Vec<u64>>> + '_ {
+        let first = self.states.div_ceil(self.block as u64) as usize;
+        self.chunks(first, self.afterstates, ids_per_chunk)
+    }
+
+    /// The chunks of the `count` ids in blocks from `first` on.
+    fn chunks(
+        &self,
+        first: usize,
+        count: u64,
+        ids_per_chunk: usize,
+    ) -> impl Iterator<Item = Result<Vec<u64>>> + '_ {
+        let block = self.block;
+        let per = (ids_per_chunk / block).max(1);
+        let end = first + count.div_ceil(block as u64) as usize;
+        let (mut next, mut before, mut failed) = (first, None, false);
+        std::iter::from_fn(move || {
+            if failed || next == end {
+                return None;
+            }
+            let stop = end.min(next.saturating_add(per));
+            // Ids before this chunk, then in it (the last block may be short).
+            let done = (next - first) as u64 * block as u64;
+            let n = (count - done).min(((stop - next) * block) as u64) as usize;
+            let mut out = vec![0u64; n];
+            let decoded = out
+                .par_chunks_mut(block)
+                .zip(next..stop)
+                .try_for_each(|(o, i)| {
+                    decode_block(self.age, &self.bytes[self.at[i]..self.at[i + 1]], o)
+                })
+                .and_then(|()| increasing_across(&out, block, before));
+            next = stop;
+            before = out.last().copied();
+            failed = decoded.is_err();
+            Some(decoded.map(|()| out))
+        })
+    }
 }
 
 struct Header {
@@ -196,8 +413,9 @@ fn u64_at(b: &[u8], i: usize) -> u64 {
     u64::from_le_bytes(w)
 }
 
-/// The header and the payload of every block, after the checks that need no decoding.
-fn open(bytes: &[u8], age: u32) -> Result<(Header, Vec<&[u8]>)> {
+/// The header, and where the payload of every block starts (and the last ends), after the
+/// checks that need no decoding.
+fn open(bytes: &[u8], age: u32) -> Result<(Header, Vec<usize>)> {
     let h = Header::parse(bytes)?;
     if u32_at(bytes, 8) != crc32fast::hash(&bytes[12..]) {
         return Err(damaged("checksum mismatch"));
@@ -216,7 +434,7 @@ fn open(bytes: &[u8], age: u32) -> Result<(Header, Vec<&[u8]>)> {
         .and_then(|d| d.checked_add(HEADER as u64))
         .filter(|&e| e <= bytes.len() as u64)
         .ok_or_else(|| damaged("truncated (block directory)"))? as usize;
-    let mut payloads = Vec::with_capacity(n_blocks as usize);
+    let mut starts = Vec::with_capacity(n_blocks as usize + 1);
     let mut at = dir_end;
     for i in 0..n_blocks as usize {
         let len = u32_at(bytes, HEADER + 4 * i) as usize;
@@ -224,13 +442,14 @@ fn open(bytes: &[u8], age: u32) -> Result<(Header, Vec<&[u8]>)> {
             .checked_add(len)
             .filter(|&e| e <= bytes.len())
             .ok_or_else(|| damaged("truncated (block payloads)"))?;
-        payloads.push(&bytes[at..end]);
+        starts.push(at);
         at = end;
     }
     if at != bytes.len() {
         return Err(damaged("bytes after the last block"));
     }
-    Ok((h, payloads))
+    starts.push(at);
+    Ok((h, starts))
 }
 
 /// Sum of the tiles of the two cells of each byte value.
@@ -304,7 +523,10 @@ fn gaps(values: impl Iterator<Item = u64>, n: usize) -> Vec<u8> {
     out
 }
 
-fn encode_block(age: u32, ids: &[u64]) -> Vec<u8> {
+/// The payload of one block of strictly increasing `ids` (any number of them, of age `age`
+/// or not: a block that does not fit the age keeps whole ids). The solver keeps runs of ids
+/// compressed in memory this way; [`decode_block`] reads them back.
+pub fn encode_block(age: u32, ids: &[u64]) -> Vec<u8> {
     let keys = ids.iter().all(|&id| cell0(id >> 4, age) == Some(id & 15));
     let (mode, varints) = if keys {
         (MODE_KEYS, gaps(ids.iter().map(|&id| id >> 4), ids.len()))
@@ -342,7 +564,9 @@ fn encode_block(age: u32, ids: &[u64]) -> Vec<u8> {
     }
 }
 
-fn decode_block(age: u32, payload: &[u8], out: &mut [u64]) -> Result<()> {
+/// Decodes the payload of a block [`encode_block`] made of `out.len()` ids (the count is not
+/// stored: `out` must be exactly that long) into `out`, every byte checked.
+pub fn decode_block(age: u32, payload: &[u8], out: &mut [u64]) -> Result<()> {
     let Some((&mode, body)) = payload.split_first() else {
         return Err(damaged("empty block"));
     };
@@ -407,6 +631,13 @@ fn decode_block(age: u32, payload: &[u8], out: &mut [u64]) -> Result<()> {
         }
         m => Err(damaged(format!("unknown block mode {m}"))),
     }
+}
+
+/// [`decode_block`] into a new vector of the block's `count` ids.
+pub fn decode_block_vec(age: u32, payload: &[u8], count: usize) -> Result<Vec<u64>> {
+    let mut out = vec![0u64; count];
+    decode_block(age, payload, &mut out)?;
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -528,7 +759,9 @@ mod tests {
         assert!(s.len() > 2 * BLOCK, "{} states", s.len());
         let good = encode(age, &s, &a);
         assert_eq!(decode(&good, age).unwrap(), (s.clone(), a.clone()));
-        let refused = |b: &[u8]| decode(b, age).is_err() && check(b, age).is_err();
+        let refused = |b: &[u8]| {
+            decode(b, age).is_err() && check(b, age).is_err() && file_refuses(b, age, BLOCK)
+        };
 
         // Every flipped byte of the header, and bytes all over the body.
         let mut at: Vec<usize> = (0..HEADER + 8).collect();
@@ -578,13 +811,283 @@ mod tests {
         for mode in [MODE_RAW, 9] {
             let mut b = good.clone();
             b[first] = mode;
-            assert!(decode(&fix(b), age).is_err(), "mode {mode}");
+            let b = fix(b);
+            assert!(decode(&b, age).is_err(), "mode {mode}");
+            assert!(file_refuses(&b, age, 2 * BLOCK), "mode {mode}");
         }
         for _ in 0..50 {
             let mut b = good.clone();
             let i = rng.gen_range(first + 1..b.len());
             b[i] = rng.gen();
-            let _ = decode(&fix(b), age);
+            let b = fix(b);
+            assert_eq!(decode(&b, age).is_err(), file_refuses(&b, age, BLOCK));
+        }
+    }
+
+    /// The bytes of `encode` before [`LayerEncoder`] (an oracle, kept as it was), for any
+    /// block and without its order checks (to make files whose blocks do not increase).
+    fn reference(age: u32, block: usize, states: &[u64], afterstates: &[u64]) -> Vec<u8> {
+        let blocks: Vec<&[u64]> = states
+            .chunks(block)
+            .chain(afterstates.chunks(block))
+            .collect();
+        let payloads: Vec<Vec<u8>> = blocks
+            .par_iter()
+            .map(|ids| encode_block(age, ids))
+            .collect();
+        let mut bytes = Vec::new();
+        bytes.extend_from_slice(MAGIC);
+        bytes.extend_from_slice(&[0; 4]);
+        bytes.extend_from_slice(&VERSION.to_le_bytes());
+        bytes.extend_from_slice(&age.to_le_bytes());
+        bytes.extend_from_slice(&(block as u32).to_le_bytes());
+        bytes.extend_from_slice(&(states.len() as u64).to_le_bytes());
+        bytes.extend_from_slice(&(afterstates.len() as u64).to_le_bytes());
+        for p in &payloads {
+            bytes.extend_from_slice(&(p.len() as u32).to_le_bytes());
+        }
+        for p in &payloads {
+            bytes.extend_from_slice(p);
+        }
+        let crc = crc32fast::hash(&bytes[12..]);
+        bytes[8..12].copy_from_slice(&crc.to_le_bytes());
+        bytes
+    }
+
+    /// `ids` cut at random places (empty pieces too).
+    fn pieces<'a>(rng: &mut StdRng, ids: &'a [u64]) -> Vec<&'a [u64]> {
+        let mut cuts: Vec<usize> = (0..rng.gen_range(0..6))
+            .map(|_| rng.gen_range(0..=ids.len()))
+            .collect();
+        cuts.extend([0, ids.len()]);
+        cuts.sort_unstable();
+        cuts.windows(2).map(|w| &ids[w[0]..w[1]]).collect()
+    }
+
+    /// The file of an encoder of blocks of `block` ids fed `s` and `a` in random pieces.
+    fn streamed(rng: &mut StdRng, age: u32, block: usize, s: &[u64], a: &[u64]) -> Vec<u8> {
+        let mut e = LayerEncoder::with_block(age, block);
+        for p in pieces(rng, s) {
+            e.push_states(p);
+        }
+        // Sometimes no afterstates are pushed at all.
+        if !a.is_empty() || rng.gen() {
+            for p in pieces(rng, a) {
+                e.push_afterstates(p);
+            }
+        }
+        e.finish()
+    }
+
+    /// Every chunk of a file's states, then of its afterstates, of `per` ids; checks their
+    /// sizes (whole blocks, at least one).
+    fn chunked(f: &LayerFile, per: usize) -> Result<(Vec<u64>, Vec<u64>)> {
+        let whole = (per / f.block).max(1) * f.block;
+        let mut out = (Vec::new(), Vec::new());
+        for (chunks, ids, n) in [
+            (
+                f.state_chunks(per).collect::<Vec<_>>(),
+                &mut out.0,
+                f.states(),
+            ),
+            (
+                f.afterstate_chunks(per).collect(),
+                &mut out.1,
+                f.afterstates(),
+            ),
+        ] {
+            assert_eq!(chunks.len() as u64, n.div_ceil(whole as u64));
+            for (i, c) in chunks.into_iter().enumerate() {
+                let c = c?;
+                assert!(c.len() == whole || (i as u64 + 1).saturating_mul(whole as u64) >= n);
+                ids.extend(c);
+            }
+        }
+        Ok(out)
+    }
+
+    /// True if a [`LayerFile`] refuses the bytes, on opening or in a chunk (never a panic).
+    fn file_refuses(bytes: &[u8], age: u32, per: usize) -> bool {
+        LayerFile::open(bytes.to_vec(), age).map_or(true, |f| {
+            f.state_chunks(per).any(|c| c.is_err()) || f.afterstate_chunks(per).any(|c| c.is_err())
+        })
+    }
+
+    /// Layers of one age and of none (sparse, dense), of `n` states.
+    fn layers(rng: &mut StdRng, n: usize, i: usize) -> (u32, Vec<u64>, Vec<u64>) {
+        match i % 3 {
+            0 => {
+                let (age, s) = layer_of_age(rng, n, [9, 12, 16][i % 4 % 3], 6);
+                let a = s.iter().copied().step_by(1 + i % 4).collect();
+                (age, s, a)
+            }
+            1 => {
+                let s = sorted((0..n).map(|_| rng.gen::<u64>()).collect());
+                let m = rng.gen_range(0..n + 2);
+                (1234, s, sorted((0..m).map(|_| rng.gen::<u64>()).collect()))
+            }
+            _ => {
+                let base = rng.gen::<u64>() >> 8;
+                let s = (0..n as u64).map(|k| base + 2 * k).collect();
+                (7, s, Vec::new())
+            }
+        }
+    }
+
+    #[test]
+    fn the_encoder_writes_the_bytes_of_encode_for_any_pieces() {
+        let mut rng = StdRng::seed_from_u64(0x5eed);
+        // Small blocks make many batches (2 × threads blocks each) cheaply.
+        for block in [1, 3, 64] {
+            let mut lens = vec![0, 1, block - 1, block, block + 1, 2 * block, 9 * block];
+            lens.extend((0..8).map(|_| rng.gen_range(0..60 * block)));
+            for (i, &n) in lens.iter().enumerate() {
+                let (age, s, a) = layers(&mut rng, n, i);
+                let want = reference(age, block, &s, &a);
+                for _ in 0..4 {
+                    assert_eq!(streamed(&mut rng, age, block, &s, &a), want, "{block} {n}");
+                    assert_eq!(streamed(&mut rng, age, block, &a, &s), {
+                        reference(age, block, &a, &s)
+                    });
+                }
+            }
+        }
+        // The real block: whole multiples and not, 0 states or afterstates; states of the
+        // age, or of none.
+        let (age, pool) = layer_of_age(&mut rng, 3 * BLOCK, 16, 6);
+        assert!(pool.len() > 2 * BLOCK + 5, "{}", pool.len());
+        let any = |rng: &mut StdRng, n| sorted((0..n).map(|_| rng.gen::<u64>()).collect());
+        for (ns, na) in [
+            (0, 0),
+            (0, BLOCK),
+            (BLOCK, 0),
+            (2 * BLOCK, BLOCK + 5),
+            (2 * BLOCK + 5, 2 * BLOCK),
+            (3 * BLOCK, 3 * BLOCK - 1),
+        ] {
+            let s = if ns <= pool.len() {
+                pool[..ns].to_vec()
+            } else {
+                any(&mut rng, ns)
+            };
+            let a = any(&mut rng, na);
+            assert_eq!((s.len(), a.len()), (ns, na));
+            let want = reference(age, BLOCK, &s, &a);
+            assert_eq!(encode(age, &s, &a), want);
+            assert_eq!(streamed(&mut rng, age, BLOCK, &s, &a), want);
+            let mut e = LayerEncoder::new(age);
+            e.push_states(&s);
+            e.push_afterstates(&a);
+            assert_eq!(e.finish(), want);
+        }
+    }
+
+    #[test]
+    fn layer_files_decode_in_chunks_what_decode_does() {
+        let mut rng = StdRng::seed_from_u64(0xc4c);
+        let mut files = Vec::new();
+        for (i, (block, n)) in [
+            (3, 0),
+            (3, 1),
+            (3, 100),
+            (64, 64 * 7),
+            (64, 1000),
+            (BLOCK, 2 * BLOCK + 3),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let (age, s, a) = layers(&mut rng, n, i);
+            files.push((age, s.clone(), a.clone(), reference(age, block, &s, &a)));
+            // No states, some afterstates.
+            files.push((age, vec![], s.clone(), reference(age, block, &[], &s)));
+        }
+        for (age, s, a, bytes) in files {
+            let f = LayerFile::open(bytes.clone(), age).unwrap();
+            assert_eq!(
+                (f.states(), f.afterstates()),
+                (s.len() as u64, a.len() as u64)
+            );
+            assert_eq!(decode(&bytes, age).unwrap(), (s.clone(), a.clone()));
+            let b = f.block;
+            for per in [0, 1, b - 1, b, b + 1, 2 * b, 7 * b + 1, usize::MAX] {
+                assert_eq!(chunked(&f, per).unwrap(), (s.clone(), a.clone()), "{per}");
+            }
+            if s.is_empty() {
+                assert!(f.state_chunks(1).next().is_none());
+            }
+            assert!(LayerFile::open(bytes, age + 1).is_err());
+        }
+    }
+
+    #[test]
+    fn damaged_layer_files_are_refused_in_open_or_a_chunk() {
+        let mut rng = StdRng::seed_from_u64(0xdead);
+        let (age, s) = layer_of_age(&mut rng, 40, 9, 5);
+        let mut s2 = s.clone();
+        s2.extend((0..13).map(|k| (1 << 50) + 3 * k));
+        let a: Vec<u64> = s.iter().copied().step_by(2).collect();
+        let good = reference(age, 4, &s2, &a);
+        let fix = |mut b: Vec<u8>| {
+            let crc = crc32fast::hash(&b[12..]);
+            b[8..12].copy_from_slice(&crc.to_le_bytes());
+            b
+        };
+        assert!(!file_refuses(&good, age, 4));
+        for i in 0..good.len() {
+            for bit in 0..8 {
+                let mut b = good.clone();
+                b[i] ^= 1 << bit;
+                assert!(LayerFile::open(b.clone(), age).is_err(), "flip {i}.{bit}");
+                // With the CRC made right: refused, or read as decode reads it.
+                let b = fix(b);
+                match decode(&b, age) {
+                    Err(_) => assert!(file_refuses(&b, age, 4 * rng.gen_range(1..4)), "{i}"),
+                    Ok(d) => {
+                        let f = LayerFile::open(b, age).unwrap();
+                        assert_eq!(chunked(&f, 4 * rng.gen_range(1..4)).unwrap(), d);
+                    }
+                }
+            }
+        }
+        for len in 0..good.len() {
+            assert!(LayerFile::open(good[..len].to_vec(), age).is_err());
+        }
+        // Blocks each increasing but not across: refused at the boundary, whether it falls
+        // inside a chunk or between two; afterstates start afresh.
+        let bad = reference(age, 4, &[10, 11, 12, 13, 1, 2, 3, 4, 20], &[0, 1]);
+        assert!(decode(&bad, age).is_err());
+        let f = LayerFile::open(bad.clone(), age).unwrap();
+        for per in [4, 8, 100] {
+            let chunks: Vec<_> = f.state_chunks(per).collect();
+            assert!(chunks[0].is_ok() == (per == 4), "{per}");
+            assert!(chunks.last().unwrap().is_err(), "{per}");
+            assert_eq!(
+                chunks.len(),
+                if per == 4 { 2 } else { 1 },
+                "ends after the error"
+            );
+        }
+        let fine = reference(age, 4, &[10, 11, 12, 13, 14], &[0, 1, 2, 3, 4]);
+        assert!(!file_refuses(&fine, age, 4));
+    }
+
+    #[test]
+    fn blocks_round_trip_alone() {
+        let mut rng = StdRng::seed_from_u64(11);
+        let (age, s) = layer_of_age(&mut rng, 5000, 16, 7);
+        let other = sorted((0..3000).map(|_| rng.gen::<u64>()).collect());
+        for ids in [&s[..], &s[..1], &[], &other[..], &[u64::MAX - 1, u64::MAX]] {
+            let p = encode_block(age, ids);
+            assert_eq!(decode_block_vec(age, &p, ids.len()).unwrap(), ids);
+            let mut out = vec![0; ids.len()];
+            decode_block(age, &p, &mut out).unwrap();
+            assert_eq!(out, ids);
+            // The count is the caller's: another one is refused.
+            assert!(decode_block_vec(age, &p, ids.len() + 1).is_err());
+            if !ids.is_empty() {
+                assert!(decode_block_vec(age, &p, ids.len() - 1).is_err());
+            }
         }
     }
 

@@ -19,7 +19,7 @@
 pub mod atomic;
 mod error;
 pub mod evaluation;
-mod idcodec;
+pub mod idcodec;
 pub mod layout;
 pub mod lock;
 pub mod manifest;

@@ -15,16 +15,19 @@
 //! backward.json           the variants being valued, the top age, the last age done
 //! layers/age=N.ids        states and afterstates, compressed (`idcodec`: header with the
 //!                         counts and format version, CRC32, blocks of ≈ 5 bits an id)
-//! values/age=N.f64        state values of age N, k per state  (checksummed u64 words)
+//! values/age=N.f64        state values of age N, k per state  (checksummed u64 words,
+//!                         written streamed: `ValuesWriter`)
 //! records/age=N.json      per-age figures and files written
 //! ```
 
 use std::fs;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+use super::atomic::BatchedFile;
 use super::error::{Result, StoreError};
 use super::idcodec;
 use super::layout::{ages_in, Layout};
@@ -155,6 +158,24 @@ impl WorkDir {
         }
     }
 
+    /// The layer file of an age, checked (header, checksum, block sizes) and kept encoded, to
+    /// decode a chunk at a time; `None` if the age has none.
+    pub fn open_layers(&self, age: u32) -> Result<Option<idcodec::LayerFile>> {
+        let path = self.layer_path(age);
+        match read_file(&path)? {
+            Some(bytes) => idcodec::LayerFile::open(bytes, age)
+                .map(Some)
+                .map_err(|e| StoreError::corrupt(path, e.to_string())),
+            None => Ok(None),
+        }
+    }
+
+    /// The path of an age's layer file (to name it in the error of a damaged chunk of
+    /// [`Self::open_layers`]).
+    pub fn layer_path_of(&self, age: u32) -> PathBuf {
+        self.layer_path(age)
+    }
+
     /// The states and afterstates of an age (empty if the forward pass found none).
     pub fn load_layers(&self, age: u32) -> Result<(Vec<u64>, Vec<u64>)> {
         let path = self.layer_path(age);
@@ -186,9 +207,18 @@ impl WorkDir {
     }
 
     pub fn save_values(&self, age: u32, values: &[f64]) -> Result<()> {
-        write_words_with(&self.values_path(age), values.len(), || {
-            values.iter().map(|v| v.to_bits())
-        })
+        let mut w = self.values_writer(age, values.len())?;
+        w.push(values)?;
+        w.finish()
+    }
+
+    /// The values file of an age, written piece by piece: the `count` values pushed in order
+    /// make the file [`Self::save_values`] of them all makes (batched: the caller syncs).
+    pub fn values_writer(&self, age: u32, count: usize) -> Result<ValuesWriter> {
+        Ok(ValuesWriter(WordsWriter::create(
+            &self.values_path(age),
+            count,
+        )?))
     }
 
     /// State values of an age (`None` if not saved).
@@ -245,58 +275,133 @@ fn remove_dir(dir: &Path) -> Result<()> {
 
 /// Writes u64 words (ids or f64 bits) as a checksummed work file (durable after a sync).
 pub fn write_words(path: &Path, words: &[u64]) -> Result<()> {
-    write_words_with(path, words.len(), || words.iter().copied())
+    let mut w = WordsWriter::create(path, words.len())?;
+    w.push_with(words.len(), words.iter().copied())?;
+    w.finish()
 }
 
-/// [`write_words`] of the `count` words `words()` yields (twice: once for the checksum, once
-/// for the file), streamed: the file's bytes never exist in memory at once (a big age's
-/// values are half a gigabyte).
-fn write_words_with<I: Iterator<Item = u64>>(
-    path: &Path,
-    count: usize,
-    words: impl Fn() -> I,
-) -> Result<()> {
-    let mut crc = crc32fast::Hasher::new();
-    let mut buf = Vec::with_capacity(1 << 16);
-    let mut n = 0;
-    let mut each_block = |f: &mut dyn FnMut(&[u8]) -> std::io::Result<()>| {
-        let mut it = words();
-        loop {
-            buf.clear();
-            for w in it.by_ref().take(1 << 13) {
-                buf.extend_from_slice(&w.to_le_bytes());
-            }
-            if buf.is_empty() {
-                return Ok(());
-            }
-            f(&buf)?;
+/// A state values file being written ([`WorkDir::values_writer`]): under its temporary name
+/// until [`ValuesWriter::finish`] renames it into place; dropped before, it leaves nothing (a
+/// file already at the path stays as it was).
+pub struct ValuesWriter(WordsWriter);
+
+impl ValuesWriter {
+    /// The next values; more than the count in all is an error (and writes none of them).
+    pub fn push(&mut self, values: &[f64]) -> Result<()> {
+        self.0
+            .push_with(values.len(), values.iter().map(|v| v.to_bits()))
+    }
+
+    /// Puts the file in place (durable after the next sync); an error if fewer values than
+    /// the count were pushed.
+    pub fn finish(self) -> Result<()> {
+        self.0.finish()
+    }
+}
+
+/// A file of [`write_words`]'s format streamed in one pass: the envelope's CRC (which comes
+/// before the body) is patched in at the end, so the body is never in memory (a big age's
+/// values are gigabytes).
+struct WordsWriter {
+    file: BatchedFile,
+    count: u64,
+    written: u64,
+    /// A write failed: the file is not finished.
+    failed: bool,
+    crc: crc32fast::Hasher,
+    /// Words as bytes, for the CRC and the file.
+    buf: Vec<u8>,
+}
+
+impl WordsWriter {
+    fn create(path: &Path, count: usize) -> Result<WordsWriter> {
+        let mut file = BatchedFile::create(path)?;
+        let count = count as u64;
+        file.write_all(&envelope_header(WORK_MAGIC, count, 0))
+            .map_err(|e| StoreError::io(path, e))?;
+        Ok(WordsWriter {
+            file,
+            count,
+            written: 0,
+            failed: false,
+            crc: crc32fast::Hasher::new(),
+            buf: Vec::with_capacity(1 << 16),
+        })
+    }
+
+    fn refused(&self, what: String) -> StoreError {
+        StoreError::io(
+            self.file.path(),
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, what),
+        )
+    }
+
+    /// Appends the `n` words of `words`.
+    fn push_with(&mut self, n: usize, words: impl Iterator<Item = u64>) -> Result<()> {
+        if self.failed {
+            return Err(self.refused("an earlier write failed".into()));
         }
-    };
-    each_block(&mut |b| {
-        crc.update(b);
-        n += b.len() / 8;
+        if self.written + n as u64 > self.count {
+            return Err(self.refused(format!(
+                "{} words pushed to a file of {}",
+                self.written + n as u64,
+                self.count
+            )));
+        }
+        let mut words = words.take(n);
+        let mut pushed = 0;
+        loop {
+            self.buf.clear();
+            for w in words.by_ref().take(1 << 13) {
+                self.buf.extend_from_slice(&w.to_le_bytes());
+            }
+            if self.buf.is_empty() {
+                break;
+            }
+            pushed += self.buf.len() / 8;
+            self.crc.update(&self.buf);
+            if let Err(e) = self.file.write_all(&self.buf) {
+                self.failed = true;
+                return Err(StoreError::io(self.file.path(), e));
+            }
+        }
+        debug_assert_eq!(pushed, n, "the iterator yields its count");
+        self.written += pushed as u64;
         Ok(())
-    })
-    .map_err(|e| StoreError::io(path, e))?;
-    debug_assert_eq!(n, count);
-    let crc = crc.finalize();
-    super::atomic::write_batched_with(path, |w| {
-        w.write_all(WORK_MAGIC)?;
-        w.write_all(&(count as u64).to_le_bytes())?;
-        w.write_all(&u64::from(crc).to_le_bytes())?;
-        each_block(&mut |b| w.write_all(b))
-    })
+    }
+
+    fn finish(mut self) -> Result<()> {
+        if self.failed {
+            return Err(self.refused("an earlier write failed".into()));
+        }
+        if self.written != self.count {
+            return Err(self.refused(format!("{} words of {} pushed", self.written, self.count)));
+        }
+        let crc = std::mem::take(&mut self.crc).finalize();
+        self.file
+            .patch(CRC_AT as u64, &u64::from(crc).to_le_bytes())?;
+        self.file.commit()
+    }
 }
 
 /// Bytes of an envelope before its body: magic, count, CRC.
-const ENVELOPE_BYTES: u64 = 24;
+const ENVELOPE_BYTES: usize = 24;
+/// Where an envelope's CRC is.
+const CRC_AT: usize = 16;
+
+/// The head of an envelope: `magic`, `count`, `crc` (the CRC32 of the body).
+fn envelope_header(magic: &[u8; 8], count: u64, crc: u32) -> [u8; ENVELOPE_BYTES] {
+    let mut h = [0u8; ENVELOPE_BYTES];
+    h[..8].copy_from_slice(magic);
+    h[8..CRC_AT].copy_from_slice(&count.to_le_bytes());
+    h[CRC_AT..].copy_from_slice(&u64::from(crc).to_le_bytes());
+    h
+}
 
 /// `magic`, `count`, the CRC32 of `body`, then `body`.
 fn envelope(magic: &[u8; 8], count: u64, body: &[u8]) -> Vec<u8> {
-    let mut bytes = Vec::with_capacity(ENVELOPE_BYTES as usize + body.len());
-    bytes.extend_from_slice(magic);
-    bytes.extend_from_slice(&count.to_le_bytes());
-    bytes.extend_from_slice(&u64::from(crc32fast::hash(body)).to_le_bytes());
+    let mut bytes = Vec::with_capacity(ENVELOPE_BYTES + body.len());
+    bytes.extend_from_slice(&envelope_header(magic, count, crc32fast::hash(body)));
     bytes.extend_from_slice(body);
     bytes
 }
@@ -309,11 +414,11 @@ fn open_envelope<'a>(path: &Path, magic: &[u8; 8], bytes: &'a [u8], unit: u64) -
         w.copy_from_slice(&bytes[i..i + 8]);
         u64::from_le_bytes(w)
     };
-    if bytes.len() < 24 || &bytes[..8] != magic {
+    if bytes.len() < ENVELOPE_BYTES || &bytes[..8] != magic {
         return Err(corrupt("not a work file (bad magic or too short)"));
     }
-    let (n, crc) = (word(8), word(16));
-    let body = &bytes[24..];
+    let (n, crc) = (word(8), word(CRC_AT));
+    let body = &bytes[ENVELOPE_BYTES..];
     if (body.len() as u64) != n.saturating_mul(unit) {
         return Err(corrupt("truncated"));
     }
@@ -402,10 +507,17 @@ mod tests {
         let lp = work.layer_path(6);
         let good = fs::read(&lp).unwrap();
         assert_eq!(good, WorkDir::encode_layers(6, &s, &a));
+        let f = work.open_layers(6).unwrap().unwrap();
+        assert_eq!((f.states(), f.afterstates()), (3, 2));
+        let chunks: Vec<Vec<u64>> = f.state_chunks(1).map(|c| c.unwrap()).collect();
+        assert_eq!(chunks, std::slice::from_ref(&s));
+        let chunks: Vec<Vec<u64>> = f.afterstate_chunks(1).map(|c| c.unwrap()).collect();
+        assert_eq!(chunks, std::slice::from_ref(&a));
         let damaged = |bytes: &[u8]| {
             fs::write(&lp, bytes).unwrap();
             matches!(work.check_layers(6), Err(StoreError::Corrupt { .. }))
                 && matches!(work.load_layers(6), Err(StoreError::Corrupt { .. }))
+                && matches!(work.open_layers(6), Err(StoreError::Corrupt { .. }))
         };
         let mut b = good.clone();
         let mid = b.len() / 2;
@@ -420,6 +532,7 @@ mod tests {
             Err(StoreError::Corrupt { .. })
         ));
         assert_eq!(work.load_layers(6).unwrap(), (vec![], vec![]));
+        assert!(work.open_layers(6).unwrap().is_none());
         assert_eq!(work.layer_boards(6), 0);
 
         // JSON work files too: a changed digit is caught, not read as another number.
@@ -440,5 +553,74 @@ mod tests {
             read_json::<ForwardProgress>(&j),
             Err(StoreError::Corrupt { .. })
         ));
+    }
+
+    #[test]
+    fn streamed_values_make_the_file_save_values_makes() {
+        use rand::rngs::StdRng;
+        use rand::{Rng, SeedableRng};
+        let dir = tempfile::tempdir().unwrap();
+        let work = WorkDir::new(
+            &Layout::new(dir.path()),
+            Shape::parse("2x2").unwrap(),
+            "spawn24",
+        );
+        let mut rng = StdRng::seed_from_u64(0xf64);
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        // More than the writer's buffers (64 Ki words, 1 MiB) hold; NaN and -0 keep their bits.
+        for n in [0usize, 1, 3, 1 << 13, 300_000] {
+            let mut v: Vec<f64> = (0..n).map(|_| rng.gen::<f64>() * 1e4 - 5.0).collect();
+            if n > 2 {
+                v[1] = f64::NAN;
+                v[2] = -0.0;
+            }
+            work.save_values(1, &v).unwrap();
+            let want = fs::read(work.values_path_of(1)).unwrap();
+            work.remove_values(2).unwrap();
+            let mut w = work.values_writer(2, n).unwrap();
+            let mut at = 0;
+            while at < n || rng.gen_bool(0.3) {
+                let most = 1 << rng.gen_range(0..18);
+                let k = rng.gen_range(0..=(n - at).min(most));
+                w.push(&v[at..at + k]).unwrap();
+                at += k;
+            }
+            assert!(!work.values_path_of(2).exists(), "not before finish");
+            w.finish().unwrap();
+            assert_eq!(fs::read(work.values_path_of(2)).unwrap(), want, "{n}");
+            assert_eq!(bits(&work.load_values(2).unwrap().unwrap()), bits(&v));
+        }
+
+        // More values than the count: refused, and none of them written.
+        let v: Vec<f64> = (0..10).map(f64::from).collect();
+        work.save_values(1, &v).unwrap();
+        let want = fs::read(work.values_path_of(1)).unwrap();
+        let mut w = work.values_writer(3, 10).unwrap();
+        w.push(&v[..6]).unwrap();
+        assert!(w.push(&[1.0; 5]).is_err());
+        w.push(&v[6..]).unwrap();
+        assert!(w.push(&[1.0]).is_err());
+        w.finish().unwrap();
+        assert_eq!(fs::read(work.values_path_of(3)).unwrap(), want);
+
+        // Fewer: refused at finish, leaving no file (nor a temporary one).
+        let path = work.values_path_of(4);
+        let mut w = work.values_writer(4, 10).unwrap();
+        w.push(&v[..9]).unwrap();
+        assert!(w.finish().is_err());
+        assert!(!path.exists() && !super::super::atomic::temp_path(&path).exists());
+        assert_eq!(work.load_values(4).unwrap(), None);
+
+        // Dropped unfinished: nothing at the path, or the file there before, untouched.
+        let mut w = work.values_writer(4, 2).unwrap();
+        w.push(&[1.0, 2.0]).unwrap();
+        drop(w);
+        assert!(!path.exists() && !super::super::atomic::temp_path(&path).exists());
+        work.save_values(4, &v).unwrap();
+        let mut w = work.values_writer(4, 2).unwrap();
+        w.push(&[1.0, 2.0]).unwrap();
+        drop(w);
+        assert_eq!(work.load_values(4).unwrap(), Some(v.clone()));
+        assert!(!super::super::atomic::temp_path(&path).exists());
     }
 }
