@@ -276,6 +276,8 @@ fn main() {
             min_free: 0,
             storage: StorageRequest::FULL,
             write_ahead: DEFAULT_WRITE_AHEAD,
+            memory: age2048::solver::plan::default_budget(),
+            stream_cap: None,
             trace_memory: false,
         };
         let m = solve(&Store::new(&dir), &cfg, &|_| {}).unwrap();

@@ -85,6 +85,17 @@ pub struct SolveArgs {
     /// (inclusive), e.g. 4-100.
     #[arg(long, value_name = "A-B")]
     pub parquet_ages: Option<String>,
+    /// Memory the solve may hold at once, e.g. 20G (default: 80 % of the machine's, printed at
+    /// the start). Within it the solve adapts rather than fails: a layer too big to hold is
+    /// packed and streamed, ages are valued a chunk at a time from the work files, values are
+    /// held in fixed point; it says before any file is written if the budget is below what any
+    /// solve needs, and before the backward pass if an age cannot be valued within it.
+    #[arg(long, value_name = "SIZE")]
+    pub memory: Option<String>,
+    /// Pack layers beyond N ids and value every age a chunk at a time, whatever fits (for the
+    /// tests of the budgeted paths on small boards).
+    #[arg(long, value_name = "N", hide = true)]
+    pub stream_cap: Option<usize>,
     /// Write the process's peak resident memory phase by phase to FILE (tab-separated, one
     /// row an age of the forward pass, five an age of the backward; reports/bench/memory.md
     /// says what each phase holds). Linux only.
@@ -112,8 +123,21 @@ pub fn config(a: &SolveArgs) -> Result<SolveConfig, CliError> {
             None => DEFAULT_WRITE_AHEAD,
         },
         storage: storage(a)?,
+        memory: memory(a)?,
+        stream_cap: a.stream_cap,
         trace_memory: a.trace_memory.is_some(),
     })
+}
+
+/// The checked `--memory` (its default: a share of the machine's), refused below what any
+/// solve needs.
+fn memory(a: &SolveArgs) -> Result<u64, CliError> {
+    let bytes = match &a.memory {
+        Some(t) => parse_size("--memory", t)?,
+        None => crate::solver::plan::default_budget(),
+    };
+    crate::solver::plan::Plan::new(bytes).map_err(|e| CliError::Usage(e.to_string()))?;
+    Ok(bytes)
 }
 
 /// The checked `--layout`, `--precision` and `--parquet-ages`.
@@ -208,6 +232,17 @@ pub fn run(a: &SolveArgs) -> Result<(), CliError> {
     };
     // The process's allocator keeps what one age frees for the next (`solver::huge`).
     crate::solver::keep_freed_memory();
+    if !a.quiet {
+        let given = if a.memory.is_some() {
+            "--memory"
+        } else {
+            "80 % of this machine's; --memory sets it"
+        };
+        say(&format!(
+            "memory budget {} ({given})",
+            crate::solver::plan::human(cfg.memory)
+        ));
+    }
     let t = Instant::now();
     let progress = Progress::new(a.quiet);
     let on_event = |e: Event| {
@@ -415,6 +450,10 @@ impl Progress {
                     )),
                 }
             }
+            Event::Plan { text } => match &self.mode {
+                Mode::Bar(bar) => bar.println(text),
+                _ => say(&text),
+            },
             Event::Resumed { pass, age } => {
                 let line = format!("resuming the {pass} pass after age {age}");
                 match &self.mode {

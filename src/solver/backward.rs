@@ -20,7 +20,7 @@ use rayon::prelude::*;
 
 use super::forward::absorbed;
 use super::records::{FigureSums, StateRec, Summary, NO_MOVE};
-use super::table::{ValueTable, Values};
+use super::table::{Coding, TableBuilder, ValueTable, Values};
 use super::{Result, SolveError};
 use crate::rules::board;
 use crate::rules::{ForwardClass, Game, Kind, Variant};
@@ -67,6 +67,10 @@ impl Level {
             age,
             table: ValueTable::new(ids, values, k),
         }
+    }
+    /// The level of a table already built.
+    pub fn from_table(age: u32, table: ValueTable) -> Level {
+        Level { age, table }
     }
     fn empty(age: u32) -> Level {
         Level::new(age, &[], &[])
@@ -139,12 +143,69 @@ pub trait AgeWriter: Send {
     fn afterstates(&mut self, _: Afterstates<'_>) -> Result<bool> {
         Ok(false)
     }
+    /// A streamed age's afterstate figures, in place of [`AgeWriter::afterstates`] (the ids
+    /// and values never exist whole): only a writer of the policy layout can take them.
+    fn afterstate_figures(&mut self, _: &AfterFigures) -> Result<()> {
+        Err(SolveError::Internal(
+            "this writer needs the afterstates whole (a streamed age writes the policy layout only)"
+                .into(),
+        ))
+    }
+    /// A streamed age's state values (`[i * k + v]`), the next in row order: they exist no
+    /// longer than a segment, so a writer that keeps them (for a resume) takes them here.
+    fn state_values(&mut self, _: &[f64]) -> Result<()> {
+        Ok(())
+    }
     /// The records of the next states of the age, `ids` in row order: `recs[i * k + v]` for
     /// `i < ids.len()` (the vector may be longer). The writer may take the vector.
     fn states(&mut self, ids: &[u64], recs: &mut Vec<StateRec>) -> Result<()>;
     /// The valued age (the pass builds its level table meanwhile).
     fn finish(self, out: &AgeOutput) -> Result<Self::Written>;
 }
+
+/// A streamed age's afterstates as figures, summed as their chunks are valued: the ages
+/// table's columns about them and what the manifest's largest tile comes from.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct AfterFigures {
+    pub states: u64,
+    pub afterstates: u64,
+    /// Empty cells over all afterstates (an integer: its mean is the bits of the whole age's).
+    pub empty_cells: u64,
+    /// Per variant, the largest afterstate value as stored (clamped).
+    pub best: Vec<Option<f64>>,
+    /// The largest exponent of any cell of the age's states and afterstates.
+    pub max_exponent: u8,
+}
+
+/// An age's layers as the pass reads them: whole, or its work file to stream them from (the
+/// afterstates made again from the states where it keeps none).
+pub enum Layers {
+    Whole(Vec<u64>, Vec<u64>),
+    Streamed {
+        file: crate::store::idcodec::LayerFile,
+        afterstates: usize,
+    },
+}
+
+/// How the pass holds its tables and which ages it streams ([`super::plan::BackwardPlan`]).
+#[derive(Clone, Debug)]
+pub struct Holding {
+    pub coding: Coding,
+    /// Ids held raw by the afterstates made again from a streamed age's states.
+    pub cap: usize,
+}
+
+impl Default for Holding {
+    fn default() -> Holding {
+        Holding {
+            coding: Coding::F64,
+            cap: usize::MAX,
+        }
+    }
+}
+
+/// Ids of a streamed age's chunks (read from its work file, valued, pushed to the tables).
+const STREAM_CHUNK: usize = 1 << 22;
 
 /// What an [`AgeWriter`] needs of an age's records.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -220,6 +281,7 @@ pub struct Backward<'g> {
     /// hashes (smaller in tests).
     perfect_from: usize,
     phases: Option<PhaseHook<'g>>,
+    holding: Holding,
 }
 
 impl<'g> Backward<'g> {
@@ -240,6 +302,7 @@ impl<'g> Backward<'g> {
             segment: SEGMENT,
             perfect_from: super::table::PERFECT_FROM,
             phases: None,
+            holding: Holding::default(),
         })
     }
 
@@ -247,6 +310,24 @@ impl<'g> Backward<'g> {
     pub fn with_phases(mut self, hook: PhaseHook<'g>) -> Backward<'g> {
         self.phases = Some(hook);
         self
+    }
+
+    /// The pass holding its tables in `holding`'s coding.
+    pub fn with_holding(mut self, holding: Holding) -> Backward<'g> {
+        self.holding = holding;
+        self
+    }
+
+    /// The level of `ids` with `values[i * k + v]`, its table in the pass's coding.
+    pub fn level(&self, age: u32, ids: &[u64], values: &[f64]) -> Level {
+        let k = self.k();
+        let table = ValueTable::from_fn_coded(ids, |j| values[j], k, self.perfect_from, self.holding.coding);
+        Level { age, table }
+    }
+
+    /// A builder of a table of `n` ids in the pass's coding.
+    pub fn table_builder(&self, n: usize) -> TableBuilder {
+        TableBuilder::new(n, self.k(), self.perfect_from, self.holding.coding)
     }
 
     pub fn k(&self) -> usize {
@@ -263,8 +344,8 @@ impl<'g> Backward<'g> {
         top: u32,
         min_age: u32,
         next: Option<(Level, Level)>,
-        mut open: impl FnMut(u32, u64) -> Result<W>,
-        mut load: impl FnMut(u32) -> Result<(Vec<u64>, Vec<u64>)>,
+        mut open: impl FnMut(u32, usize, u64, bool) -> Result<W>,
+        mut load: impl FnMut(u32) -> Result<Layers>,
         mut sink: impl FnMut(AgeOutput, W::Written) -> Result<()>,
     ) -> Result<()> {
         let (mut next2, mut next4) =
@@ -274,7 +355,31 @@ impl<'g> Backward<'g> {
         while age >= min_age {
             debug_assert_eq!(next2.age, age + 2);
             debug_assert_eq!(next4.age, age + 4);
-            let (states, afterstates) = load(age)?;
+            let (states, afterstates) = match load(age)? {
+                Layers::Whole(states, afterstates) => (states, afterstates),
+                Layers::Streamed { file, afterstates } => {
+                    let counts = (file.states() as usize, afterstates);
+                    let boards = (counts.0 + counts.1) as u64;
+                    let mut writer = open(age, counts.0, boards, true)?;
+                    let hook = |p: Phase| {
+                        if let Some(hook) = self.phases {
+                            hook(age, p, counts.0, counts.1);
+                        }
+                    };
+                    let (out, table) =
+                        self.streamed_age(age, &file, afterstates, &next2, next4, &mut writer, &hook)?;
+                    drop(file);
+                    let written = writer.finish(&out)?;
+                    sink(out, written)?;
+                    hook(Phase::FilesAndLevel);
+                    next4 = std::mem::replace(&mut next2, Level { age, table });
+                    if age < 2 {
+                        break;
+                    }
+                    age -= 2;
+                    continue;
+                }
+            };
             let counts = (states.len(), afterstates.len());
             let phase = |p: Phase| {
                 if let Some(hook) = self.phases {
@@ -289,7 +394,7 @@ impl<'g> Backward<'g> {
             phase(Phase::AfterstateValues);
             drop(std::mem::replace(&mut next4, Level::empty(age + 4)));
             let boards = (states.len() + afterstates.len()) as u64;
-            let mut writer = open(age, boards)?;
+            let mut writer = open(age, states.len(), boards, false)?;
             // The afterstates' files now, if the writer writes them now, while their table is
             // built: then the afterstates' ids and values go before the states are valued and
             // the age's level is built (beside two state tables they made a big age's peak:
@@ -298,7 +403,8 @@ impl<'g> Backward<'g> {
             let (after_table, written) = rayon::join(
                 || {
                     let value = |j| after_values[j];
-                    ValueTable::from_fn_at(&afterstates, value, self.k(), self.perfect_from)
+                    let coding = self.holding.coding;
+                    ValueTable::from_fn_coded(&afterstates, value, self.k(), self.perfect_from, coding)
                 },
                 || {
                     writer.afterstates(Afterstates {
@@ -333,7 +439,8 @@ impl<'g> Backward<'g> {
                 || writer.finish(&out),
                 || {
                     let value = |j| out.state_value(j);
-                    ValueTable::from_fn_at(&out.states, value, self.k(), self.perfect_from)
+                    let coding = self.holding.coding;
+                    ValueTable::from_fn_coded(&out.states, value, self.k(), self.perfect_from, coding)
                 },
             );
             sink(out, written?)?;
@@ -347,6 +454,133 @@ impl<'g> Backward<'g> {
             age -= 2;
         }
         Ok(())
+    }
+
+    /// One age valued from its work file a chunk at a time: the afterstates (read, or made
+    /// again from the states) valued and pushed to their table as they come, then the states
+    /// likewise into the age's own table, their records to the writer a segment at a time.
+    /// No vector of the age's ids or values exists; the tables of ages n + 2 and n + 4, the
+    /// afterstates' and the age's own are what it holds. Returns the age (its vectors empty)
+    /// and its table.
+    #[allow(clippy::too_many_arguments)]
+    fn streamed_age<W: AgeWriter>(
+        &self,
+        age: u32,
+        file: &crate::store::idcodec::LayerFile,
+        n_after: usize,
+        next2: &Level,
+        next4: Level,
+        writer: &mut W,
+        phase: &dyn Fn(Phase),
+    ) -> Result<(AgeOutput, ValueTable)> {
+        let k = self.k();
+        let coding = self.holding.coding;
+        let damaged = |e: crate::store::idcodec::Damaged| {
+            SolveError::Internal(format!("age {age}'s layer file, checked when read: {e}"))
+        };
+        let n_states = file.states() as usize;
+        let states = || file.state_chunks(STREAM_CHUNK).map(|c| c.map_err(damaged));
+        let cells = self.game.cells();
+        let clamps: Vec<_> = self.variants.iter().map(super::records::clamp_for).collect();
+        let mut fig = AfterFigures {
+            states: n_states as u64,
+            afterstates: 0,
+            empty_cells: 0,
+            best: vec![None; k],
+            max_exponent: 0,
+        };
+        phase(Phase::Load);
+        let mut after = TableBuilder::new(n_after, k, self.perfect_from, coding);
+        {
+        let mut value_chunk = |ids: &[u64]| -> Result<()> {
+            let values = self.afterstate_values(age, ids, next2, &next4)?;
+            fig.afterstates += ids.len() as u64;
+            fig.empty_cells += ids
+                .par_iter()
+                .map(|&a| u64::from(board::count_empty(a, cells)))
+                .sum::<u64>();
+            fig.max_exponent = fig.max_exponent.max(max_exponent_of(ids));
+            for (vi, clamp) in clamps.iter().enumerate() {
+                let best = values
+                    .iter()
+                    .skip(vi)
+                    .step_by(k)
+                    .map(|&x| clamp(x))
+                    .reduce(f64::max);
+                fig.best[vi] = match (fig.best[vi], best) {
+                    (Some(a), Some(b)) => Some(a.max(b)),
+                    (a, b) => a.or(b),
+                };
+            }
+            after.push(ids, &values);
+            Ok(())
+        };
+        if file.afterstates() > 0 {
+            for chunk in file.afterstate_chunks(STREAM_CHUNK) {
+                value_chunk(&chunk.map_err(damaged)?)?;
+            }
+        } else {
+            let made =
+                super::forward::afterstates_of(self.game, &self.class, age, states(), self.holding.cap)?;
+            for chunk in made.stream() {
+                value_chunk(&chunk?)?;
+            }
+        }
+        }
+        if fig.afterstates != n_after as u64 {
+            return Err(SolveError::Inconsistent {
+                board: self.game.shape().to_string(),
+                age,
+                step: "move",
+            });
+        }
+        phase(Phase::AfterstateValues);
+        drop(next4);
+        let after_table = after.finish();
+        phase(Phase::AfterstateTable);
+
+        let mut level = TableBuilder::new(n_states, k, self.perfect_from, coding);
+        let mut sums: Vec<FigureSums> = self.variants.iter().map(FigureSums::new).collect();
+        let wants = writer.wants() != Wants::Figures;
+        let mut recs: Vec<StateRec> = Vec::new();
+        let mut values: Vec<f64> = Vec::new();
+        for chunk in states() {
+            let chunk = chunk?;
+            fig.max_exponent = fig.max_exponent.max(max_exponent_of(&chunk));
+            for ids in chunk.chunks(self.segment.max(1)) {
+                let len = ids.len() * k;
+                recs.resize(len, StateRec::default());
+                self.records_into(age, ids, &after_table, &mut recs[..len])?;
+                values.clear();
+                for rec in recs[..len].chunks_exact(k) {
+                    for (sum, r) in sums.iter_mut().zip(rec) {
+                        sum.add(r);
+                        values.push(r.value);
+                    }
+                }
+                level.push(ids, &values);
+                writer.state_values(&values)?;
+                if wants {
+                    writer.states(ids, &mut recs)?;
+                }
+            }
+        }
+        writer.afterstate_figures(&fig)?;
+        phase(Phase::StatesValued);
+        drop(after_table);
+        let table = level.finish();
+        let out = AgeOutput {
+            age,
+            boards: (n_states + n_after) as u64,
+            states: Vec::new(),
+            afterstates: Vec::new(),
+            summary: Summary {
+                figures: sums.iter().map(FigureSums::figures).collect(),
+                values: Vec::new(),
+            },
+            after_values: Vec::new(),
+        };
+        Ok((out, table))
     }
 
     fn afterstate_values(
@@ -737,6 +971,11 @@ impl<'g> Backward<'g> {
     }
 }
 
+/// The largest exponent of any cell of `ids`.
+fn max_exponent_of(ids: &[u64]) -> u8 {
+    crate::index::max_exponent(ids.iter().copied())
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
@@ -746,6 +985,7 @@ mod tests {
     use crate::rules::{Group, Shape};
     use crate::solver::forward::{self, AgeLayer, Start};
     use crate::solver::records::state_figures;
+    use crate::solver::records::StateFigures;
 
     /// A writer that keeps every record it is handed, in segments of `segment` states.
     struct Recorder {
@@ -833,7 +1073,7 @@ mod tests {
             top,
             bottom,
             None,
-            |_, _| {
+            |_, _, _, _| {
                 Ok(Recorder {
                     k: variants.len(),
                     segment: records,
@@ -842,7 +1082,10 @@ mod tests {
                     pushes: 0,
                 })
             },
-            |age| Ok(layers.remove(&age).unwrap_or_default()),
+            |age| {
+                let (s, a) = layers.remove(&age).unwrap_or_default();
+                Ok(Layers::Whole(s, a))
+            },
             |o, written| {
                 out.push((o, written));
                 Ok(())
@@ -850,6 +1093,125 @@ mod tests {
         )
         .unwrap();
         out
+    }
+
+    /// A writer that keeps what a streamed age hands over: its state values and afterstate
+    /// figures.
+    #[derive(Default)]
+    struct Kept {
+        values: Vec<f64>,
+        fig: Option<AfterFigures>,
+    }
+
+    impl AgeWriter for Kept {
+        type Written = (Vec<f64>, Option<AfterFigures>);
+        fn wants(&self) -> Wants {
+            Wants::Figures
+        }
+        fn afterstate_figures(&mut self, fig: &AfterFigures) -> Result<()> {
+            self.fig = Some(fig.clone());
+            Ok(())
+        }
+        fn state_values(&mut self, values: &[f64]) -> Result<()> {
+            self.values.extend_from_slice(values);
+            Ok(())
+        }
+        fn states(&mut self, _: &[u64], _: &mut Vec<StateRec>) -> Result<()> {
+            Ok(())
+        }
+        fn finish(self, _: &AgeOutput) -> Result<Self::Written> {
+            Ok((self.values, self.fig))
+        }
+    }
+
+    /// Per age: the state values (bits) and figures of a pass holding `holding`, every age
+    /// whole or every age streamed from its encoded layer file (which keeps the afterstates at
+    /// every other age, so both the read and the made-again afterstates are valued).
+    fn values_of(
+        game: &Game,
+        variants: &[Variant],
+        holding: Holding,
+        streamed: bool,
+    ) -> Vec<(u32, Vec<u64>, Vec<StateFigures>)> {
+        let class = variants[0].forward_class();
+        let mut layers: BTreeMap<u32, (Vec<u64>, Vec<u64>)> = BTreeMap::new();
+        let top = forward::run(game, &class, Start::Fresh, |l: AgeLayer| {
+            layers.insert(l.age, (l.states, l.afterstates));
+            Ok(())
+        })
+        .unwrap();
+        let bottom = *layers.keys().next().unwrap();
+        let mut pass = Backward::new(game, variants).unwrap().with_holding(holding);
+        pass.segment = 7;
+        pass.perfect_from = 64;
+        let mut out = Vec::new();
+        pass.run(
+            top,
+            bottom,
+            None,
+            |_, _, _, _| Ok(Kept::default()),
+            |age| {
+                let (s, a) = layers.remove(&age).unwrap_or_default();
+                if !streamed || s.is_empty() {
+                    return Ok(Layers::Whole(s, a));
+                }
+                let kept: &[u64] = if age % 4 == 0 { &a } else { &[] };
+                let bytes = crate::store::idcodec::encode(age, &s, kept);
+                Ok(Layers::Streamed {
+                    file: crate::store::idcodec::LayerFile::open(bytes, age).unwrap(),
+                    afterstates: a.len(),
+                })
+            },
+            |o, (values, _)| {
+                let values = if o.summary.values.is_empty() {
+                    values
+                } else {
+                    o.summary.values.clone()
+                };
+                out.push((
+                    o.age,
+                    values.iter().map(|v| v.to_bits()).collect(),
+                    o.summary.figures.clone(),
+                ));
+                Ok(())
+            },
+        )
+        .unwrap();
+        out
+    }
+
+    /// An age valued a chunk at a time (ids from its work file, afterstates read or made
+    /// again within a cap that packs them, tables built as the values come) gets the bits of
+    /// the same age valued whole, with f64 tables and with fixed-point ones; and fixed point
+    /// at 2^-31 is within a few units of it of the f64 values.
+    #[test]
+    fn streamed_ages_are_valued_as_whole_ones() {
+        for (shape, variant) in [((2, 4), "expectation"), ((3, 3), "goal-32")] {
+            let game = Game::new(Shape::new(shape.0, shape.1).unwrap(), Group::Full);
+            let variants = [Variant::parse(variant, Given::default()).unwrap()];
+            let fixed = Coding::Fixed32 {
+                fraction_bits: if variants[0].scored() { 16 } else { 31 },
+            };
+            for coding in [Coding::F64, fixed] {
+                let holding = Holding { coding, cap: 50 };
+                let whole = values_of(&game, &variants, holding.clone(), false);
+                let streamed = values_of(&game, &variants, holding, true);
+                assert_eq!(whole.len(), streamed.len());
+                for (w, s) in whole.iter().zip(&streamed) {
+                    assert_eq!(w, s, "{variant}, {coding:?}, age {}", w.0);
+                }
+            }
+            let exact = values_of(&game, &variants, Holding::default(), false);
+            let holding = Holding { coding: fixed, cap: usize::MAX };
+            let rounded = values_of(&game, &variants, holding, true);
+            let tolerance = if variants[0].scored() { 1e-2 } else { 1e-7 };
+            for (e, r) in exact.iter().zip(&rounded) {
+                for (&a, &b) in e.1.iter().zip(&r.1) {
+                    let (a, b) = (f64::from_bits(a), f64::from_bits(b));
+                    assert!((a - b).abs() <= tolerance, "age {}: {a} against {b}", e.0);
+                }
+            }
+        }
     }
 
     /// A state holding the goal tile (a start holding a 4, under `goal-4`) is recorded whole

@@ -29,6 +29,9 @@ pub enum SolveError {
         age: u32,
         step: &'static str,
     },
+    /// The memory budget (`solve --memory`) cannot be kept to: what it is and what is needed.
+    #[error("{0}")]
+    Budget(String),
     /// A fault of this program.
     #[error("internal error: {0}")]
     Internal(String),
@@ -39,7 +42,7 @@ impl ErrorKind for SolveError {
         match self {
             SolveError::Store(e) => e.kind(),
             SolveError::Index { .. } | SolveError::Internal(_) => Kind::Internal,
-            SolveError::NoState { .. } => Kind::Input,
+            SolveError::NoState { .. } | SolveError::Budget(_) => Kind::Input,
             SolveError::Inconsistent { .. } => Kind::Data,
         }
     }

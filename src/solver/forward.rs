@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use rayon::prelude::*;
 
 use super::layer;
+use super::spill::Spilled;
 use super::Result;
 use crate::rules::board;
 use crate::rules::{ForwardClass, Game};
@@ -32,10 +33,42 @@ const BATCH_IDS: usize = 1 << 25;
 /// One finished age of the forward pass.
 pub struct AgeLayer {
     pub age: u32,
-    /// Canonical state ids, sorted and deduplicated.
+    /// Canonical state ids, sorted and deduplicated (empty for a streamed age: see `encoded`).
     pub states: Vec<u64>,
-    /// Canonical afterstate ids, sorted and deduplicated.
+    /// Canonical afterstate ids, sorted and deduplicated (empty for a streamed age).
     pub afterstates: Vec<u64>,
+    /// A streamed age's layer file, its states only, encoded as they were made
+    /// ([`crate::store::idcodec::LayerEncoder`]): no vector of the age's ids existed.
+    pub encoded: Option<Vec<u8>>,
+    pub n_states: usize,
+    pub n_afterstates: usize,
+}
+
+impl AgeLayer {
+    fn whole(age: u32, states: Vec<u64>, afterstates: Vec<u64>) -> AgeLayer {
+        AgeLayer {
+            age,
+            n_states: states.len(),
+            n_afterstates: afterstates.len(),
+            states,
+            afterstates,
+            encoded: None,
+        }
+    }
+}
+
+/// How the forward pass holds its layers ([`super::plan`]): ids held raw by a layer being grown
+/// before its runs are packed ([`Spilled`]); an age whose layer was packed is streamed: its
+/// states are read back in chunks, each encoded for its work file and expanded, and its
+/// afterstates (grown the same way) spawn a chunk at a time; neither exists whole.
+#[derive(Clone, Copy, Debug)]
+pub struct ForwardPlan {
+    pub cap: usize,
+}
+
+impl ForwardPlan {
+    /// Everything in memory, as without a budget.
+    pub const UNBOUNDED: ForwardPlan = ForwardPlan { cap: usize::MAX };
 }
 
 /// Where the pass starts.
@@ -132,8 +165,8 @@ fn spawn_batches(
     game: &Game,
     class: &ForwardClass,
     afterstates: &[u64],
-    mut add: impl FnMut(Vec<u64>, Vec<u64>),
-) {
+    mut add: impl FnMut(Vec<u64>, Vec<u64>) -> Result<()>,
+) -> Result<()> {
     let kinds = usize::from(class.spawn2) + usize::from(class.spawn4);
     // Children of each tile per chunk of afterstates (their empty cells), then chunks
     // gathered into batches.
@@ -155,11 +188,12 @@ fn spawn_batches(
         if ids >= BATCH_IDS || end == afterstates.len() {
             let batch = &afterstates[first * CHUNK..end];
             let (two, four) = spawn(game, class, batch, &empties[first..=c]);
-            add(two, four);
+            add(two, four)?;
             first = c + 1;
             ids = 0;
         }
     }
+    Ok(())
 }
 
 /// States spawned from a batch of afterstates: `(age + 2, age + 4)` layers. As in
@@ -231,10 +265,19 @@ fn children_of(game: &Game, class: &ForwardClass, a: u64, mut out: impl FnMut(us
 }
 
 /// Adds a batch's children of age `age` to the pending layers.
-fn add_run(pending: &mut BTreeMap<u32, layer::Runs>, age: u32, ids: Vec<u64>) {
+fn add_run(
+    pending: &mut BTreeMap<u32, Spilled>,
+    plan: ForwardPlan,
+    age: u32,
+    ids: Vec<u64>,
+) -> Result<()> {
     if !ids.is_empty() {
-        pending.entry(age).or_default().push(ids);
+        pending
+            .entry(age)
+            .or_insert_with(|| Spilled::new(age, plan.cap))
+            .push(ids)?;
     }
+    Ok(())
 }
 
 /// Runs the forward pass, handing each finished age to `sink` in increasing order.
@@ -243,12 +286,24 @@ pub fn run(
     game: &Game,
     class: &ForwardClass,
     start: Start,
+    sink: impl FnMut(AgeLayer) -> Result<()>,
+) -> Result<u32> {
+    run_planned(game, class, start, ForwardPlan::UNBOUNDED, sink)
+}
+
+/// [`run`] within a plan: an age whose layer outgrew the plan's cap is streamed (its
+/// [`AgeLayer`] carries its encoded states, not its ids).
+pub fn run_planned(
+    game: &Game,
+    class: &ForwardClass,
+    start: Start,
+    plan: ForwardPlan,
     mut sink: impl FnMut(AgeLayer) -> Result<()>,
 ) -> Result<u32> {
     // The partial layers of the ages to come, each grown from its batches' runs.
-    let mut pending: BTreeMap<u32, layer::Runs> = BTreeMap::new();
+    let mut pending: BTreeMap<u32, Spilled> = BTreeMap::new();
     for (age, ids) in seeds(game, class) {
-        add_run(&mut pending, age, ids);
+        add_run(&mut pending, plan, age, ids)?;
     }
     let mut max_age = 0;
     if let Start::After {
@@ -259,29 +314,87 @@ pub fn run(
     {
         pending.retain(|&a, _| a > age);
         spawn_batches(game, class, &afterstates, |two, four| {
-            add_run(&mut pending, age + 2, two);
-            add_run(&mut pending, age + 4, four);
-        });
+            add_run(&mut pending, plan, age + 2, two)?;
+            add_run(&mut pending, plan, age + 4, four)
+        })?;
+        drop(afterstates);
         // Of the children of age - 2, only those spawning a 4 (age + 2) are still to come.
         spawn_batches(game, class, &afterstates_prev, |_, four| {
-            add_run(&mut pending, age + 2, four);
-        });
+            add_run(&mut pending, plan, age + 2, four)
+        })?;
         max_age = age;
     }
-    while let Some((age, runs)) = pending.pop_first() {
-        let states = runs.into_layer();
+    while let Some((age, layer)) = pending.pop_first() {
+        if layer.spilled() {
+            let done = streamed_age(game, class, plan, age, layer, &mut pending)?;
+            max_age = age;
+            sink(done)?;
+            continue;
+        }
+        let states = layer.into_layer()?;
         debug_assert!(layer::is_layer(&states));
         let afterstates = expand(game, class, &states);
         spawn_batches(game, class, &afterstates, |two, four| {
-            add_run(&mut pending, age + 2, two);
-            add_run(&mut pending, age + 4, four);
-        });
-        max_age = age;
-        sink(AgeLayer {
-            age,
-            states,
-            afterstates,
+            add_run(&mut pending, plan, age + 2, two)?;
+            add_run(&mut pending, plan, age + 4, four)
         })?;
+        max_age = age;
+        sink(AgeLayer::whole(age, states, afterstates))?;
     }
     Ok(max_age)
+}
+
+/// One age whose layer was packed: its states streamed in chunks, each encoded for the work
+/// file and expanded into the afterstates' runs; then the afterstates streamed and spawned.
+fn streamed_age(
+    game: &Game,
+    class: &ForwardClass,
+    plan: ForwardPlan,
+    age: u32,
+    layer: Spilled,
+    pending: &mut BTreeMap<u32, Spilled>,
+) -> Result<AgeLayer> {
+    let mut file = crate::store::idcodec::LayerEncoder::new(age);
+    let mut after = Spilled::new(age, plan.cap);
+    let mut n_states = 0;
+    for chunk in layer.stream() {
+        let chunk = chunk?;
+        n_states += chunk.len();
+        file.push_states(&chunk);
+        after.push(expand(game, class, &chunk))?;
+    }
+    let mut n_afterstates = 0;
+    for chunk in after.stream() {
+        let chunk = chunk?;
+        n_afterstates += chunk.len();
+        spawn_batches(game, class, &chunk, |two, four| {
+            add_run(pending, plan, age + 2, two)?;
+            add_run(pending, plan, age + 4, four)
+        })?;
+    }
+    Ok(AgeLayer {
+        age,
+        states: Vec::new(),
+        afterstates: Vec::new(),
+        encoded: Some(file.finish()),
+        n_states,
+        n_afterstates,
+    })
+}
+
+/// The afterstates of a layer given as chunks of states (a streamed age's work file), grown
+/// within `cap` ids held raw: what the backward pass and a resumed forward pass make again
+/// where the work files do not keep them.
+pub fn afterstates_of(
+    game: &Game,
+    class: &ForwardClass,
+    age: u32,
+    states: impl Iterator<Item = Result<Vec<u64>>>,
+    cap: usize,
+) -> Result<Spilled> {
+    let mut after = Spilled::new(age, cap);
+    for chunk in states {
+        after.push(expand(game, class, &chunk?))?;
+    }
+    Ok(after)
 }

@@ -12,7 +12,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::backward::{AgeOutput, Backward, NoFiles};
+use super::backward::{AgeOutput, Backward, Layers, NoFiles};
 use super::forward::{self, absorbed, AgeLayer, Start};
 use super::Result;
 use crate::rules::board;
@@ -42,8 +42,11 @@ pub fn start_values(game: &Game, variant: &Variant) -> Result<HashMap<u64, f64>>
         max_age,
         min_age,
         None,
-        |_, _| Ok(NoFiles),
-        |age| Ok(layers.remove(&age).unwrap_or_default()),
+        |_, _, _, _| Ok(NoFiles),
+        |age| {
+            let (s, a) = layers.remove(&age).unwrap_or_default();
+            Ok(Layers::Whole(s, a))
+        },
         |o: AgeOutput, ()| {
             if o.age <= 8 {
                 // One variant: record i is state i's.

@@ -617,6 +617,16 @@ impl Runs {
         self.runs.len()
     }
 
+    /// Ids held (an id in several runs counts once a run).
+    pub fn ids(&self) -> usize {
+        self.runs.iter().map(Vec::len).sum()
+    }
+
+    /// The runs held, largest first.
+    pub fn into_runs(self) -> Vec<Vec<u64>> {
+        self.runs
+    }
+
     /// The layer: the union of every run pushed, the shortest runs merged first.
     pub fn into_layer(self) -> Vec<u64> {
         self.runs.into_iter().rev().fold(Vec::new(), union)

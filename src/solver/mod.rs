@@ -26,8 +26,10 @@ mod huge;
 pub mod layer;
 mod memory;
 pub mod output;
+pub mod plan;
 pub mod records;
 pub mod run;
+pub mod spill;
 pub mod table;
 
 pub use error::{Result, SolveError};

@@ -7,12 +7,12 @@
 
 use rayon::prelude::*;
 
-use super::backward::{Afterstates, AgeOutput, AgeWriter, Wants};
+use super::backward::{AfterFigures, Afterstates, AgeOutput, AgeWriter, Wants};
 use super::records::{clamp_for, state_figures, StateFigures, StateRec, NO_MOVE};
 use super::{Result, SolveError};
 use crate::index::{
-    encode_age_index_with_stats, encode_policy, max_exponent, AgeIndexMeta, Compaction,
-    IndexOptions, PolicyMeta, ValueCoding,
+    encode_age_index_with_stats, max_exponent, AgeIndexMeta, Compaction, IndexOptions,
+    PolicyBuilder, PolicyMeta, ValueCoding,
 };
 use crate::rules::board;
 use crate::rules::{Game, Variant};
@@ -56,9 +56,9 @@ pub struct AgeFiles<'a> {
     states: Vec<Option<Option<PartWriter<TempFile>>>>,
     /// A deferred age's records, `[i * k + v]`.
     records: Vec<StateRec>,
-    /// Per variant stored in the policy layout, the best move of each state so far (row
-    /// order; [`NO_MOVE`] for a terminal state): one byte a state, where its record is 19.
-    moves: Vec<Option<Vec<u8>>>,
+    /// Per variant stored in the policy layout, its policy file being built from each
+    /// segment's ids and best moves ([`NO_MOVE`] for a terminal state), a shard at a time.
+    policy: Vec<Option<PolicyBuilder>>,
     /// Per variant, the age's files but its `states` parts, once written
     /// ([`AgeWriter::afterstates`]: before the states are valued).
     after: Option<Vec<AfterFiles>>,
@@ -82,9 +82,30 @@ impl<'a> AgeFiles<'a> {
         variants: &'a [Variant],
         storages: &'a [Storage],
         defer: bool,
-    ) -> AgeFiles<'a> {
+        n_states: usize,
+    ) -> Result<AgeFiles<'a>> {
         debug_assert_eq!(variants.len(), storages.len());
-        AgeFiles {
+        let shape = game.shape();
+        let policy = variants
+            .iter()
+            .zip(storages)
+            .map(|(v, s)| {
+                if s.has_index() {
+                    return Ok(None);
+                }
+                let meta = PolicyMeta {
+                    rows: shape.rows() as u8,
+                    cols: shape.cols() as u8,
+                    age,
+                    variant: v.name(),
+                };
+                let path = store.layout().policy_file(shape, &v.name(), age);
+                PolicyBuilder::new(meta, n_states)
+                    .map(Some)
+                    .map_err(|source| SolveError::Index { path, source })
+            })
+            .collect::<Result<_>>()?;
+        Ok(AgeFiles {
             store,
             game,
             variants,
@@ -96,12 +117,9 @@ impl<'a> AgeFiles<'a> {
                 .map(|s| s.parquet_at(age).then_some(None))
                 .collect(),
             records: Vec::new(),
-            moves: storages
-                .iter()
-                .map(|s| (!s.has_index()).then(Vec::new))
-                .collect(),
+            policy,
             after: None,
-        }
+        })
     }
 
     /// At most the bytes an age of `boards` states and afterstates holds until a writer
@@ -129,7 +147,7 @@ impl<'a> AgeFiles<'a> {
         let k = self.variants.len();
         let whole = self.wants() == Wants::Whole;
         let records = std::mem::take(&mut self.records);
-        let moves = std::mem::take(&mut self.moves);
+        let policy = std::mem::take(&mut self.policy);
         let after = self.after.take();
         let AgeFiles {
             store,
@@ -142,7 +160,7 @@ impl<'a> AgeFiles<'a> {
         } = self;
         debug_assert_eq!(out.age, age);
         let n = out.states.len();
-        if n == 0 && out.afterstates.is_empty() {
+        if out.boards == 0 {
             // An age no board has: nothing to write.
             let stats = AgeStats {
                 age,
@@ -178,7 +196,7 @@ impl<'a> AgeFiles<'a> {
         let figures = pushed?;
         drop(records);
         let rest = rest?;
-        let policies = policy_files(store, game, variants, age, &out.states, moves)?;
+        let policies = policy_files(store, game, variants, age, policy)?;
         let mut written = Vec::with_capacity(k);
         for (((slot, v), (figures, after)), policy) in states
             .iter_mut()
@@ -279,7 +297,7 @@ impl<'a> AgeWriter for AgeFiles<'a> {
     /// A row group's worth, or a deferred age whole.
     fn wants(&self) -> Wants {
         let parquet = self.states.iter().any(Option::is_some);
-        let moves = self.moves.iter().any(Option::is_some);
+        let moves = self.policy.iter().any(Option::is_some);
         if parquet && self.defer {
             Wants::Whole
         } else if parquet || moves {
@@ -292,9 +310,16 @@ impl<'a> AgeWriter for AgeFiles<'a> {
     fn states(&mut self, ids: &[u64], recs: &mut Vec<StateRec>) -> Result<()> {
         let k = self.variants.len();
         let n = ids.len() * k;
-        for (vi, moves) in self.moves.iter_mut().enumerate() {
-            if let Some(moves) = moves {
-                moves.extend(recs[..n].iter().skip(vi).step_by(k).map(|r| r.best));
+        for (vi, policy) in self.policy.iter_mut().enumerate() {
+            if let Some(policy) = policy {
+                let moves: Vec<u8> = recs[..n].iter().skip(vi).step_by(k).map(|r| r.best).collect();
+                policy.push(ids, &moves).map_err(|source| SolveError::Index {
+                    path: self
+                        .store
+                        .layout()
+                        .policy_file(self.game.shape(), &self.variants[vi].name(), self.age),
+                    source,
+                })?;
             }
         }
         if self.wants() == Wants::Whole {
@@ -332,6 +357,42 @@ impl<'a> AgeWriter for AgeFiles<'a> {
         Ok(true)
     }
 
+    /// A streamed age's afterstates as figures: its stats without files (the policy layout
+    /// writes none of its afterstates).
+    fn afterstate_figures(&mut self, fig: &AfterFigures) -> Result<()> {
+        let mut after = Vec::with_capacity(self.variants.len());
+        for (vi, storage) in self.storages.iter().enumerate() {
+            if storage.has_index() || storage.parquet_at(self.age) {
+                return Err(SolveError::Internal(format!(
+                    "age {}: a streamed age is written in the policy layout only",
+                    self.age
+                )));
+            }
+            let mut stats = AgeStats {
+                age: self.age,
+                n_states: fig.states,
+                n_afterstates: fig.afterstates,
+                ..Default::default()
+            };
+            if fig.afterstates > 0 {
+                stats.mean_empty_cells_afterstates =
+                    Some(fig.empty_cells as f64 / fig.afterstates as f64);
+                stats.best_afterstate_value = fig.best[vi];
+            }
+            stats.index = IndexEntry {
+                base: u32::from(Compaction::base_above(fig.max_exponent)),
+                ..Default::default()
+            };
+            after.push(AfterFiles {
+                stats,
+                after: None,
+                index: None,
+            });
+        }
+        self.after = Some(after);
+        Ok(())
+    }
+
     fn finish(self, out: &AgeOutput) -> Result<Files<'a>> {
         if self.defer {
             return Ok(Files::Deferred(self));
@@ -351,37 +412,27 @@ struct AfterFiles {
 }
 
 /// The policy file of each variant stored in the policy layout (`None` for the others), from
-/// the age's state ids and the moves its records gave.
+/// its builder (every state of the age pushed).
 fn policy_files(
     store: &Store,
     game: &Game,
     variants: &[Variant],
     age: u32,
-    states: &[u64],
-    moves: Vec<Option<Vec<u8>>>,
+    policy: Vec<Option<PolicyBuilder>>,
 ) -> Result<Vec<Option<(PolicyEntry, FileEntry)>>> {
     let shape = game.shape();
     variants
         .iter()
-        .zip(moves)
-        .map(|(v, moves)| {
-            let Some(moves) = moves else {
+        .zip(policy)
+        .map(|(v, builder)| {
+            let Some(builder) = builder else {
                 return Ok(None);
             };
-            let name = v.name();
-            let path = store.layout().policy_file(shape, &name, age);
-            let meta = PolicyMeta {
-                rows: shape.rows() as u8,
-                cols: shape.cols() as u8,
-                age,
-                variant: name,
-            };
-            let (bytes, s) =
-                encode_policy(&meta, states, &moves).map_err(|source| SolveError::Index {
-                    path: path.clone(),
-                    source,
-                })?;
-            drop(moves);
+            let path = store.layout().policy_file(shape, &v.name(), age);
+            let (bytes, s) = builder.finish().map_err(|source| SolveError::Index {
+                path: path.clone(),
+                source,
+            })?;
             let file = store.write_file_batched(&path, &bytes)?;
             let entry = PolicyEntry {
                 file: file.path.clone(),

@@ -13,17 +13,19 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::backward::{Afterstates, AgeOutput, AgeWriter, Backward, Level, Phase, Wants};
+use super::backward::{
+    AfterFigures, Afterstates, AgeOutput, AgeWriter, Backward, Holding, Layers, Level, Phase, Wants,
+};
 use super::budget::Budget;
 use super::checkpoint::Checkpointer;
-use super::forward::{self, AgeLayer, Start};
+use super::forward::{self, AgeLayer, ForwardPlan, Start};
 use super::output::{AgeFiles, Files};
 use super::records::StateRec;
 use super::{Result, SolveError};
 use crate::rules::board;
 use crate::rules::{ForwardClass, Game, Group, Kind, Shape, Symmetry, Variant};
 use crate::store::parquet::ages_parquet;
-use crate::store::work::{BackwardProgress, ForwardProgress, WorkDir, WorkMeta};
+use crate::store::work::{BackwardProgress, ForwardProgress, ValuesWriter, WorkDir, WorkMeta};
 use crate::store::{
     AgeStats, FileEntry, LayoutKind, Manifest, Storage, Store, StoreError, Timings, LAYOUT_VERSION,
 };
@@ -47,6 +49,11 @@ pub struct SolveConfig {
     /// within it is written off the pass, a bigger one as the pass values it; with 0, every
     /// age is. The files are the same bytes either way.
     pub write_ahead: u64,
+    /// The memory budget in bytes (`solve --memory`; [`super::plan`]).
+    pub memory: u64,
+    /// Pack layers beyond this many ids and value every age streamed, whatever fits (the
+    /// tests' way to run the budgeted paths on small boards; `solve --stream-cap`).
+    pub stream_cap: Option<usize>,
     /// Report the process's peak resident memory at the end of every age of the forward pass
     /// and every phase of an age of the backward pass ([`Event::Memory`]; the peak is reset
     /// after each, see [`super::memory`]).
@@ -130,6 +137,9 @@ pub enum Event {
     BackwardStart { top: u32, min_age: u32, boards: u64 },
     /// The backward pass finished (and stored) an age of `boards` states and afterstates.
     Backward { age: u32, boards: u64 },
+    /// How the backward pass will hold its tables and what the rest of the run will take on
+    /// disk, before it starts.
+    Plan { text: String },
     /// Resumed after a finished age.
     Resumed { pass: &'static str, age: u32 },
     /// A work file was missing or damaged: `redo` says what is done again.
@@ -180,6 +190,8 @@ const INITIAL_AGES: u32 = 8;
 struct AgeWork<'a> {
     files: AgeFiles<'a>,
     work: &'a WorkDir,
+    /// A streamed age's state values, written to `.work/` as the pass makes them.
+    values: Option<ValuesWriter>,
 }
 
 impl<'a> AgeWriter for AgeWork<'a> {
@@ -198,7 +210,23 @@ impl<'a> AgeWriter for AgeWork<'a> {
         self.files.afterstates(a)
     }
 
+    fn afterstate_figures(&mut self, fig: &AfterFigures) -> Result<()> {
+        self.files.afterstate_figures(fig)
+    }
+
+    fn state_values(&mut self, values: &[f64]) -> Result<()> {
+        match &mut self.values {
+            Some(w) => Ok(w.push(values)?),
+            None => Ok(()),
+        }
+    }
+
     fn finish(self, out: &AgeOutput) -> Result<Self::Written> {
+        if let Some(values) = self.values {
+            // A streamed age: its values are in `.work/` once the writer is finished.
+            values.finish()?;
+            return Ok((self.files.finish(out)?, true));
+        }
         let values = &out.summary.values;
         // The initial states' ages are kept to the end: the writer thread saves them.
         let save = out.age > INITIAL_AGES && !self.files.deferred();
@@ -318,6 +346,10 @@ fn solve_class(
     on_event: &(dyn Fn(Event) + Sync),
 ) -> Result<Vec<Manifest>> {
     let t0 = Instant::now();
+    let plan = match cfg.stream_cap {
+        Some(cap) => super::plan::Plan::streaming(cfg.memory, cap)?,
+        None => super::plan::Plan::new(cfg.memory)?,
+    };
     let min_free = cfg.min_free;
     let write_ahead = cfg.write_ahead;
     let storages: Vec<Storage> = variants
@@ -361,8 +393,19 @@ fn solve_class(
         }
     };
     let mut redo_backward = false;
+    // A backward pass under way has let go of the layers of the ages above the last it
+    // recorded as done but two (`retire_layers`): only the rest are checked.
+    let retired_above = match work.read_json::<BackwardProgress>("backward.json") {
+        Ok(Some(b)) if fwd.complete => b.done_age.map(|d| (d + 2).max(INITIAL_AGES)),
+        _ => None,
+    };
+    let needed = |a: u32| retired_above.is_none_or(|top| a <= top);
     if fwd.done_age.is_some() {
-        let bad = fwd.ages.iter().find_map(|&a| work.check_layers(a).err());
+        let bad = fwd
+            .ages
+            .iter()
+            .filter(|&&a| needed(a))
+            .find_map(|&a| work.check_layers(a).err());
         if let Some(e) = bad.or_else(|| {
             fwd.ages
                 .is_empty()
@@ -372,7 +415,7 @@ fn solve_class(
                 .ages
                 .iter()
                 .copied()
-                .take_while(|&a| work.check_layers(a).is_ok())
+                .take_while(|&a| !needed(a) || work.check_layers(a).is_ok())
                 .collect();
             let redo = match intact.last() {
                 Some(a) => format!("redoing the forward pass after age {a}"),
@@ -382,6 +425,12 @@ fn solve_class(
             fwd = ForwardProgress {
                 done_age: intact.last().copied(),
                 min_age: intact.first().copied(),
+                counts: fwd
+                    .counts
+                    .iter()
+                    .copied()
+                    .filter(|c| intact.contains(&c.0))
+                    .collect(),
                 ages: intact,
                 complete: false,
                 seconds: fwd.seconds,
@@ -400,8 +449,14 @@ fn solve_class(
                 });
                 Start::After {
                     age,
-                    afterstates: work.load_layers(age)?.1,
-                    afterstates_prev: work.load_layers(age.saturating_sub(2))?.1,
+                    afterstates: stored_afterstates(game, class, &work, age, plan.forward)?,
+                    afterstates_prev: stored_afterstates(
+                        game,
+                        class,
+                        &work,
+                        age.saturating_sub(2),
+                        plan.forward,
+                    )?,
                 }
             }
             None => Start::Fresh,
@@ -421,9 +476,16 @@ fn solve_class(
                     });
                     let mut checkpoint = Instant::now();
                     for layer in rx {
-                        // Encoded first, so that the check asks for the bytes the file takes.
-                        let bytes =
-                            WorkDir::encode_layers(layer.age, &layer.states, &layer.afterstates);
+                        // Encoded first, so that the check asks for the bytes the file takes
+                        // (a streamed age comes encoded).
+                        let bytes = match layer.encoded {
+                            Some(bytes) => bytes,
+                            None => WorkDir::encode_layers(
+                                layer.age,
+                                &layer.states,
+                                &layer.afterstates,
+                            ),
+                        };
                         store.ensure_free(
                             &format!("the forward layers of age {}", layer.age),
                             bytes.len() as u64,
@@ -432,6 +494,11 @@ fn solve_class(
                         work.write_layers(layer.age, &bytes)?;
                         drop(bytes);
                         progress.ages.push(layer.age);
+                        progress.counts.push((
+                            layer.age,
+                            layer.n_states as u64,
+                            layer.n_afterstates as u64,
+                        ));
                         progress.min_age =
                             Some(progress.min_age.map_or(layer.age, |m| m.min(layer.age)));
                         progress.done_age = Some(layer.age);
@@ -444,22 +511,22 @@ fn solve_class(
                         }
                         on_event(Event::Forward {
                             age: layer.age,
-                            states: layer.states.len(),
-                            afterstates: layer.afterstates.len(),
+                            states: layer.n_states,
+                            afterstates: layer.n_afterstates,
                         });
                     }
                     // The last checkpoint ends before the caller records the pass as done.
                     cp.finish()
                 })
             });
-            let last = forward::run(game, class, start, |layer: AgeLayer| {
+            let last = forward::run_planned(game, class, start, plan.forward, |layer: AgeLayer| {
                 if cfg.trace_memory {
                     phase_memory(
                         on_event,
                         "forward",
                         "made",
                         layer.age,
-                        (layer.states.len(), layer.afterstates.len()),
+                        (layer.n_states, layer.n_afterstates),
                     );
                 }
                 tx.send(layer)
@@ -497,7 +564,55 @@ fn solve_class(
         }
     };
     let k = variants.len();
-    let same_pass = bwd.variants == names && bwd.top == max_age && bwd.storage == storages;
+    // What the pass holds: from the forward pass's counts (or, for work files of an older
+    // version, the layer files' headers).
+    let counts: Vec<(u32, u64, u64)> = if fwd.counts.len() == fwd.ages.len() {
+        fwd.counts.clone()
+    } else {
+        fwd.ages
+            .iter()
+            .map(|&a| {
+                let boards = work.open_layers(a)?.map_or((0, 0), |f| (f.states(), f.afterstates()));
+                Ok((a, boards.0, boards.1))
+            })
+            .collect::<Result<_>>()?
+    };
+    let mut bplan = plan.backward(&counts, variants)?;
+    if !bplan.streamed.is_empty() && storages.iter().any(Storage::has_index) {
+        return Err(SolveError::Budget(format!(
+            "--memory {}: ages {}–{} cannot be valued whole within it, and only the policy              layout (--layout policy) is valued a chunk at a time",
+            super::plan::human(plan.budget),
+            bplan.streamed.iter().min().unwrap_or(&0),
+            bplan.streamed.iter().max().unwrap_or(&0),
+        )));
+    }
+    let streamed_ages: BTreeSet<u32> = bplan.streamed.iter().copied().collect();
+    // The rest of the run on disk, checked before the pass starts: its output, and the state
+    // values of three ages at once (two for a resume, one being written); the work files
+    // shrink as it goes (`retire_layers`).
+    let rest = Store::run_bytes_estimate(&counts, &storages);
+    let work_now = work.bytes();
+    on_event(Event::Plan {
+        text: format!(
+            "backward plan: tables {}, {} of {} ages valued a chunk at a time; budget {}; disk: \
+             work {:.1} GB now, at most {:.1} GB more (output and values)",
+            bplan.coding.name(),
+            bplan.streamed.len(),
+            counts.len(),
+            super::plan::human(plan.budget),
+            work_now as f64 / 1e9,
+            rest as f64 / 1e9,
+        ),
+    });
+    store.ensure_free("the rest of the solve (projected)", rest, min_free)?;
+    let same_pass = bwd.variants == names
+        && bwd.top == max_age
+        && bwd.storage == storages
+        && (bwd.done_age.is_none() || bwd.tables == bplan.coding.name());
+    if same_pass && bwd.done_age.is_some() {
+        // A resume keeps the tables' coding its finished ages were valued with.
+        bplan.coding = super::table::Coding::parse(&bwd.tables).unwrap_or(bplan.coding);
+    }
     if !redo_backward && same_pass {
         if let Some(done) = bwd.done_age {
             if let Err(e) = check_backward(&work, &fwd.ages, done, max_age, k) {
@@ -506,10 +621,23 @@ fn solve_class(
             }
         }
     }
+    if (redo_backward || !same_pass)
+        && fwd.ages.iter().any(|&a| work.check_layers(a).is_err())
+    {
+        // Starting the backward pass over needs every layer, and a pass under way let go of
+        // some: the forward pass is made again.
+        damaged(
+            &StoreError::corrupt(work.path().join("layers"), "let go by an earlier backward pass"),
+            "starting the solve over",
+        );
+        work.remove()?;
+        return solve_class(store, game, group, class, variants, cfg, on_event);
+    }
     if redo_backward || !same_pass {
         bwd = BackwardProgress {
             variants: names.clone(),
             storage: storages.clone(),
+            tables: bplan.coding.name(),
             top: max_age,
             done_age: None,
             seconds: 0.0,
@@ -529,7 +657,10 @@ fn solve_class(
             (states, afterstates),
         );
     };
-    let mut backward = Backward::new(game, variants)?;
+    let mut backward = Backward::new(game, variants)?.with_holding(Holding {
+        coding: bplan.coding,
+        cap: plan.forward.cap,
+    });
     if cfg.trace_memory {
         backward = backward.with_phases(&phases);
     }
@@ -543,6 +674,9 @@ fn solve_class(
                     age: done,
                 });
                 let level = |age: u32| -> Result<Level> {
+                    if streamed_ages.contains(&age) {
+                        return streamed_level(&work, age, k, &backward);
+                    }
                     let ids = work.load_layers(age)?.0;
                     let values = work.load_values(age)?.unwrap_or_default();
                     if values.len() != ids.len() * k {
@@ -556,7 +690,7 @@ fn solve_class(
                         )
                         .into());
                     }
-                    Ok(Level::new(age, &ids, &values))
+                    Ok(backward.level(age, &ids, &values))
                 };
                 (done - 2, Some((level(done)?, level(done + 2)?)))
             }
@@ -602,6 +736,10 @@ fn solve_class(
                             store.sync()?;
                             work.write_json("backward.json", &snapshot)?;
                             if let Some(done) = snapshot.done_age {
+                                // The layers above done + 2 are read by no later step, nor by
+                                // a resume (it rebuilds the levels of done and done + 2), but
+                                // for the initial states' ages (the values at the starts).
+                                work.retire_layers((done + 2).max(INITIAL_AGES))?;
                                 // Resuming needs the values of the last two finished ages; the
                                 // initial states' ages are kept for the values there.
                                 let stale: Vec<u32> = values_kept
@@ -644,7 +782,9 @@ fn solve_class(
                         drop(out);
                         if age <= INITIAL_AGES {
                             // Kept for the values at the initial states (never removed).
-                            work.save_values(age, &values)?;
+                            if !saved {
+                                work.save_values(age, &values)?;
+                            }
                         } else {
                             if recent.len() == 2 {
                                 // Finished after the last checkpoint, older than what any
@@ -689,20 +829,56 @@ fn solve_class(
                 top,
                 min_age,
                 next,
-                |age, boards| {
+                |age, n_states, boards, streamed| {
                     store.ensure_free(
                         &format!("age {age}"),
                         Store::age_bytes_estimate(boards, &storages, age),
                         min_free,
                     )?;
-                    // Written after the pass if what the writer would hold fits its budget.
-                    let defer = AgeFiles::deferred_bytes(boards, k) <= write_ahead;
+                    // Written after the pass if what the writer would hold fits its budget
+                    // (a streamed age holds nothing whole to hand over).
+                    let defer = !streamed && AgeFiles::deferred_bytes(boards, k) <= write_ahead;
                     Ok(AgeWork {
-                        files: AgeFiles::new(store, game, age, variants, &storages, defer),
+                        files: AgeFiles::new(store, game, age, variants, &storages, defer, n_states)?,
                         work,
+                        values: if streamed {
+                            Some(work.values_writer(age, n_states * k)?)
+                        } else {
+                            None
+                        },
                     })
                 },
-                |age| Ok(work.load_layers(age)?),
+                |age| {
+                    let file = || {
+                        work.open_layers(age)?.ok_or_else(|| {
+                            SolveError::from(StoreError::corrupt(work.layer_path_of(age), "missing"))
+                        })
+                    };
+                    if !fwd.ages.contains(&age) {
+                        // An age without states has no file.
+                        return Ok(Layers::Whole(Vec::new(), Vec::new()));
+                    }
+                    if streamed_ages.contains(&age) {
+                        let afterstates = counts
+                            .iter()
+                            .find(|c| c.0 == age)
+                            .map_or(0, |c| c.2 as usize);
+                        return Ok(Layers::Streamed {
+                            file: file()?,
+                            afterstates,
+                        });
+                    }
+                    if fwd.ages.contains(&age) {
+                        work.check_layers(age)?;
+                    }
+                    let (states, afterstates) = work.load_layers(age)?;
+                    let afterstates = if afterstates.is_empty() && !states.is_empty() {
+                        stored_afterstates(game, class, work, age, plan.forward)?
+                    } else {
+                        afterstates
+                    };
+                    Ok(Layers::Whole(states, afterstates))
+                },
                 |mut out: AgeOutput, (files, saved)| {
                     let stopped = || SolveError::Internal("the writer stopped".into());
                     let streamed = matches!(files, Files::Written(_));
@@ -814,6 +990,55 @@ fn solve_class(
     Ok(manifests)
 }
 
+/// The level of a streamed age for a resumed backward pass: its table built from its work
+/// file's states a chunk at a time and its saved values.
+fn streamed_level(work: &WorkDir, age: u32, k: usize, backward: &Backward) -> Result<Level> {
+    let file = work
+        .open_layers(age)?
+        .ok_or_else(|| StoreError::corrupt(work.layer_path_of(age), "missing"))?;
+    let values = work.load_values(age)?.unwrap_or_default();
+    let n = file.states() as usize;
+    if values.len() != n * k {
+        return Err(StoreError::corrupt(
+            work.values_path_of(age),
+            format!("{} values for {n} states × {k} variants", values.len()),
+        )
+        .into());
+    }
+    let mut at = 0;
+    let mut builder = backward.table_builder(n);
+    for chunk in file.state_chunks(1 << 22) {
+        let ids =
+            chunk.map_err(|e| StoreError::corrupt(work.layer_path_of(age), e.to_string()))?;
+        builder.push(&ids, &values[at * k..(at + ids.len()) * k]);
+        at += ids.len();
+    }
+    drop(values);
+    Ok(Level::from_table(age, builder.finish()))
+}
+
+/// The afterstates of age `age` for a resumed forward pass: from its layer file, or made again
+/// from its states where a streamed age's file keeps none (0 and none for an age without a
+/// file).
+fn stored_afterstates(
+    game: &Game,
+    class: &ForwardClass,
+    work: &WorkDir,
+    age: u32,
+    plan: ForwardPlan,
+) -> Result<Vec<u64>> {
+    let Some(file) = work.open_layers(age)? else {
+        return Ok(Vec::new());
+    };
+    if file.afterstates() > 0 || file.states() == 0 {
+        return Ok(work.load_layers(age)?.1);
+    }
+    let states = file
+        .state_chunks(1 << 22)
+        .map(|c| c.map_err(|e| StoreError::corrupt(work.layer_path_of(age), e.to_string()).into()));
+    forward::afterstates_of(game, class, age, states, plan.cap)?.into_layer()
+}
+
 /// Checks the work files a backward pass resumed after age `done` needs: the record of every
 /// age it finished (`done..=top`), and the state values it resumes from (ages `done` and
 /// `done + 2`) or that the values at the initial states need (ages 4, 6, 8).
@@ -840,7 +1065,9 @@ fn check_backward(
             continue;
         }
         let n = if layer_ages.contains(&age) {
-            work.load_layers(age)?.0.len()
+            work.open_layers(age)?
+                .ok_or_else(|| StoreError::corrupt(work.layer_path_of(age), "missing"))?
+                .states() as usize
         } else {
             0
         };

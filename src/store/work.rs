@@ -55,6 +55,10 @@ pub struct ForwardProgress {
     #[serde(default)]
     pub ages: Vec<u32>,
     pub min_age: Option<u32>,
+    /// Per age with a layer file: its states and afterstates (a streamed age's file keeps
+    /// no afterstates; the backward pass makes them again).
+    #[serde(default)]
+    pub counts: Vec<(u32, u64, u64)>,
     pub complete: bool,
     pub seconds: f64,
 }
@@ -67,6 +71,10 @@ pub struct BackwardProgress {
     /// the pass over.
     #[serde(default)]
     pub storage: Vec<super::Storage>,
+    /// How the pass's value tables hold values (`f64`, or `fixed32/F` at 2^-F): the values of
+    /// finished ages came through them, so a resume holding them otherwise starts over.
+    #[serde(default)]
+    pub tables: String,
     pub top: u32,
     pub done_age: Option<u32>,
     pub seconds: f64,
@@ -172,9 +180,6 @@ impl WorkDir {
 
     /// The path of an age's layer file (to name it in the error of a damaged chunk of
     /// [`Self::open_layers`]).
-    pub fn layer_path_of(&self, age: u32) -> PathBuf {
-        self.layer_path(age)
-    }
 
     /// The states and afterstates of an age (empty if the forward pass found none).
     pub fn load_layers(&self, age: u32) -> Result<(Vec<u64>, Vec<u64>)> {
@@ -185,6 +190,37 @@ impl WorkDir {
             }
             None => Ok((Vec::new(), Vec::new())),
         }
+    }
+
+    /// Bytes of the work folder's files.
+    pub fn bytes(&self) -> u64 {
+        fn walk(dir: &Path) -> u64 {
+            let Ok(entries) = fs::read_dir(dir) else {
+                return 0;
+            };
+            entries
+                .flatten()
+                .map(|e| match e.file_type() {
+                    Ok(t) if t.is_dir() => walk(&e.path()),
+                    _ => e.metadata().map_or(0, |m| m.len()),
+                })
+                .sum()
+        }
+        walk(&self.dir)
+    }
+
+    /// Removes the layer files of the ages above `above` (the backward pass's: no later step
+    /// reads them); the forward progress still lists them, and a resume checks only the rest.
+    pub fn retire_layers(&self, above: u32) -> Result<()> {
+        for age in self.layer_ages().into_iter().filter(|&a| a > above) {
+            let p = self.layer_path(age);
+            match fs::remove_file(&p) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(StoreError::io(p, e)),
+            }
+        }
+        Ok(())
     }
 
     /// Boards (states and afterstates) in the layer file of an age, from its header alone (0
@@ -227,6 +263,10 @@ impl WorkDir {
             read_words(&self.values_path(age))?
                 .map(|w| w.into_iter().map(f64::from_bits).collect()),
         )
+    }
+
+    pub fn layer_path_of(&self, age: u32) -> PathBuf {
+        self.layer_path(age)
     }
 
     pub fn values_path_of(&self, age: u32) -> PathBuf {

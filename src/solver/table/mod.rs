@@ -65,6 +65,26 @@ pub enum Coding {
 }
 
 impl Coding {
+    /// The coding as the backward pass's progress file records it: `f64` or `fixed32/F`.
+    pub fn name(self) -> String {
+        match self {
+            Coding::F64 => "f64".into(),
+            Coding::Fixed32 { fraction_bits } => format!("fixed32/{fraction_bits}"),
+        }
+    }
+
+    /// [`Coding::name`] read back (`None` if it is no coding's).
+    pub fn parse(name: &str) -> Option<Coding> {
+        match name {
+            "f64" => Some(Coding::F64),
+            _ => name
+                .strip_prefix("fixed32/")
+                .and_then(|f| f.parse().ok())
+                .filter(|&f: &u8| f <= 63)
+                .map(|fraction_bits| Coding::Fixed32 { fraction_bits }),
+        }
+    }
+
     /// Bytes a value takes in a slot of a [`PerfectTable`].
     pub fn width(self) -> usize {
         match self {

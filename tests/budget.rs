@@ -1,0 +1,124 @@
+//! `solve --memory`: a budget below what any solve needs is refused in one line before any
+//! file is written, and the budgeted paths — layers packed and read back as streams, ages
+//! valued a chunk at a time from their work files, afterstates made again from the states —
+//! write what the unbudgeted solve writes: the same counts, values at the starts, per-age
+//! figures and policy files, byte for byte (`--stream-cap` takes those paths on boards that
+//! would fit any budget).
+
+mod common;
+
+use std::path::Path;
+
+use common::{bin, run, stderr};
+use serde_json::Value;
+
+fn solve(data: &Path, board: &str, variant: &str, extra: &[&str]) {
+    let mut args = vec![
+        "solve",
+        "--quiet",
+        "--board",
+        board,
+        "--variant",
+        variant,
+        "--layout",
+        "policy",
+        "--data",
+        data.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let o = run(&args);
+    assert!(o.status.success(), "solve {board} {extra:?}: {}", stderr(&o));
+}
+
+fn manifest(data: &Path, board: &str, variant: &str) -> Value {
+    let path = data.join(format!("manifest/board={board}/variant={variant}.json"));
+    serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap()
+}
+
+/// What a solve wrote, without what differs from run to run (times, peak memory, the
+/// manifest's own digest, which covers those).
+fn written(m: &Value) -> Value {
+    let mut m = m.clone();
+    let o = m.as_object_mut().unwrap();
+    for k in ["timings", "peak_rss_bytes", "manifest_sha256", "threads"] {
+        o.remove(k);
+    }
+    m
+}
+
+#[test]
+fn a_budget_below_any_solve_is_one_line_before_any_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let o = run(&[
+        "solve",
+        "--board",
+        "2x2",
+        "--memory",
+        "100M",
+        "--data",
+        data.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("--memory 100 MiB"), "{err}");
+    assert!(!data.exists(), "a refused solve wrote {}", data.display());
+    let o = run(&["solve", "--board", "2x2", "--memory", "lots"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--memory lots: not a size"), "{}", stderr(&o));
+}
+
+#[test]
+fn budgeted_solves_write_what_unbudgeted_ones_write() {
+    let dir = tempfile::tempdir().unwrap();
+    for (board, variant, cap) in [("3x3", "expectation", "4000"), ("4x4", "goal-16", "20000")] {
+        let plain = dir.path().join(format!("plain-{board}"));
+        let budgeted = dir.path().join(format!("budgeted-{board}"));
+        solve(&plain, board, variant, &[]);
+        solve(&budgeted, board, variant, &["--memory", "2G", "--stream-cap", cap]);
+        let (a, b) = (manifest(&plain, board, variant), manifest(&budgeted, board, variant));
+        assert_eq!(written(&a), written(&b), "{board} {variant}");
+        assert!(a["n_states"].as_u64().unwrap() > 1000);
+    }
+}
+
+#[test]
+fn a_killed_budgeted_solve_resumes_to_the_same_files() {
+    use std::io::{BufRead, BufReader};
+    let dir = tempfile::tempdir().unwrap();
+    let plain = dir.path().join("plain");
+    let b = dir.path().join("budgeted");
+    let extra = ["--memory", "2G", "--stream-cap", "300"];
+    solve(&plain, "2x4", "expectation", &[]);
+    let mut kills = 0;
+    for n in [5, 9, 4, 12, 6, 3] {
+        let mut child = bin()
+            .args(["solve", "--board", "2x4", "--layout", "policy"])
+            .args(["--data", b.to_str().unwrap()])
+            .args(extra)
+            .stderr(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let err = child.stderr.take().unwrap();
+        let mut seen = 0;
+        for line in BufReader::new(err).lines() {
+            let line = line.unwrap();
+            if line.starts_with("forward: age") || line.starts_with("backward: age") {
+                seen += 1;
+                if seen == n {
+                    kills += usize::from(child.kill().is_ok());
+                    break;
+                }
+            }
+        }
+        let _ = child.wait();
+    }
+    assert!(kills >= 4, "the solve was not killed mid-way ({kills} kills)");
+    solve(&b, "2x4", "expectation", &extra);
+    assert_eq!(
+        written(&manifest(&plain, "2x4", "expectation")),
+        written(&manifest(&b, "2x4", "expectation")),
+    );
+}
