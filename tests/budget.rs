@@ -27,7 +27,11 @@ fn solve(data: &Path, board: &str, variant: &str, extra: &[&str]) {
     ];
     args.extend_from_slice(extra);
     let o = run(&args);
-    assert!(o.status.success(), "solve {board} {extra:?}: {}", stderr(&o));
+    assert!(
+        o.status.success(),
+        "solve {board} {extra:?}: {}",
+        stderr(&o)
+    );
 }
 
 fn manifest(data: &Path, board: &str, variant: &str) -> Value {
@@ -66,7 +70,11 @@ fn a_budget_below_any_solve_is_one_line_before_any_file() {
     assert!(!data.exists(), "a refused solve wrote {}", data.display());
     let o = run(&["solve", "--board", "2x2", "--memory", "lots"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("--memory lots: not a size"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--memory lots: not a size"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
@@ -76,8 +84,16 @@ fn budgeted_solves_write_what_unbudgeted_ones_write() {
         let plain = dir.path().join(format!("plain-{board}"));
         let budgeted = dir.path().join(format!("budgeted-{board}"));
         solve(&plain, board, variant, &[]);
-        solve(&budgeted, board, variant, &["--memory", "2G", "--stream-cap", cap]);
-        let (a, b) = (manifest(&plain, board, variant), manifest(&budgeted, board, variant));
+        solve(
+            &budgeted,
+            board,
+            variant,
+            &["--memory", "2G", "--stream-cap", cap],
+        );
+        let (a, b) = (
+            manifest(&plain, board, variant),
+            manifest(&budgeted, board, variant),
+        );
         assert_eq!(written(&a), written(&b), "{board} {variant}");
         assert!(a["n_states"].as_u64().unwrap() > 1000);
     }
@@ -115,7 +131,10 @@ fn a_killed_budgeted_solve_resumes_to_the_same_files() {
         }
         let _ = child.wait();
     }
-    assert!(kills >= 4, "the solve was not killed mid-way ({kills} kills)");
+    assert!(
+        kills >= 4,
+        "the solve was not killed mid-way ({kills} kills)"
+    );
     solve(&b, "2x4", "expectation", &extra);
     assert_eq!(
         written(&manifest(&plain, "2x4", "expectation")),

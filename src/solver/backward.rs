@@ -321,7 +321,13 @@ impl<'g> Backward<'g> {
     /// The level of `ids` with `values[i * k + v]`, its table in the pass's coding.
     pub fn level(&self, age: u32, ids: &[u64], values: &[f64]) -> Level {
         let k = self.k();
-        let table = ValueTable::from_fn_coded(ids, |j| values[j], k, self.perfect_from, self.holding.coding);
+        let table = ValueTable::from_fn_coded(
+            ids,
+            |j| values[j],
+            k,
+            self.perfect_from,
+            self.holding.coding,
+        );
         Level { age, table }
     }
 
@@ -366,8 +372,15 @@ impl<'g> Backward<'g> {
                             hook(age, p, counts.0, counts.1);
                         }
                     };
-                    let (out, table) =
-                        self.streamed_age(age, &file, afterstates, &next2, next4, &mut writer, &hook)?;
+                    let (out, table) = self.streamed_age(
+                        age,
+                        &file,
+                        afterstates,
+                        &next2,
+                        next4,
+                        &mut writer,
+                        &hook,
+                    )?;
                     drop(file);
                     let written = writer.finish(&out)?;
                     sink(out, written)?;
@@ -404,7 +417,13 @@ impl<'g> Backward<'g> {
                 || {
                     let value = |j| after_values[j];
                     let coding = self.holding.coding;
-                    ValueTable::from_fn_coded(&afterstates, value, self.k(), self.perfect_from, coding)
+                    ValueTable::from_fn_coded(
+                        &afterstates,
+                        value,
+                        self.k(),
+                        self.perfect_from,
+                        coding,
+                    )
                 },
                 || {
                     writer.afterstates(Afterstates {
@@ -440,7 +459,13 @@ impl<'g> Backward<'g> {
                 || {
                     let value = |j| out.state_value(j);
                     let coding = self.holding.coding;
-                    ValueTable::from_fn_coded(&out.states, value, self.k(), self.perfect_from, coding)
+                    ValueTable::from_fn_coded(
+                        &out.states,
+                        value,
+                        self.k(),
+                        self.perfect_from,
+                        coding,
+                    )
                 },
             );
             sink(out, written?)?;
@@ -481,7 +506,11 @@ impl<'g> Backward<'g> {
         let n_states = file.states() as usize;
         let states = || file.state_chunks(STREAM_CHUNK).map(|c| c.map_err(damaged));
         let cells = self.game.cells();
-        let clamps: Vec<_> = self.variants.iter().map(super::records::clamp_for).collect();
+        let clamps: Vec<_> = self
+            .variants
+            .iter()
+            .map(super::records::clamp_for)
+            .collect();
         let mut fig = AfterFigures {
             states: n_states as u64,
             afterstates: 0,
@@ -492,40 +521,45 @@ impl<'g> Backward<'g> {
         phase(Phase::Load);
         let mut after = TableBuilder::new(n_after, k, self.perfect_from, coding);
         {
-        let mut value_chunk = |ids: &[u64]| -> Result<()> {
-            let values = self.afterstate_values(age, ids, next2, &next4)?;
-            fig.afterstates += ids.len() as u64;
-            fig.empty_cells += ids
-                .par_iter()
-                .map(|&a| u64::from(board::count_empty(a, cells)))
-                .sum::<u64>();
-            fig.max_exponent = fig.max_exponent.max(max_exponent_of(ids));
-            for (vi, clamp) in clamps.iter().enumerate() {
-                let best = values
-                    .iter()
-                    .skip(vi)
-                    .step_by(k)
-                    .map(|&x| clamp(x))
-                    .reduce(f64::max);
-                fig.best[vi] = match (fig.best[vi], best) {
-                    (Some(a), Some(b)) => Some(a.max(b)),
-                    (a, b) => a.or(b),
-                };
+            let mut value_chunk = |ids: &[u64]| -> Result<()> {
+                let values = self.afterstate_values(age, ids, next2, &next4)?;
+                fig.afterstates += ids.len() as u64;
+                fig.empty_cells += ids
+                    .par_iter()
+                    .map(|&a| u64::from(board::count_empty(a, cells)))
+                    .sum::<u64>();
+                fig.max_exponent = fig.max_exponent.max(max_exponent_of(ids));
+                for (vi, clamp) in clamps.iter().enumerate() {
+                    let best = values
+                        .iter()
+                        .skip(vi)
+                        .step_by(k)
+                        .map(|&x| clamp(x))
+                        .reduce(f64::max);
+                    fig.best[vi] = match (fig.best[vi], best) {
+                        (Some(a), Some(b)) => Some(a.max(b)),
+                        (a, b) => a.or(b),
+                    };
+                }
+                after.push(ids, &values);
+                Ok(())
+            };
+            if file.afterstates() > 0 {
+                for chunk in file.afterstate_chunks(STREAM_CHUNK) {
+                    value_chunk(&chunk.map_err(damaged)?)?;
+                }
+            } else {
+                let made = super::forward::afterstates_of(
+                    self.game,
+                    &self.class,
+                    age,
+                    states(),
+                    self.holding.cap,
+                )?;
+                for chunk in made.stream() {
+                    value_chunk(&chunk?)?;
+                }
             }
-            after.push(ids, &values);
-            Ok(())
-        };
-        if file.afterstates() > 0 {
-            for chunk in file.afterstate_chunks(STREAM_CHUNK) {
-                value_chunk(&chunk.map_err(damaged)?)?;
-            }
-        } else {
-            let made =
-                super::forward::afterstates_of(self.game, &self.class, age, states(), self.holding.cap)?;
-            for chunk in made.stream() {
-                value_chunk(&chunk?)?;
-            }
-        }
         }
         if fig.afterstates != n_after as u64 {
             return Err(SolveError::Inconsistent {
@@ -1202,7 +1236,10 @@ mod tests {
                 }
             }
             let exact = values_of(&game, &variants, Holding::default(), false);
-            let holding = Holding { coding: fixed, cap: usize::MAX };
+            let holding = Holding {
+                coding: fixed,
+                cap: usize::MAX,
+            };
             let rounded = values_of(&game, &variants, holding, true);
             let tolerance = if variants[0].scored() { 1e-2 } else { 1e-7 };
             for (e, r) in exact.iter().zip(&rounded) {

@@ -554,7 +554,7 @@ pub fn union(a: Vec<u64>, b: Vec<u64>) -> Vec<u64> {
 /// Without a branch on which side is smaller: the smaller id is appended and each side steps
 /// on when its id was it (both, for an id in both). The ids of two batches of children
 /// interleave at random, so a branch on the comparison was mispredicted about every other id.
-fn union_of(a: &[u64], b: &[u64]) -> Vec<u64> {
+pub fn union_of(a: &[u64], b: &[u64]) -> Vec<u64> {
     let mut out = Vec::with_capacity(a.len() + b.len());
     let (mut i, mut j) = (0, 0);
     while i < a.len() && j < b.len() {

@@ -312,14 +312,22 @@ impl<'a> AgeWriter for AgeFiles<'a> {
         let n = ids.len() * k;
         for (vi, policy) in self.policy.iter_mut().enumerate() {
             if let Some(policy) = policy {
-                let moves: Vec<u8> = recs[..n].iter().skip(vi).step_by(k).map(|r| r.best).collect();
-                policy.push(ids, &moves).map_err(|source| SolveError::Index {
-                    path: self
-                        .store
-                        .layout()
-                        .policy_file(self.game.shape(), &self.variants[vi].name(), self.age),
-                    source,
-                })?;
+                let moves: Vec<u8> = recs[..n]
+                    .iter()
+                    .skip(vi)
+                    .step_by(k)
+                    .map(|r| r.best)
+                    .collect();
+                policy
+                    .push(ids, &moves)
+                    .map_err(|source| SolveError::Index {
+                        path: self.store.layout().policy_file(
+                            self.game.shape(),
+                            &self.variants[vi].name(),
+                            self.age,
+                        ),
+                        source,
+                    })?;
             }
         }
         if self.wants() == Wants::Whole {

@@ -82,7 +82,11 @@ impl Plan {
     /// per age), for `k` variants: the tables' coding (f64 if every age fits with it, else
     /// fixed point) and the ages valued streamed (those whose whole valuing does not fit).
     /// An error names the age that fits in no way.
-    pub fn backward(&self, counts: &[(u32, u64, u64)], variants: &[Variant]) -> Result<BackwardPlan> {
+    pub fn backward(
+        &self,
+        counts: &[(u32, u64, u64)],
+        variants: &[Variant],
+    ) -> Result<BackwardPlan> {
         let k = variants.len();
         let of = |age: u32| {
             counts

@@ -480,11 +480,9 @@ fn solve_class(
                         // (a streamed age comes encoded).
                         let bytes = match layer.encoded {
                             Some(bytes) => bytes,
-                            None => WorkDir::encode_layers(
-                                layer.age,
-                                &layer.states,
-                                &layer.afterstates,
-                            ),
+                            None => {
+                                WorkDir::encode_layers(layer.age, &layer.states, &layer.afterstates)
+                            }
                         };
                         store.ensure_free(
                             &format!("the forward layers of age {}", layer.age),
@@ -572,7 +570,9 @@ fn solve_class(
         fwd.ages
             .iter()
             .map(|&a| {
-                let boards = work.open_layers(a)?.map_or((0, 0), |f| (f.states(), f.afterstates()));
+                let boards = work
+                    .open_layers(a)?
+                    .map_or((0, 0), |f| (f.states(), f.afterstates()));
                 Ok((a, boards.0, boards.1))
             })
             .collect::<Result<_>>()?
@@ -621,13 +621,14 @@ fn solve_class(
             }
         }
     }
-    if (redo_backward || !same_pass)
-        && fwd.ages.iter().any(|&a| work.check_layers(a).is_err())
-    {
+    if (redo_backward || !same_pass) && fwd.ages.iter().any(|&a| work.check_layers(a).is_err()) {
         // Starting the backward pass over needs every layer, and a pass under way let go of
         // some: the forward pass is made again.
         damaged(
-            &StoreError::corrupt(work.path().join("layers"), "let go by an earlier backward pass"),
+            &StoreError::corrupt(
+                work.path().join("layers"),
+                "let go by an earlier backward pass",
+            ),
             "starting the solve over",
         );
         work.remove()?;
@@ -839,7 +840,9 @@ fn solve_class(
                     // (a streamed age holds nothing whole to hand over).
                     let defer = !streamed && AgeFiles::deferred_bytes(boards, k) <= write_ahead;
                     Ok(AgeWork {
-                        files: AgeFiles::new(store, game, age, variants, &storages, defer, n_states)?,
+                        files: AgeFiles::new(
+                            store, game, age, variants, &storages, defer, n_states,
+                        )?,
                         work,
                         values: if streamed {
                             Some(work.values_writer(age, n_states * k)?)
@@ -851,7 +854,10 @@ fn solve_class(
                 |age| {
                     let file = || {
                         work.open_layers(age)?.ok_or_else(|| {
-                            SolveError::from(StoreError::corrupt(work.layer_path_of(age), "missing"))
+                            SolveError::from(StoreError::corrupt(
+                                work.layer_path_of(age),
+                                "missing",
+                            ))
                         })
                     };
                     if !fwd.ages.contains(&age) {
@@ -996,24 +1002,27 @@ fn streamed_level(work: &WorkDir, age: u32, k: usize, backward: &Backward) -> Re
     let file = work
         .open_layers(age)?
         .ok_or_else(|| StoreError::corrupt(work.layer_path_of(age), "missing"))?;
-    let values = work.load_values(age)?.unwrap_or_default();
     let n = file.states() as usize;
-    if values.len() != n * k {
+    let chunk = 1 << 22;
+    let values = work.values_chunks(age, chunk * k)?;
+    let count = values.as_ref().map_or(0, |v| v.total());
+    if count != (n * k) as u64 {
         return Err(StoreError::corrupt(
             work.values_path_of(age),
-            format!("{} values for {n} states × {k} variants", values.len()),
+            format!("{count} values for {n} states × {k} variants"),
         )
         .into());
     }
-    let mut at = 0;
     let mut builder = backward.table_builder(n);
-    for chunk in file.state_chunks(1 << 22) {
-        let ids =
-            chunk.map_err(|e| StoreError::corrupt(work.layer_path_of(age), e.to_string()))?;
-        builder.push(&ids, &values[at * k..(at + ids.len()) * k]);
-        at += ids.len();
+    // Chunks of ids and of values of the same states, side by side.
+    for (ids, values) in file.state_chunks(chunk).zip(values.into_iter().flatten()) {
+        let ids = ids.map_err(|e| StoreError::corrupt(work.layer_path_of(age), e.to_string()))?;
+        let values = values?;
+        if values.len() != ids.len() * k {
+            return Err(StoreError::corrupt(work.values_path_of(age), "values out of step").into());
+        }
+        builder.push(&ids, &values);
     }
-    drop(values);
     Ok(Level::from_table(age, builder.finish()))
 }
 
@@ -1071,11 +1080,11 @@ fn check_backward(
         } else {
             0
         };
-        let values = work.load_values(age)?.unwrap_or_default();
-        if values.len() != n * k {
+        let values = work.values_chunks(age, 1)?.map_or(0, |v| v.total());
+        if values != (n * k) as u64 {
             return Err(StoreError::corrupt(
                 work.values_path_of(age),
-                format!("{} values for {n} states × {k} variants", values.len()),
+                format!("{values} values for {n} states × {k} variants"),
             ));
         }
     }

@@ -56,7 +56,10 @@ impl PackedRun {
 
     /// Appends ids above every id held, in whole blocks but for the last (encoded in parallel).
     fn append(&mut self, ids: &[u64]) {
-        debug_assert!(self.counts.last().is_none_or(|&c| c as usize == idcodec::BLOCK));
+        debug_assert!(self
+            .counts
+            .last()
+            .is_none_or(|&c| c as usize == idcodec::BLOCK));
         let age = self.age;
         let blocks: Vec<Vec<u8>> = ids
             .par_chunks(idcodec::BLOCK)
@@ -207,7 +210,10 @@ impl Spilled {
         let raw = raw.into_runs();
         // Splitters: every block's first id of the packed runs, every BLOCK-th id of the raw
         // ones; each stands for about BLOCK ids, so one in RANGE_IDS / BLOCK is kept.
-        let mut marks: Vec<u64> = packed.iter().flat_map(|p| p.first.iter().copied()).collect();
+        let mut marks: Vec<u64> = packed
+            .iter()
+            .flat_map(|p| p.first.iter().copied())
+            .collect();
         for r in &raw {
             marks.extend(r.iter().step_by(idcodec::BLOCK).copied());
         }
@@ -260,11 +266,20 @@ impl Stream {
                 pieces.push(ids);
             }
         }
-        Ok(match pieces.len() {
-            0 => Vec::new(),
-            1 => pieces.pop().expect("one piece"),
-            _ => layer::sort_dedup(pieces.concat()),
-        })
+        // The pieces are sorted: merged two by two (about log2(pieces) copies of each id),
+        // where sorting them all again cost a radix sort's passes and scatters.
+        while pieces.len() > 1 {
+            let mut next = Vec::with_capacity(pieces.len().div_ceil(2));
+            let mut it = pieces.into_iter();
+            while let Some(a) = it.next() {
+                next.push(match it.next() {
+                    Some(b) => layer::union_of(&a, &b),
+                    None => a,
+                });
+            }
+            pieces = next;
+        }
+        Ok(pieces.pop().unwrap_or_default())
     }
 }
 
@@ -279,11 +294,15 @@ impl Iterator for Stream {
             if self.next >= self.ranges() {
                 return None;
             }
-            let round = self.next..(self.next + 2 * rayon::current_num_threads()).min(self.ranges());
+            let round =
+                self.next..(self.next + 2 * rayon::current_num_threads()).min(self.ranges());
             self.next = round.end;
-            let got: Result<Vec<Vec<u64>>> = round.into_par_iter().map(|r| self.gather(r)).collect();
+            let got: Result<Vec<Vec<u64>>> =
+                round.into_par_iter().map(|r| self.gather(r)).collect();
             match got {
-                Ok(chunks) => self.ready.extend(chunks.into_iter().filter(|c| !c.is_empty())),
+                Ok(chunks) => self
+                    .ready
+                    .extend(chunks.into_iter().filter(|c| !c.is_empty())),
                 Err(e) => {
                     self.next = self.ranges();
                     return Some(Err(e));
@@ -306,7 +325,12 @@ mod tests {
     #[test]
     fn spilled_layers_stream_the_union_of_their_runs_whatever_the_cap() {
         let mut rng = rand::rngs::StdRng::seed_from_u64(46);
-        for (runs, n, span) in [(0, 0, 10), (1, 10, 100), (30, 5_000, 1 << 20), (25, 40_000, 1 << 40)] {
+        for (runs, n, span) in [
+            (0, 0, 10),
+            (1, 10, 100),
+            (30, 5_000, 1 << 20),
+            (25, 40_000, 1 << 40),
+        ] {
             let made: Vec<Vec<u64>> = (0..runs).map(|_| run(&mut rng, n, span)).collect();
             let want = layer::sort_dedup(made.concat());
             for cap in [1, 1000, 70_000, usize::MAX] {

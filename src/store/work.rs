@@ -178,9 +178,6 @@ impl WorkDir {
         }
     }
 
-    /// The path of an age's layer file (to name it in the error of a damaged chunk of
-    /// [`Self::open_layers`]).
-
     /// The states and afterstates of an age (empty if the forward pass found none).
     pub fn load_layers(&self, age: u32) -> Result<(Vec<u64>, Vec<u64>)> {
         let path = self.layer_path(age);
@@ -265,8 +262,48 @@ impl WorkDir {
         )
     }
 
+    /// The path of an age's layer file (to name it in the error of a damaged chunk of
+    /// [`Self::open_layers`]).
     pub fn layer_path_of(&self, age: u32) -> PathBuf {
         self.layer_path(age)
+    }
+
+    /// The state values of an age read `chunk` at a time (`None` if not saved): a big age's
+    /// values need not be in memory at once.
+    pub fn values_chunks(&self, age: u32, chunk: usize) -> Result<Option<ValuesReader>> {
+        use std::io::Read;
+        let path = self.values_path(age);
+        let file = match fs::File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(StoreError::io(path, e)),
+        };
+        let len = file.metadata().map_err(|e| StoreError::io(&path, e))?.len();
+        let mut file = std::io::BufReader::with_capacity(1 << 20, file);
+        let mut head = [0u8; ENVELOPE_BYTES];
+        if len < ENVELOPE_BYTES as u64
+            || file.read_exact(&mut head).is_err()
+            || &head[..8] != WORK_MAGIC
+        {
+            return Err(StoreError::corrupt(
+                path,
+                "not a work file (bad magic or too short)",
+            ));
+        }
+        let word = |i: usize| u64::from_le_bytes(head[i..i + 8].try_into().expect("8 bytes"));
+        let (count, crc) = (word(8), word(CRC_AT));
+        if len - ENVELOPE_BYTES as u64 != count.saturating_mul(8) {
+            return Err(StoreError::corrupt(path, "truncated"));
+        }
+        Ok(Some(ValuesReader {
+            path,
+            file,
+            count,
+            left: count,
+            crc: crc32fast::Hasher::new(),
+            want: crc,
+            chunk: chunk.max(1),
+        }))
     }
 
     pub fn values_path_of(&self, age: u32) -> PathBuf {
@@ -421,6 +458,52 @@ impl WordsWriter {
         self.file
             .patch(CRC_AT as u64, &u64::from(crc).to_le_bytes())?;
         self.file.commit()
+    }
+}
+
+/// A values file read a chunk at a time ([`WorkDir::values_chunks`]): its header checked at
+/// once, its CRC when the last chunk has been read (the last item is then an error if the file
+/// is damaged, so that what was built from the chunks is thrown away).
+pub struct ValuesReader {
+    path: PathBuf,
+    file: std::io::BufReader<fs::File>,
+    count: u64,
+    left: u64,
+    crc: crc32fast::Hasher,
+    want: u64,
+    chunk: usize,
+}
+
+impl ValuesReader {
+    /// Values the file holds (its header's count, its length checked against it).
+    pub fn total(&self) -> u64 {
+        self.count
+    }
+}
+
+impl Iterator for ValuesReader {
+    type Item = Result<Vec<f64>>;
+
+    fn next(&mut self) -> Option<Result<Vec<f64>>> {
+        use std::io::Read;
+        if self.left == 0 {
+            return None;
+        }
+        let n = (self.chunk as u64).min(self.left) as usize;
+        let mut bytes = vec![0u8; n * 8];
+        if let Err(e) = self.file.read_exact(&mut bytes) {
+            self.left = 0;
+            return Some(Err(StoreError::io(&self.path, e)));
+        }
+        self.crc.update(&bytes);
+        self.left -= n as u64;
+        if self.left == 0 && u64::from(self.crc.clone().finalize()) != self.want {
+            return Some(Err(StoreError::corrupt(&self.path, "checksum mismatch")));
+        }
+        Some(Ok(bytes
+            .chunks_exact(8)
+            .map(|w| f64::from_bits(u64::from_le_bytes(w.try_into().expect("8 bytes"))))
+            .collect()))
     }
 }
 
