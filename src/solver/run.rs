@@ -700,9 +700,11 @@ fn solve_class(
         on_event(Event::BackwardStart {
             top,
             min_age,
-            boards: (min_age..=top)
-                .step_by(2)
-                .map(|a| work.layer_boards(a))
+            // From the forward pass's counts: a streamed age's file keeps no afterstates.
+            boards: counts
+                .iter()
+                .filter(|c| c.0 >= min_age && c.0 <= top)
+                .map(|c| c.1 + c.2)
                 .sum(),
         });
         // The pass writes a big age's files as it values it (`AgeFiles`); writing a small one,
