@@ -32,7 +32,7 @@ start)
   cargo build --release --no-default-features --bin age2048 >&2
   bin="$CARGO_TARGET_DIR/release/age2048"
   read -r board variant extra < "$dir/spec"
-  part=$(( $(ls "$dir"/part-*.log 2>/dev/null | wc -l) + 1 ))
+  part=$(( $(find "$dir" -name "part-*.log" | wc -l) + 1 ))
   [ -f "$dir/parts.tsv" ] || printf 'part\tstart\tend\twall_s\tpeak_rss_mb\texit\tcpu\tcommit\tlast\n' > "$dir/parts.tsv"
   cpu=$(bash benches/cpu.sh)
   commit=$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src Cargo.toml || echo "+")
@@ -74,7 +74,7 @@ stop)
   ;;
 status)
   column -t -s $'\t' "$dir/parts.tsv" 2>/dev/null || true
-  for f in $(ls "$dir"/part-*.log 2>/dev/null | sort -V | tail -n1); do
+  for f in $(find "$dir" -name "part-*.log" | sort -V | tail -n1); do
     echo "== $f"; tail -n 5 "$f"
   done
   tail -n 1 "$dir/disk.tsv" 2>/dev/null || true

@@ -194,3 +194,59 @@ pub fn human(bytes: u64) -> String {
         format!("{:.0} MiB", b / (1u64 << 20) as f64)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::variant::Given;
+
+    fn variant(name: &str) -> Variant {
+        Variant::parse(name, Given::default()).unwrap()
+    }
+
+    /// Ages 4.. of `n` states each and half as many afterstates.
+    fn counts(top: u32, n: u64) -> Vec<(u32, u64, u64)> {
+        (4..=top).step_by(2).map(|a| (a, n, n / 2)).collect()
+    }
+
+    #[test]
+    fn a_budget_below_the_least_is_refused_naming_both() {
+        let e = Plan::new(MIN_BUDGET - 1).unwrap_err().to_string();
+        assert!(e.starts_with("--memory 1024 MiB"), "{e}");
+        assert!(e.contains("at least 1.00 GiB"), "{e}");
+        assert!(Plan::new(MIN_BUDGET).is_ok());
+    }
+
+    #[test]
+    fn the_plan_holds_f64_where_it_fits_then_streams_then_rounds_then_refuses() {
+        let goal = [variant("goal-64")];
+        let plan = Plan::new(16 << 30).unwrap();
+        // Small ages: everything whole, f64.
+        let small = plan.backward(&counts(200, 1 << 20), &goal).unwrap();
+        assert_eq!(small, BackwardPlan { coding: Coding::F64, streamed: vec![] });
+        // Ages of 400 M states: f64 tables do not fit 16 GiB even streamed; fixed point does.
+        let big = plan.backward(&counts(40, 400 << 20), &goal).unwrap();
+        assert_eq!(big.coding, Coding::Fixed32 { fraction_bits: 31 });
+        assert_eq!(big.streamed.len(), 19);
+        // Ages of 4 G states fit in no way: the age and what it needs are named.
+        let e = plan.backward(&counts(40, 4 << 30), &goal).unwrap_err().to_string();
+        assert!(e.contains("--memory 16.00 GiB: age 4 needs about"), "{e}");
+        // Everything streamed when asked, whatever fits.
+        let all = Plan::streaming(16 << 30, 100).unwrap();
+        assert_eq!(all.backward(&counts(20, 1000), &goal).unwrap().streamed.len(), 9);
+    }
+
+    #[test]
+    fn points_get_the_fraction_bits_their_largest_score_leaves() {
+        let e = [variant("expectation")];
+        // 4x3 reaches ages of about 6,000: scores below 6000·log2(6000) < 2^17.
+        assert_eq!(
+            fixed_coding(&e, &counts(6000, 1)),
+            Coding::Fixed32 { fraction_bits: 15 }
+        );
+        assert_eq!(
+            fixed_coding(&[variant("goal-2048")], &counts(6000, 1)),
+            Coding::Fixed32 { fraction_bits: 31 }
+        );
+    }
+}
