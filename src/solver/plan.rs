@@ -224,8 +224,8 @@ mod tests {
         // Small ages: everything whole, f64.
         let small = plan.backward(&counts(200, 1 << 20), &goal).unwrap();
         assert_eq!(small, BackwardPlan { coding: Coding::F64, streamed: vec![] });
-        // Ages of 400 M states: f64 tables do not fit 16 GiB even streamed; fixed point does.
-        let big = plan.backward(&counts(40, 400 << 20), &goal).unwrap();
+        // Ages of 500 M states: f64 tables do not fit 16 GiB even streamed; fixed point does.
+        let big = plan.backward(&counts(40, 500 << 20), &goal).unwrap();
         assert_eq!(big.coding, Coding::Fixed32 { fraction_bits: 31 });
         assert_eq!(big.streamed.len(), 19);
         // Ages of 4 G states fit in no way: the age and what it needs are named.
