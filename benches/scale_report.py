@@ -233,7 +233,50 @@ def project(title, shapes, states, afterstates, largest, cores, mem_gib, disk_gb
               f"{p['board']} `{p['variants']}` of {p['date']} ({p['commit']}: "
               f"{p['output_mb']} MB over {n(int(p['states']))} states), so {size / 2**30:,.0f} GiB "
               f"for this board's {n(states)} states; its work files and memory as in the table.\n")
+    budgeted(states, afterstates, largest, cores, mem_gib, disk_gb)
     print(f"Targets: {targets}.\n")
+
+
+def budgeted(states, afterstates, largest, cores, mem_gib, disk_gb):
+    """The policy layout within a memory budget (`solve --memory`), from the latest such solve:
+    its rates and work bits a state, and the memory `solver::plan` models for the largest age
+    valued a chunk at a time (tables of ages n + 2 and n + 4 and of the afterstates at 11.62
+    bytes an id with f64 values, 7.17 with fixed point, the afterstates made again within the
+    cap of an eighth of the budget's ids, 0.75 GiB fixed)."""
+    runs = [r for r in rows if policy(r) and "--memory" in r["args"] and r.get("peak_work_mb")]
+    if not runs:
+        return
+    r = runs[-1]
+    fwd, bwd = rate(r, r["forward_s"]), rate(r, r["backward_s"])
+    work_bits = int(r["peak_work_mb"]) * 2**20 * 8 / int(r["states"])
+    out_bits = int(r["output_mb"]) * 2**20 * 8 / int(r["states"])
+    a_ratio = afterstates / states
+    total = states + afterstates
+    budget = mem_gib * 2**30
+    cap = budget / 12 / 8
+
+    def need(per_id):
+        a = largest * a_ratio
+        remake = (min(cap, a) * 8 + 2 * a) * 1.25
+        return per_id * (2 * largest + a) + remake + 0.75 * 2**30
+    coding, mem = "f64", need(11.62)
+    if mem > budget:
+        coding, mem = "fixed point", need(7.17)
+    work = states * work_bits / 8 / 1e9
+    out = states * out_bits / 8 / 1e9
+    values = 3 * 8 * largest / 1e9
+    tf = total / (fwd * 1e6 * cores) / 3600
+    tb = total / (bwd * 1e6 * cores) / 3600
+    print(f"Within a budget (`--layout policy --memory {mem_gib}G`), from {r['board']} "
+          f"`{r['variants']} {r['args']}` of {r['date']} ({r['commit']}, {r['cpu']}, load "
+          f"{r['load']}): forward {fwd:.2f} M and backward {bwd:.2f} M boards/s/core give "
+          f"{tf:.1f} h + {tb:.1f} h = {tf + tb:.1f} h on {cores} cores of that processor; "
+          f"tables in {coding}, the largest age valued a chunk at a time needs about "
+          f"{mem / 2**30:.1f} GiB ({'fits' if mem <= budget else 'does not fit'}); work "
+          f"{work_bits:.1f} bits a state ({work:,.0f} GB, states only), policy {out_bits:.2f} "
+          f"bits a state ({out:,.0f} GB), the values of three ages {values:,.0f} GB: at most "
+          f"{work + out + values:,.0f} GB of disk at once "
+          f"({'fits' if work + out + values <= disk_gb else 'does not fit'} {disk_gb:,} GB).\n")
 
 
 project("Full 4x3, expectation, on a 16-core workstation", ("4x3", "3x4"),

@@ -223,17 +223,32 @@ mod tests {
         let plan = Plan::new(16 << 30).unwrap();
         // Small ages: everything whole, f64.
         let small = plan.backward(&counts(200, 1 << 20), &goal).unwrap();
-        assert_eq!(small, BackwardPlan { coding: Coding::F64, streamed: vec![] });
+        assert_eq!(
+            small,
+            BackwardPlan {
+                coding: Coding::F64,
+                streamed: vec![]
+            }
+        );
         // Ages of 500 M states: f64 tables do not fit 16 GiB even streamed; fixed point does.
         let big = plan.backward(&counts(40, 500 << 20), &goal).unwrap();
         assert_eq!(big.coding, Coding::Fixed32 { fraction_bits: 31 });
         assert_eq!(big.streamed.len(), 19);
         // Ages of 4 G states fit in no way: the age and what it needs are named.
-        let e = plan.backward(&counts(40, 4 << 30), &goal).unwrap_err().to_string();
+        let e = plan
+            .backward(&counts(40, 4 << 30), &goal)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("--memory 16.00 GiB: age 4 needs about"), "{e}");
         // Everything streamed when asked, whatever fits.
         let all = Plan::streaming(16 << 30, 100).unwrap();
-        assert_eq!(all.backward(&counts(20, 1000), &goal).unwrap().streamed.len(), 9);
+        assert_eq!(
+            all.backward(&counts(20, 1000), &goal)
+                .unwrap()
+                .streamed
+                .len(),
+            9
+        );
     }
 
     #[test]
