@@ -9,7 +9,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{bin, run, stderr};
+use common::{kill_after_ages_with, run, stderr};
 use serde_json::Value;
 
 fn solve(data: &Path, board: &str, variant: &str, extra: &[&str]) {
@@ -101,7 +101,6 @@ fn budgeted_solves_write_what_unbudgeted_ones_write() {
 
 #[test]
 fn a_killed_budgeted_solve_resumes_to_the_same_files() {
-    use std::io::{BufRead, BufReader};
     let dir = tempfile::tempdir().unwrap();
     let plain = dir.path().join("plain");
     let b = dir.path().join("budgeted");
@@ -109,27 +108,8 @@ fn a_killed_budgeted_solve_resumes_to_the_same_files() {
     solve(&plain, "2x4", "expectation", &[]);
     let mut kills = 0;
     for n in [5, 9, 4, 12, 6, 3] {
-        let mut child = bin()
-            .args(["solve", "--board", "2x4", "--layout", "policy"])
-            .args(["--data", b.to_str().unwrap()])
-            .args(extra)
-            .stderr(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        let err = child.stderr.take().unwrap();
-        let mut seen = 0;
-        for line in BufReader::new(err).lines() {
-            let line = line.unwrap();
-            if line.starts_with("forward: age") || line.starts_with("backward: age") {
-                seen += 1;
-                if seen == n {
-                    kills += usize::from(child.kill().is_ok());
-                    break;
-                }
-            }
-        }
-        let _ = child.wait();
+        let args = ["--layout", "policy", extra[0], extra[1], extra[2], extra[3]];
+        kills += usize::from(kill_after_ages_with(&b, "2x4", n, &args));
     }
     assert!(
         kills >= 4,

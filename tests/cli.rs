@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 mod common;
-use common::{bin, run, stderr, stdout};
+use common::{bin, kill_after_ages_with, run, stderr, stdout};
 
 fn solve(data: &Path, board: &str, extra: &[&str]) -> Output {
     let mut args = vec![
@@ -44,33 +44,6 @@ fn manifest(data: &Path, board: &str, variant: &str) -> serde_json::Value {
 /// before finishing.
 fn kill_after_ages(data: &Path, board: &str, n: usize) -> bool {
     kill_after_ages_with(data, board, n, &[])
-}
-
-/// [`kill_after_ages`] of a solve with the `extra` arguments.
-fn kill_after_ages_with(data: &Path, board: &str, n: usize, extra: &[&str]) -> bool {
-    use std::io::{BufRead, BufReader};
-    let mut child = bin()
-        .args(["solve", "--board", board, "--data", data.to_str().unwrap()])
-        .args(extra)
-        .stderr(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let err = child.stderr.take().unwrap();
-    let mut seen = 0;
-    let mut killed = false;
-    for line in BufReader::new(err).lines() {
-        let line = line.unwrap();
-        if line.starts_with("forward: age") || line.starts_with("backward: age") {
-            seen += 1;
-            if seen == n {
-                killed = child.kill().is_ok();
-                break;
-            }
-        }
-    }
-    let status = child.wait().unwrap();
-    killed && !status.success()
 }
 
 /// Every file under `dir` with its bytes, sorted by path, skipping nothing.
@@ -692,12 +665,16 @@ fn too_little_free_disk_stops_cleanly_and_the_same_command_resumes() {
     assert_clean_error(&o, "not enough free disk for the forward layers of age");
     assert!(stderr(&o).contains("run the same command again to resume"));
     assert!(!manifest_path(&b, "2x3", "expectation").exists());
-    // Killed in the backward pass, then short of room at its next age: stops again, exit 2.
+    // Killed in the backward pass, then short of room for the rest of the run (projected
+    // before the pass resumes, so before its next age): stops again, exit 2.
     let ages = reference["ages"].as_array().unwrap().len();
     assert!(kill_after_ages(&b, "2x3", ages + ages / 2));
     let before = snapshot_without_manifest(&b);
     let o = run(&args(&["--min-free", "1000T"]));
-    assert_clean_error(&o, "not enough free disk for age");
+    assert_clean_error(
+        &o,
+        "not enough free disk for the rest of the solve (projected)",
+    );
     assert!(!manifest_path(&b, "2x3", "expectation").exists());
     // Nothing the killed solve had finished was lost or changed: every file is still there
     // with its bytes (the lock file aside).

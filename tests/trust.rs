@@ -96,6 +96,9 @@ fn a_second_solve_is_refused_or_waits_and_the_first_finishes() {
     let (mut first, mut lines) = spawn_solve(&data, "2x3", &[]);
     // The first solve has the lock once it reports an age; stop it there, so that the second
     // surely meets it at work.
+    // (The budget's line comes first: the solve prints it once it holds the lock.)
+    let line = lines.next().expect("the budget's line");
+    assert!(line.starts_with("memory budget"), "{line}");
     let line = lines.next().expect("a progress line");
     assert!(line.starts_with("forward: age"), "{line}");
     signal(&first, libc::SIGSTOP);

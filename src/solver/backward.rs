@@ -1071,6 +1071,22 @@ mod tests {
 
     type Solved = Vec<(AgeOutput, (Vec<u64>, Vec<StateRec>, usize))>;
 
+    /// The forward pass's layers by age, its top and bottom ages.
+    fn forward_layers(
+        game: &Game,
+        variants: &[Variant],
+    ) -> (BTreeMap<u32, (Vec<u64>, Vec<u64>)>, u32, u32) {
+        let class = variants[0].forward_class();
+        let mut layers = BTreeMap::new();
+        let top = forward::run(game, &class, Start::Fresh, |l: AgeLayer| {
+            layers.insert(l.age, (l.states, l.afterstates));
+            Ok(())
+        })
+        .unwrap();
+        let bottom = *layers.keys().next().unwrap();
+        (layers, top, bottom)
+    }
+
     /// Every age of a solve, in memory, its records handed over in segments of `records`
     /// states (or not at all), folded in segments of `segment` otherwise.
     fn solve(game: &Game, variants: &[Variant], records: Option<usize>, segment: usize) -> Solved {
@@ -1091,14 +1107,7 @@ mod tests {
         segment: usize,
         perfect_from: usize,
     ) -> Solved {
-        let class = variants[0].forward_class();
-        let mut layers: BTreeMap<u32, (Vec<u64>, Vec<u64>)> = BTreeMap::new();
-        let top = forward::run(game, &class, Start::Fresh, |l: AgeLayer| {
-            layers.insert(l.age, (l.states, l.afterstates));
-            Ok(())
-        })
-        .unwrap();
-        let bottom = *layers.keys().next().unwrap();
+        let (mut layers, top, bottom) = forward_layers(game, variants);
         let mut pass = Backward::new(game, variants).unwrap();
         pass.segment = segment;
         pass.perfect_from = perfect_from;
@@ -1167,14 +1176,7 @@ mod tests {
         holding: Holding,
         streamed: bool,
     ) -> Vec<(u32, Vec<u64>, Vec<StateFigures>)> {
-        let class = variants[0].forward_class();
-        let mut layers: BTreeMap<u32, (Vec<u64>, Vec<u64>)> = BTreeMap::new();
-        let top = forward::run(game, &class, Start::Fresh, |l: AgeLayer| {
-            layers.insert(l.age, (l.states, l.afterstates));
-            Ok(())
-        })
-        .unwrap();
-        let bottom = *layers.keys().next().unwrap();
+        let (mut layers, top, bottom) = forward_layers(game, variants);
         let mut pass = Backward::new(game, variants).unwrap().with_holding(holding);
         pass.segment = 7;
         pass.perfect_from = 64;

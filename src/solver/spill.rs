@@ -16,6 +16,8 @@
 //! from its states this way instead of reading them from `.work/` (they are not stored there
 //! in that mode: a third of the work files).
 
+use std::borrow::Cow;
+
 use rayon::prelude::*;
 
 use super::layer::{self, Runs};
@@ -252,18 +254,19 @@ impl Stream {
     fn gather(&self, r: usize) -> Result<Vec<u64>> {
         let lo = if r == 0 { 0 } else { self.splitters[r - 1] };
         let hi = self.splitters.get(r).copied();
-        let mut pieces = Vec::with_capacity(self.raw.len() + self.packed.len());
+        // The raw runs' ids are merged from where they lie; the packed ones' as decoded.
+        let mut pieces: Vec<Cow<[u64]>> = Vec::with_capacity(self.raw.len() + self.packed.len());
         for run in &self.raw {
             let s = run.partition_point(|&x| x < lo);
             let e = hi.map_or(run.len(), |h| run.partition_point(|&x| x < h));
             if e > s {
-                pieces.push(run[s..e].to_vec());
+                pieces.push(Cow::Borrowed(&run[s..e]));
             }
         }
         for p in &self.packed {
             let ids = p.range(lo, hi)?;
             if !ids.is_empty() {
-                pieces.push(ids);
+                pieces.push(Cow::Owned(ids));
             }
         }
         // The pieces are sorted: merged two by two (about log2(pieces) copies of each id),
@@ -273,13 +276,13 @@ impl Stream {
             let mut it = pieces.into_iter();
             while let Some(a) = it.next() {
                 next.push(match it.next() {
-                    Some(b) => layer::union_of(&a, &b),
+                    Some(b) => Cow::Owned(layer::union_of(&a, &b)),
                     None => a,
                 });
             }
             pieces = next;
         }
-        Ok(pieces.pop().unwrap_or_default())
+        Ok(pieces.pop().map(Cow::into_owned).unwrap_or_default())
     }
 }
 

@@ -120,3 +120,32 @@ pub fn shared_solves() -> &'static Path {
         dir
     })
 }
+
+/// Starts `solve` of `board` into `data` with the `extra` arguments and its progress lines on
+/// a pipe, and kills it (SIGKILL) as soon as it has reported `n` finished ages (forward and
+/// backward together); returns whether it was killed before finishing.
+pub fn kill_after_ages_with(data: &Path, board: &str, n: usize, extra: &[&str]) -> bool {
+    use std::io::{BufRead, BufReader};
+    let mut child = bin()
+        .args(["solve", "--board", board, "--data", data.to_str().unwrap()])
+        .args(extra)
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let err = child.stderr.take().unwrap();
+    let mut seen = 0;
+    let mut killed = false;
+    for line in BufReader::new(err).lines() {
+        let line = line.unwrap();
+        if line.starts_with("forward: age") || line.starts_with("backward: age") {
+            seen += 1;
+            if seen == n {
+                killed = child.kill().is_ok();
+                break;
+            }
+        }
+    }
+    let status = child.wait().unwrap();
+    killed && !status.success()
+}
