@@ -1071,11 +1071,11 @@ mod tests {
 
     type Solved = Vec<(AgeOutput, (Vec<u64>, Vec<StateRec>, usize))>;
 
+    /// States and afterstates by age.
+    type Layered = BTreeMap<u32, (Vec<u64>, Vec<u64>)>;
+
     /// The forward pass's layers by age, its top and bottom ages.
-    fn forward_layers(
-        game: &Game,
-        variants: &[Variant],
-    ) -> (BTreeMap<u32, (Vec<u64>, Vec<u64>)>, u32, u32) {
+    fn forward_layers(game: &Game, variants: &[Variant]) -> (Layered, u32, u32) {
         let class = variants[0].forward_class();
         let mut layers = BTreeMap::new();
         let top = forward::run(game, &class, Start::Fresh, |l: AgeLayer| {
