@@ -11,7 +11,7 @@
 # DATA/frontier/ keeps: spec (the solve's arguments, fixed at the first start), parts.tsv (one
 # row a part: start, end, wall, peak RSS, exit status, processor, commit, the part's last
 # progress line), part-N.log (progress lines, time-stamped), disk.tsv (every 10 s: work and
-# data directory sizes, free disk). A finished solve's figures are in its manifest; the
+# data directory sizes in MB, free disk in MB, the solve's resident MB). A finished solve's figures are in its manifest; the
 # record of the whole run (a row of reports/bench/scale.tsv) is made from parts.tsv by hand.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,7 +45,9 @@ start)
         w=$(du -sm "$data/.work" 2>/dev/null | cut -f1 | head -n1 || true)
         d=$(du -sm --exclude=.work --exclude=frontier "$data" 2>/dev/null | cut -f1 | head -n1 || true)
         f=$(df -m --output=avail "$data" | tail -n1 | tr -d " ")
-        printf "%s\t%s\t%s\t%s\n" "$(date -u +%FT%TZ)" "${w:-0}" "${d:-0}" "$f" >> "$dir/disk.tsv"
+        r=$(ps -o rss= -p "$(pgrep -f "^[^ ]*age2048 solve .*--data $data" | head -n1)" 2>/dev/null | tr -d " " || true)
+        printf "%s\t%s\t%s\t%s\t%s\n" "$(date -u +%FT%TZ)" "${w:-0}" "${d:-0}" "$f" \
+          "$(( ${r:-0} / 1024 ))" >> "$dir/disk.tsv"
       done ) &
     sampler=$!
     set +e
@@ -57,6 +59,8 @@ start)
     status=${PIPESTATUS[0]}
     kill $sampler 2>/dev/null
     rss=$(tail -n1 "$dir/part-$part.rss" 2>/dev/null | grep -Eo "^[0-9]+$" || echo 0)
+    # A killed part has no figure from time(1): the largest RSS sampled since it started.
+    [ "$rss" -gt 0 ] || rss=$(( $(awk -F"\t" -v s="$start" '"'"'$1 >= s && $5 > m { m = $5 } END { print m + 0 }'"'"' "$dir/disk.tsv") * 1024 ))
     last=$(grep -E "forward: age|backward: age|solved in" "$dir/part-$part.log" | tail -n1 | cut -c10-)
     printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n" "$part" "$start" "$(date -u +%FT%TZ)" \
       "$(( $(date +%s) - t0 ))" "$(( rss / 1024 ))" "$status" "$cpu" "$commit" "$last" \
@@ -70,7 +74,7 @@ start)
 stop)
   # The solve is the process tree's age2048: killing it ends the part, whose row is then
   # written by the part's own shell.
-  pkill -f "age2048 solve .*--data $data" || echo "no part running" >&2
+  pkill -f "^[^ ]*age2048 solve .*--data $data" || echo "no part running" >&2
   ;;
 status)
   column -t -s $'\t' "$dir/parts.tsv" 2>/dev/null || true
