@@ -876,10 +876,15 @@ fn solve_class(
                             afterstates,
                         });
                     }
-                    if fwd.ages.contains(&age) {
-                        work.check_layers(age)?;
-                    }
-                    let (states, afterstates) = work.load_layers(age)?;
+                    // A layer the forward pass wrote must be there (read once, checked whole).
+                    let (states, afterstates) = match work.open_layers(age)? {
+                        Some(file) => layers_of(&file, work, age)?,
+                        None => {
+                            return Err(
+                                StoreError::corrupt(work.layer_path_of(age), "missing").into()
+                            )
+                        }
+                    };
                     let afterstates = if afterstates.is_empty() && !states.is_empty() {
                         stored_afterstates(game, class, work, age, plan.forward)?
                     } else {
@@ -1028,6 +1033,28 @@ fn streamed_level(work: &WorkDir, age: u32, k: usize, backward: &Backward) -> Re
     Ok(Level::from_table(age, builder.finish()))
 }
 
+/// The states and afterstates of a layer file already read, whole.
+fn layers_of(
+    file: &crate::store::idcodec::LayerFile,
+    work: &WorkDir,
+    age: u32,
+) -> Result<(Vec<u64>, Vec<u64>)> {
+    let damaged = |e: crate::store::idcodec::Damaged| {
+        SolveError::from(StoreError::corrupt(work.layer_path_of(age), e.to_string()))
+    };
+    let whole = |chunks: &mut dyn Iterator<Item = std::result::Result<Vec<u64>, _>>| {
+        let mut all = Vec::new();
+        for c in chunks {
+            all.extend_from_slice(&c.map_err(damaged)?);
+        }
+        Ok::<_, SolveError>(all)
+    };
+    Ok((
+        whole(&mut file.state_chunks(usize::MAX))?,
+        whole(&mut file.afterstate_chunks(usize::MAX))?,
+    ))
+}
+
 /// The afterstates of age `age` for a resumed forward pass: from its layer file, or made again
 /// from its states where a streamed age's file keeps none (0 and none for an age without a
 /// file).
@@ -1042,7 +1069,7 @@ fn stored_afterstates(
         return Ok(Vec::new());
     };
     if file.afterstates() > 0 || file.states() == 0 {
-        return Ok(work.load_layers(age)?.1);
+        return Ok(layers_of(&file, work, age)?.1);
     }
     let states = file
         .state_chunks(1 << 22)
