@@ -30,6 +30,10 @@ if [ ! -f tests/browser/node_modules/.package-lock.json ] \
 fi
 export WORK=${WORK:-${CARGO_TARGET_DIR:+$CARGO_TARGET_DIR/browser}}
 export WORK=${WORK:-${TMPDIR:-/tmp}/age2048-browser}
-# The solves of tests/serve.rs (cargo test), where make test has just made them.
-if [ -z "${DATA:-}" ] && [ -n "${CARGO_TARGET_DIR:-}" ]; then export DATA=$CARGO_TARGET_DIR/tmp/shared_data; fi
+# The solves of tests/serve.rs (cargo test, tests/common::shared_solves), where make test has
+# just made them: one folder, keyed by the binary's build.
+if [ -z "${DATA:-}" ] && [ -n "${CARGO_TARGET_DIR:-}" ]; then
+  DATA=$(ls -td "$CARGO_TARGET_DIR"/tmp/shared_data-* 2>/dev/null | head -n 1 || true)
+  if [ -n "$DATA" ]; then export DATA; fi
+fi
 AGE2048_BIN=$(realpath "$bin") CHROMIUM=$chromium node tests/browser/run.mjs

@@ -355,26 +355,33 @@ fn ages_written_by_the_pass_are_the_bytes_of_ages_written_beside_it() {
     let dir = tempfile::tempdir().unwrap();
     let both = ["--variant", "expectation,goal-128"];
     let compact = ["--layout", "compact", "--parquet-ages", "20-40"];
-    for (name, layout) in [("full", &[][..]), ("compact", &compact[..])] {
-        let (a, b) = (dir.path().join(name), dir.path().join(format!("{name}-0")));
-        let args: Vec<&str> = both.iter().chain(layout).copied().collect();
-        solve(&a, "2x4", &args);
-        let streamed: Vec<&str> = args.iter().copied().chain(["--write-ahead", "0"]).collect();
-        if name == "compact" {
-            for n in [9, 40] {
-                assert!(kill_after_ages_with(&b, "2x4", n, &streamed), "not killed");
-            }
+    // The layouts at once, each in folders of its own.
+    let (root, both, compact) = (dir.path(), &both, &compact);
+    std::thread::scope(|scope| {
+        for (name, layout) in [("full", &[][..]), ("compact", &compact[..])] {
+            scope.spawn(move || {
+                let (a, b) = (root.join(name), root.join(format!("{name}-0")));
+                let args: Vec<&str> = both.iter().chain(layout).copied().collect();
+                solve(&a, "2x4", &args);
+                let streamed: Vec<&str> =
+                    args.iter().copied().chain(["--write-ahead", "0"]).collect();
+                if name == "compact" {
+                    for n in [9, 40] {
+                        assert!(kill_after_ages_with(&b, "2x4", n, &streamed), "not killed");
+                    }
+                }
+                solve(&b, "2x4", &streamed);
+                for v in ["expectation", "goal-128"] {
+                    assert_eq!(
+                        manifest(&b, "2x4", v)["files"],
+                        manifest(&a, "2x4", v)["files"],
+                        "{name} {v}"
+                    );
+                }
+                assert_eq!(snapshot_without_manifest(&a), snapshot_without_manifest(&b));
+            });
         }
-        solve(&b, "2x4", &streamed);
-        for v in ["expectation", "goal-128"] {
-            assert_eq!(
-                manifest(&b, "2x4", v)["files"],
-                manifest(&a, "2x4", v)["files"],
-                "{name} {v}"
-            );
-        }
-        assert_eq!(snapshot_without_manifest(&a), snapshot_without_manifest(&b));
-    }
+    });
     let bad = dir.path().join("bad");
     let o = run(&[
         "solve",

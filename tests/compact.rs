@@ -57,7 +57,11 @@ fn sample_boards(full: &Path, board: &str, variant: &str, every: u64) -> Vec<Str
 
 /// `best` of `boards` as CSV rows `board,L,R,U,D,value,best`.
 fn answers(data: &Path, board: &str, variant: &str, boards: &[String]) -> Vec<String> {
-    let input = data.with_extension("boards.txt");
+    // The list goes beside the test's own folders, never into a shared solve's.
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let input = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("compact_boards_{}_{n}.txt", std::process::id()));
     fs::write(&input, boards.join("\n")).unwrap();
     let o = run(&[
         "best",
@@ -72,6 +76,7 @@ fn answers(data: &Path, board: &str, variant: &str, boards: &[String]) -> Vec<St
         "--input",
         input.to_str().unwrap(),
     ]);
+    let _ = fs::remove_file(&input);
     assert!(o.status.success(), "{}", stderr(&o));
     let rows: Vec<String> = stdout(&o).lines().skip(1).map(String::from).collect();
     assert_eq!(rows.len(), boards.len());
@@ -116,74 +121,89 @@ fn same_within(full: &[String], fixed: &[String], err: f64) -> usize {
 #[test]
 fn compact_and_full_give_the_same_best_answers_on_2x4_and_3x3() {
     let dir = fresh_dir("compact_best");
-    for (board, variants, every) in [
-        ("2x4", "expectation,goal-128", 13u64),
-        ("3x3", "expectation", 9973),
-    ] {
-        let full = dir.join(format!("{board}-full"));
-        let fixed = dir.join(format!("{board}-compact"));
-        let exact = dir.join(format!("{board}-compact-f64"));
-        solve(&full, board, variants, &[]);
-        solve(&fixed, board, variants, &["--layout", "compact"]);
-        if board == "2x4" {
-            solve(
-                &exact,
-                board,
-                variants,
-                &["--layout", "compact", "--precision", "f64"],
-            );
-        }
-        for variant in variants.split(',') {
-            let (m, c) = (
-                manifest(&full, board, variant),
-                manifest(&fixed, board, variant),
-            );
-            // Counts, ages and start values are the solve's, whatever the layout.
-            for k in [
-                "n_states",
-                "n_afterstates",
-                "n_terminal_states",
-                "value_initial",
-            ] {
-                assert_eq!(m[k], c[k], "{board} {variant}: {k}");
-            }
-            // Every per-age figure too (the compact writer gets them from the pass, not from
-            // the state records): the manifests' ages without their index sizes.
-            let ages = |m: &serde_json::Value| -> Vec<serde_json::Value> {
-                let mut ages = m["ages"].as_array().unwrap().clone();
-                for a in &mut ages {
-                    a.as_object_mut().unwrap().remove("index");
+    // The boards at once, each in folders of its own.
+    let dir = &dir;
+    std::thread::scope(|scope| {
+        for (board, variants, every) in [
+            ("2x4", "expectation,goal-128", 13u64),
+            ("3x3", "expectation", 9973),
+        ] {
+            scope.spawn(move || {
+                // 3x3 in the full layout is the solve several binaries read (`common::shared_solves`).
+                let full = if board == "3x3" {
+                    common::shared_solves().to_path_buf()
+                } else {
+                    dir.join(format!("{board}-full"))
+                };
+                let fixed = dir.join(format!("{board}-compact"));
+                let exact = dir.join(format!("{board}-compact-f64"));
+                if board != "3x3" {
+                    solve(&full, board, variants, &[]);
                 }
-                ages
-            };
-            assert_eq!(ages(&m), ages(&c), "{board} {variant}: per-age figures");
-            assert_eq!(c["storage"]["layout"], "compact");
-            let f = if variant == "expectation" { 16 } else { 32 };
-            assert_eq!(c["storage"]["value_fraction_bits"], f);
-            // Only index files and the ages table: no per-state Parquet.
-            let files = c["files"].as_array().unwrap();
-            assert!(files.iter().all(|f| {
-                let p = f["path"].as_str().unwrap();
-                p.starts_with("index/") || p.starts_with("ages/")
-            }));
-            assert!(c["files"].as_array().unwrap().len() < m["files"].as_array().unwrap().len());
-            let boards = sample_boards(&full, board, variant, every);
-            assert!(boards.len() > 1000, "{board}: only {} boards", boards.len());
-            let want = answers(&full, board, variant, &boards);
-            let got = answers(&fixed, board, variant, &boards);
-            let err = 2f64.powi(-(f + 1));
-            let differs = same_within(&want, &got, err);
-            assert!(
-                differs * 100 < boards.len(),
-                "{board} {variant}: {differs} best moves differ"
-            );
-            if board == "2x4" {
-                // f64 values: the very same answers, bit for bit.
-                assert_eq!(answers(&exact, board, variant, &boards), want);
-            }
+                solve(&fixed, board, variants, &["--layout", "compact"]);
+                if board == "2x4" {
+                    solve(
+                        &exact,
+                        board,
+                        variants,
+                        &["--layout", "compact", "--precision", "f64"],
+                    );
+                }
+                for variant in variants.split(',') {
+                    let (m, c) = (
+                        manifest(&full, board, variant),
+                        manifest(&fixed, board, variant),
+                    );
+                    // Counts, ages and start values are the solve's, whatever the layout.
+                    for k in [
+                        "n_states",
+                        "n_afterstates",
+                        "n_terminal_states",
+                        "value_initial",
+                    ] {
+                        assert_eq!(m[k], c[k], "{board} {variant}: {k}");
+                    }
+                    // Every per-age figure too (the compact writer gets them from the pass, not from
+                    // the state records): the manifests' ages without their index sizes.
+                    let ages = |m: &serde_json::Value| -> Vec<serde_json::Value> {
+                        let mut ages = m["ages"].as_array().unwrap().clone();
+                        for a in &mut ages {
+                            a.as_object_mut().unwrap().remove("index");
+                        }
+                        ages
+                    };
+                    assert_eq!(ages(&m), ages(&c), "{board} {variant}: per-age figures");
+                    assert_eq!(c["storage"]["layout"], "compact");
+                    let f = if variant == "expectation" { 16 } else { 32 };
+                    assert_eq!(c["storage"]["value_fraction_bits"], f);
+                    // Only index files and the ages table: no per-state Parquet.
+                    let files = c["files"].as_array().unwrap();
+                    assert!(files.iter().all(|f| {
+                        let p = f["path"].as_str().unwrap();
+                        p.starts_with("index/") || p.starts_with("ages/")
+                    }));
+                    assert!(
+                        c["files"].as_array().unwrap().len() < m["files"].as_array().unwrap().len()
+                    );
+                    let boards = sample_boards(&full, board, variant, every);
+                    assert!(boards.len() > 1000, "{board}: only {} boards", boards.len());
+                    let want = answers(&full, board, variant, &boards);
+                    let got = answers(&fixed, board, variant, &boards);
+                    let err = 2f64.powi(-(f + 1));
+                    let differs = same_within(&want, &got, err);
+                    assert!(
+                        differs * 100 < boards.len(),
+                        "{board} {variant}: {differs} best moves differ"
+                    );
+                    if board == "2x4" {
+                        // f64 values: the very same answers, bit for bit.
+                        assert_eq!(answers(&exact, board, variant, &boards), want);
+                    }
+                }
+            });
         }
-    }
-    let _ = fs::remove_dir_all(&dir);
+    });
+    let _ = fs::remove_dir_all(dir);
 }
 
 #[test]

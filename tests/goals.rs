@@ -9,20 +9,10 @@ use std::sync::OnceLock;
 use age2048::rules::{board, format_board, Shape};
 
 mod common;
-use common::{fresh_dir, run, solve_all, stderr, stdout};
+use common::{fresh_dir, run, stderr, stdout};
 
 fn data() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        solve_all(
-            "goals_data",
-            &[
-                ("3x3", "goal-256,goal-512,goal-1024"),
-                ("2x3", "expectation,optimistic,pessimistic"),
-                ("2x3", "goal-32,goal-32-discount=0.9"),
-            ],
-        )
-    })
+    common::shared_goal_solves()
 }
 
 /// The report over the fixture, made once.

@@ -10,6 +10,8 @@ use age2048::store::Layout;
 use arrow::array::{Array, Float64Array, StringArray, UInt64Array};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
+mod common;
+
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_age2048"))
 }
@@ -83,26 +85,12 @@ fn best_csv(data: &str, variant: &str, board: &str) -> Vec<String> {
 
 #[test]
 fn goal_512_on_3x3_reproduces_the_published_probabilities() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path().to_str().unwrap();
-    let o = bin()
-        .args([
-            "solve",
-            "--board",
-            "3x3",
-            "--data",
-            d,
-            "--variant",
-            "goal-512",
-            "--quiet",
-        ])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // The goal table's solves, which `goals` reads too.
+    let data = common::shared_goal_solves();
+    let d = data.to_str().unwrap();
     // Galebach (2014): 73.677 % over the initial distribution; show2048strat for one board.
     let m: serde_json::Value = serde_json::from_slice(
-        &fs::read(Layout::new(dir.path()).manifest_file(Shape::new(3, 3).unwrap(), "goal-512"))
-            .unwrap(),
+        &fs::read(Layout::new(data).manifest_file(Shape::new(3, 3).unwrap(), "goal-512")).unwrap(),
     )
     .unwrap();
     let p = m["value_initial"].as_f64().unwrap();
@@ -126,14 +114,11 @@ fn goal_512_on_3x3_reproduces_the_published_probabilities() {
 
 #[test]
 fn solve_3x3_reproduces_the_published_figures() {
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
+    // The solve several binaries read (made once per build of the binary); the boards' lists
+    // go to a folder of this test's own.
+    let data = common::shared_solves().to_path_buf();
     let d = data.to_str().unwrap();
-    let o = bin()
-        .args(["solve", "--board", "3x3", "--data", d, "--quiet"])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let dir = tempfile::tempdir().unwrap();
 
     let m: serde_json::Value = serde_json::from_slice(
         &fs::read(Layout::new(&data).manifest_file(Shape::new(3, 3).unwrap(), "expectation"))

@@ -458,26 +458,35 @@ fn missing_or_damaged_work_files_are_redone() {
             flip(&w.join("backward.json"))
         }),
     ];
-    let mut redone = 0;
-    for (i, (pass, name, damage)) in cases.iter().enumerate() {
-        let d = dir.path().join(format!("case{i}"));
-        kill_with_durable_progress(&d, pass);
-        damage(&work_dir(&d));
-        let o = run(&["solve", "--board", "2x3", "--data", s(&d), "--quiet"]);
-        no_panic(&o);
-        assert!(o.status.success(), "{name}: {}", stderr(&o));
-        assert!(
-            stderr(&o).contains("work file damaged"),
-            "{name}: not told: {}",
-            stderr(&o)
-        );
-        assert_eq!(digests(&d, "2x3"), reference, "{name}: another solve");
-        assert_eq!(
-            manifest(&d, "2x3")["n_states"],
-            manifest(&alone, "2x3")["n_states"]
-        );
-        redone += 1;
-    }
+    // The cases at once, each in a folder of its own: each waits out a checkpoint interval.
+    let redone = std::thread::scope(|scope| {
+        let handles: Vec<_> = cases
+            .iter()
+            .enumerate()
+            .map(|(i, (pass, name, damage))| {
+                let (d, alone, reference) =
+                    (dir.path().join(format!("case{i}")), &alone, &reference);
+                scope.spawn(move || {
+                    kill_with_durable_progress(&d, pass);
+                    damage(&work_dir(&d));
+                    let o = run(&["solve", "--board", "2x3", "--data", s(&d), "--quiet"]);
+                    no_panic(&o);
+                    assert!(o.status.success(), "{name}: {}", stderr(&o));
+                    assert!(
+                        stderr(&o).contains("work file damaged"),
+                        "{name}: not told: {}",
+                        stderr(&o)
+                    );
+                    assert_eq!(&digests(&d, "2x3"), reference, "{name}: another solve");
+                    assert_eq!(
+                        manifest(&d, "2x3")["n_states"],
+                        manifest(alone, "2x3")["n_states"]
+                    );
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).count()
+    });
     eprintln!(
         "work files: {} damages, {redone} redone to the same digests",
         cases.len()

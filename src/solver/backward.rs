@@ -628,9 +628,14 @@ impl<'g> Backward<'g> {
         let mut out = vec![0.0f64; afterstates.len() * k];
         let missing = AtomicBool::new(false);
         let game = self.game;
-        out.par_chunks_mut(k * CHUNK)
-            .zip(afterstates.par_chunks(CHUNK))
-            .for_each(|(vals, ids)| self.afterstate_chunk(ids, vals, next2, next4, &missing));
+        if afterstates.len() <= CHUNK {
+            // One chunk: valued here, without a round trip through the pool's threads.
+            self.afterstate_chunk(afterstates, &mut out, next2, next4, &missing);
+        } else {
+            out.par_chunks_mut(k * CHUNK)
+                .zip(afterstates.par_chunks(CHUNK))
+                .for_each(|(vals, ids)| self.afterstate_chunk(ids, vals, next2, next4, &missing));
+        }
         if missing.load(Ordering::Relaxed) {
             return Err(SolveError::Inconsistent {
                 board: game.shape().to_string(),
@@ -860,10 +865,18 @@ impl<'g> Backward<'g> {
                 making.resize(len, StateRec::default());
             }
             let recs = &mut making[..len];
-            let (done, folded) = rayon::join(
-                || self.records_into(age, ids, after_table, recs),
-                || fold(made_ids, &mut made),
-            );
+            let (done, folded) = if ids.len() <= CHUNK {
+                // A small segment: both here, without a round trip through the pool's threads.
+                (
+                    self.records_into(age, ids, after_table, recs),
+                    fold(made_ids, &mut made),
+                )
+            } else {
+                rayon::join(
+                    || self.records_into(age, ids, after_table, recs),
+                    || fold(made_ids, &mut made),
+                )
+            };
             done?;
             folded?;
             made_ids = ids;
@@ -889,9 +902,14 @@ impl<'g> Backward<'g> {
         let k = self.k();
         debug_assert_eq!(out.len(), states.len() * k);
         let missing = AtomicBool::new(false);
-        out.par_chunks_mut(k * CHUNK)
-            .zip(states.par_chunks(CHUNK))
-            .for_each(|(recs, ids)| self.state_chunk(ids, recs, after_table, &missing));
+        if states.len() <= CHUNK {
+            // One chunk (the last of an age, or small segments): no round trip through the pool.
+            self.state_chunk(states, out, after_table, &missing);
+        } else {
+            out.par_chunks_mut(k * CHUNK)
+                .zip(states.par_chunks(CHUNK))
+                .for_each(|(recs, ids)| self.state_chunk(ids, recs, after_table, &missing));
+        }
         if missing.load(Ordering::Relaxed) {
             return Err(SolveError::Inconsistent {
                 board: self.game.shape().to_string(),

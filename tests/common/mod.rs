@@ -84,40 +84,111 @@ pub fn solve_all(prefix: &str, solves: &[(&str, &str)]) -> PathBuf {
     dir
 }
 
-/// The solves several test binaries read (`serve`, `policy`, and the browser tests after
-/// them): 2x3 expectation and goal-128 and 3x3 expectation in the full layout, 2x3 pessimistic
-/// in the compact one, in one fixed folder of `CARGO_TARGET_TMPDIR`. The first binary that asks
-/// solves them; the others' `solve` finds them finished and reuses them once their files check
-/// out (`--wait` takes turns with a binary solving them at the same time), so one `make test`
-/// solves 3x3 once for them all. Only readers may use it: a test that damages data makes its own.
+/// A folder of `CARGO_TARGET_TMPDIR` for the solves `name` that several test binaries read,
+/// keyed by the binary under test (its size and modification time), so that a rebuilt solver
+/// solves them again instead of its tests reading an older build's output; the folders of
+/// other builds are removed first. Each `args` is one `solve` (`--quiet --wait --data DIR`
+/// added): the first binary that asks solves them; the others' `solve` finds them finished and
+/// reuses them once their files check out (`--wait` takes turns with a binary solving them at
+/// the same time). Only readers may use them: a test that damages data makes its own.
+fn shared(name: &str, solves: &[&[&str]]) -> PathBuf {
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let meta = std::fs::metadata(BIN).expect("the binary under test");
+    let modified = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos());
+    let key = format!("{name}-{:x}-{modified:x}", meta.len());
+    if let Ok(rd) = std::fs::read_dir(tmp) {
+        for e in rd.flatten() {
+            let file = e.file_name().to_string_lossy().into_owned();
+            if file.starts_with(&format!("{name}-")) && file != key {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    }
+    let dir = tmp.join(key);
+    for args in solves {
+        let mut all = vec![
+            "solve",
+            "--quiet",
+            "--wait",
+            "--data",
+            dir.to_str().unwrap(),
+        ];
+        all.extend_from_slice(args);
+        let o = run(&all);
+        assert!(o.status.success(), "solve {args:?}: {}", stderr(&o));
+    }
+    dir
+}
+
+/// 2x3 expectation and goal-128 and 3x3 expectation in the full layout, 2x3 pessimistic in the
+/// compact one ([`shared`]): read by `serve`, `policy`, `compact`, `solve_3x3` and the browser
+/// tests, so that one `make test` solves 3x3 once for them all.
 pub fn shared_solves() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("shared_data");
-        for args in [
-            &["--board", "2x3", "--variant", "expectation,goal-128"][..],
-            &["--board", "3x3", "--variant", "expectation"],
+        shared(
+            "shared_data",
             &[
-                "--board",
-                "2x3",
-                "--variant",
-                "pessimistic",
-                "--layout",
-                "compact",
+                &["--board", "2x3", "--variant", "expectation,goal-128"],
+                &["--board", "3x3", "--variant", "expectation"],
+                &[
+                    "--board",
+                    "2x3",
+                    "--variant",
+                    "pessimistic",
+                    "--layout",
+                    "compact",
+                ],
             ],
-        ] {
-            let mut all = vec![
-                "solve",
-                "--quiet",
-                "--wait",
-                "--data",
-                dir.to_str().unwrap(),
-            ];
-            all.extend_from_slice(args);
-            let o = run(&all);
-            assert!(o.status.success(), "solve {args:?}: {}", stderr(&o));
-        }
-        dir
+        )
+    })
+}
+
+/// 3x3 expectation in the policy layout ([`shared`]), read by `policy` and `budget`.
+pub fn shared_policy_solve() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        shared(
+            "shared_policy",
+            &[&[
+                "--board",
+                "3x3",
+                "--variant",
+                "expectation",
+                "--layout",
+                "policy",
+            ]],
+        )
+    })
+}
+
+/// The papers' 3x3 goal table (goal-256, goal-512, goal-1024) and 2x3 under five variants
+/// ([`shared`]), read by `goals` and `solve_3x3`.
+pub fn shared_goal_solves() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        shared(
+            "shared_goals",
+            &[
+                &["--board", "3x3", "--variant", "goal-256,goal-512,goal-1024"],
+                &[
+                    "--board",
+                    "2x3",
+                    "--variant",
+                    "expectation,optimistic,pessimistic",
+                ],
+                &[
+                    "--board",
+                    "2x3",
+                    "--variant",
+                    "goal-32,goal-32-discount=0.9",
+                ],
+            ],
+        )
     })
 }
 
