@@ -3,7 +3,6 @@
 
 use std::fs::{self, File};
 use std::path::Path;
-use std::process::Command;
 
 use age2048::rules::{format_board, Shape};
 use age2048::store::Layout;
@@ -11,10 +10,7 @@ use arrow::array::{Array, Float64Array, StringArray, UInt64Array};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 mod common;
-
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_age2048"))
-}
+use common::bin;
 
 fn read_states(path: &Path) -> Vec<(u64, f64, Option<String>)> {
     let f = File::open(path).unwrap();

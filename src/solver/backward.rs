@@ -28,6 +28,19 @@ use crate::rules::{ForwardClass, Game, Kind, Variant};
 /// Boards per rayon task: enough work to amortise scheduling, small enough to balance.
 const CHUNK: usize = 1024;
 
+/// `f` over `ids` and their `k` slots each of `out`, [`CHUNK`] ids at a time in parallel; a
+/// single chunk runs on the calling thread, without a round trip through the pool (which,
+/// for the small segments of small ages, costs more than the work).
+fn in_chunks<T: Send>(ids: &[u64], out: &mut [T], k: usize, f: impl Fn(&[u64], &mut [T]) + Sync) {
+    if ids.len() <= CHUNK {
+        f(ids, out);
+    } else {
+        out.par_chunks_mut(k * CHUNK)
+            .zip(ids.par_chunks(CHUNK))
+            .for_each(|(o, i)| f(i, o));
+    }
+}
+
 /// States whose records exist at once when the pass folds an age into a [`Summary`]: many
 /// chunks for the threads, a few megabytes of records.
 const SEGMENT: usize = 1 << 18;
@@ -628,14 +641,9 @@ impl<'g> Backward<'g> {
         let mut out = vec![0.0f64; afterstates.len() * k];
         let missing = AtomicBool::new(false);
         let game = self.game;
-        if afterstates.len() <= CHUNK {
-            // One chunk: valued here, without a round trip through the pool's threads.
-            self.afterstate_chunk(afterstates, &mut out, next2, next4, &missing);
-        } else {
-            out.par_chunks_mut(k * CHUNK)
-                .zip(afterstates.par_chunks(CHUNK))
-                .for_each(|(vals, ids)| self.afterstate_chunk(ids, vals, next2, next4, &missing));
-        }
+        in_chunks(afterstates, &mut out, k, |ids, vals| {
+            self.afterstate_chunk(ids, vals, next2, next4, &missing)
+        });
         if missing.load(Ordering::Relaxed) {
             return Err(SolveError::Inconsistent {
                 board: game.shape().to_string(),
@@ -902,14 +910,9 @@ impl<'g> Backward<'g> {
         let k = self.k();
         debug_assert_eq!(out.len(), states.len() * k);
         let missing = AtomicBool::new(false);
-        if states.len() <= CHUNK {
-            // One chunk (the last of an age, or small segments): no round trip through the pool.
-            self.state_chunk(states, out, after_table, &missing);
-        } else {
-            out.par_chunks_mut(k * CHUNK)
-                .zip(states.par_chunks(CHUNK))
-                .for_each(|(recs, ids)| self.state_chunk(ids, recs, after_table, &missing));
-        }
+        in_chunks(states, out, k, |ids, recs| {
+            self.state_chunk(ids, recs, after_table, &missing)
+        });
         if missing.load(Ordering::Relaxed) {
             return Err(SolveError::Inconsistent {
                 board: self.game.shape().to_string(),

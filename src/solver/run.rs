@@ -1039,20 +1039,8 @@ fn layers_of(
     work: &WorkDir,
     age: u32,
 ) -> Result<(Vec<u64>, Vec<u64>)> {
-    let damaged = |e: crate::store::idcodec::Damaged| {
-        SolveError::from(StoreError::corrupt(work.layer_path_of(age), e.to_string()))
-    };
-    let whole = |chunks: &mut dyn Iterator<Item = std::result::Result<Vec<u64>, _>>| {
-        let mut all = Vec::new();
-        for c in chunks {
-            all.extend_from_slice(&c.map_err(damaged)?);
-        }
-        Ok::<_, SolveError>(all)
-    };
-    Ok((
-        whole(&mut file.state_chunks(usize::MAX))?,
-        whole(&mut file.afterstate_chunks(usize::MAX))?,
-    ))
+    file.decode()
+        .map_err(|e| StoreError::corrupt(work.layer_path_of(age), e.to_string()).into())
 }
 
 /// The afterstates of age `age` for a resumed forward pass: from its layer file, or made again

@@ -250,9 +250,20 @@ pub fn check(bytes: &[u8], age: u32) -> Result<(u64, u64)> {
 /// The states and afterstates of a file of age `age`, every byte checked.
 pub fn decode(bytes: &[u8], age: u32) -> Result<(Vec<u64>, Vec<u64>)> {
     let (h, at) = open(bytes, age)?;
-    let block = h.block as usize;
-    let n_states = usize::try_from(h.states).map_err(|_| damaged("too many states"))?;
-    let n_after = usize::try_from(h.afterstates).map_err(|_| damaged("too many afterstates"))?;
+    decode_opened(bytes, age, h.block as usize, (h.states, h.afterstates), &at)
+}
+
+/// [`decode`] of a file whose header (`block` ids a block, `counts` of states and
+/// afterstates) and block directory `at` are read and checked.
+fn decode_opened(
+    bytes: &[u8],
+    age: u32,
+    block: usize,
+    counts: (u64, u64),
+    at: &[usize],
+) -> Result<(Vec<u64>, Vec<u64>)> {
+    let n_states = usize::try_from(counts.0).map_err(|_| damaged("too many states"))?;
+    let n_after = usize::try_from(counts.1).map_err(|_| damaged("too many afterstates"))?;
     let mut states = vec![0u64; n_states];
     let mut afterstates = vec![0u64; n_after];
     let outs: Vec<&mut [u64]> = states
@@ -316,6 +327,12 @@ impl LayerFile {
 
     pub fn afterstates(&self) -> u64 {
         self.afterstates
+    }
+
+    /// Every state and afterstate at once, as [`decode`] gives them from the same bytes.
+    pub fn decode(&self) -> Result<(Vec<u64>, Vec<u64>)> {
+        let counts = (self.states, self.afterstates);
+        decode_opened(&self.bytes, self.age, self.block, counts, &self.at)
     }
 
     /// The states in order, in chunks of the whole blocks that fit `ids_per_chunk` ids (at
@@ -909,7 +926,11 @@ mod tests {
     /// True if a [`LayerFile`] refuses the bytes, on opening or in a chunk (never a panic).
     fn file_refuses(bytes: &[u8], age: u32, per: usize) -> bool {
         LayerFile::open(bytes.to_vec(), age).map_or(true, |f| {
-            f.state_chunks(per).any(|c| c.is_err()) || f.afterstate_chunks(per).any(|c| c.is_err())
+            let chunks = f.state_chunks(per).any(|c| c.is_err())
+                || f.afterstate_chunks(per).any(|c| c.is_err());
+            // The whole decode refuses what the chunks refuse.
+            assert_eq!(f.decode().is_err(), chunks, "whole decode against chunks");
+            chunks
         })
     }
 
@@ -1009,6 +1030,7 @@ mod tests {
                 (s.len() as u64, a.len() as u64)
             );
             assert_eq!(decode(&bytes, age).unwrap(), (s.clone(), a.clone()));
+            assert_eq!(f.decode().unwrap(), (s.clone(), a.clone()));
             let b = f.block;
             for per in [0, 1, b - 1, b, b + 1, 2 * b, 7 * b + 1, usize::MAX] {
                 assert_eq!(chunked(&f, per).unwrap(), (s.clone(), a.clone()), "{per}");
@@ -1058,6 +1080,7 @@ mod tests {
         let bad = reference(age, 4, &[10, 11, 12, 13, 1, 2, 3, 4, 20], &[0, 1]);
         assert!(decode(&bad, age).is_err());
         let f = LayerFile::open(bad.clone(), age).unwrap();
+        assert!(f.decode().is_err());
         for per in [4, 8, 100] {
             let chunks: Vec<_> = f.state_chunks(per).collect();
             assert!(chunks[0].is_ok() == (per == 4), "{per}");
