@@ -6,7 +6,7 @@
 #   scripts/browser-test.sh BIN     BIN: the age2048 binary to serve with
 # env: CHROMIUM (default /usr/bin/chromium), WORK (screenshots, and the solves unless DATA;
 # default $CARGO_TARGET_DIR/browser or $TMPDIR/age2048-browser), DATA (default: the solves of
-# tests/serve.rs under $CARGO_TARGET_DIR/tmp), SCREENSHOTS.
+# the integration tests under $CARGO_TARGET_DIR/tmp), SCREENSHOTS.
 set -euo pipefail
 bin=${1:?usage: scripts/browser-test.sh BIN}
 cd "$(dirname "$0")/.."
@@ -30,8 +30,8 @@ if [ ! -f tests/browser/node_modules/.package-lock.json ] \
 fi
 export WORK=${WORK:-${CARGO_TARGET_DIR:+$CARGO_TARGET_DIR/browser}}
 export WORK=${WORK:-${TMPDIR:-/tmp}/age2048-browser}
-# The solves of tests/serve.rs (cargo test, tests/common::shared_solves), where make test has
-# just made them: one folder, keyed by the binary's build.
+# The solves the integration tests read (tests/integration/common.rs, shared_solves), where
+# make test has just made them: one folder, keyed by the binary's build.
 if [ -z "${DATA:-}" ] && [ -n "${CARGO_TARGET_DIR:-}" ]; then
   DATA=$(ls -td "$CARGO_TARGET_DIR"/tmp/shared_data-* 2>/dev/null | head -n 1 || true)
   if [ -n "$DATA" ]; then export DATA; fi

@@ -5,8 +5,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-mod common;
-use common::{bin, kill_after_ages_with, run, stderr, stdout};
+use crate::common::{bin, kill_after_ages_with, run, stderr, stdout};
 
 fn solve(data: &Path, board: &str, extra: &[&str]) -> Output {
     let mut args = vec![

@@ -8,8 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::sync::OnceLock;
 
-mod common;
-use common::{run, run_stdin, solve_all, stderr, stdout};
+use crate::common::{run, run_stdin, solve_all, stderr, stdout};
 
 /// Variants solved per board in the shared dataset.
 const SOLVED: [(&str, &str); 3] = [
@@ -18,7 +17,7 @@ const SOLVED: [(&str, &str); 3] = [
     ("2x3", "expectation,pessimistic"),
 ];
 
-/// The shared dataset: real solves, made once per test process.
+/// The shared dataset: real solves, made once per test run.
 fn fixture() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| solve_all("report_cli_data", &SOLVED))

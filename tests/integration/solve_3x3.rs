@@ -9,8 +9,7 @@ use age2048::store::Layout;
 use arrow::array::{Array, Float64Array, StringArray, UInt64Array};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
-mod common;
-use common::bin;
+use crate::common::bin;
 
 fn read_states(path: &Path) -> Vec<(u64, f64, Option<String>)> {
     let f = File::open(path).unwrap();
@@ -82,7 +81,7 @@ fn best_csv(data: &str, variant: &str, board: &str) -> Vec<String> {
 #[test]
 fn goal_512_on_3x3_reproduces_the_published_probabilities() {
     // The goal table's solves, which `goals` reads too.
-    let data = common::shared_goal_solves();
+    let data = crate::common::shared_goal_solves();
     let d = data.to_str().unwrap();
     // Galebach (2014): 73.677 % over the initial distribution; show2048strat for one board.
     let m: serde_json::Value = serde_json::from_slice(
@@ -110,9 +109,9 @@ fn goal_512_on_3x3_reproduces_the_published_probabilities() {
 
 #[test]
 fn solve_3x3_reproduces_the_published_figures() {
-    // The solve several binaries read (made once per build of the binary); the boards' lists
+    // The solve several subjects read (made once per build of the binary); the boards' lists
     // go to a folder of this test's own.
-    let data = common::shared_solves().to_path_buf();
+    let data = crate::common::shared_solves().to_path_buf();
     let d = data.to_str().unwrap();
     let dir = tempfile::tempdir().unwrap();
 

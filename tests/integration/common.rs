@@ -1,6 +1,5 @@
 //! What the integration tests share: running the real binary, and the real solves they read,
-//! made once per test process in `CARGO_TARGET_TMPDIR`.
-#![allow(dead_code)] // each test crate uses its own part
+//! made once per build of the binary in `CARGO_TARGET_TMPDIR`.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -45,16 +44,22 @@ pub fn stderr(o: &Output) -> String {
 }
 
 /// A fresh folder `CARGO_TARGET_TMPDIR/<prefix>_<pid>`; folders left by earlier runs of the
-/// test binary (`<prefix>_*`) are removed first, so the solves do not pile up.
+/// test binary (`<prefix>_<pid>`, and files named `<prefix>_<pid>.<ext>` beside them) are
+/// removed first, so the solves do not pile up. Only a process id may follow the prefix:
+/// `serve_figures` leaves `serve_figures_other_<pid>` alone.
 pub fn fresh_dir(prefix: &str) -> PathBuf {
     let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
     if let Ok(rd) = std::fs::read_dir(tmp) {
         for e in rd.flatten() {
-            if e.file_name()
-                .to_string_lossy()
-                .starts_with(&format!("{prefix}_"))
-            {
-                let _ = std::fs::remove_dir_all(e.path());
+            let name = e.file_name().to_string_lossy().into_owned();
+            let earlier = name
+                .strip_prefix(prefix)
+                .and_then(|rest| rest.strip_prefix('_'))
+                .map(|rest| rest.split('.').next().unwrap_or(""))
+                .is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()));
+            if earlier {
+                let _ =
+                    std::fs::remove_dir_all(e.path()).or_else(|_| std::fs::remove_file(e.path()));
             }
         }
     }
@@ -84,13 +89,14 @@ pub fn solve_all(prefix: &str, solves: &[(&str, &str)]) -> PathBuf {
     dir
 }
 
-/// A folder of `CARGO_TARGET_TMPDIR` for the solves `name` that several test binaries read,
-/// keyed by the binary under test (its size and modification time), so that a rebuilt solver
-/// solves them again instead of its tests reading an older build's output; the folders of
-/// other builds are removed first. Each `args` is one `solve` (`--quiet --wait --data DIR`
-/// added): the first binary that asks solves them; the others' `solve` finds them finished and
-/// reuses them once their files check out (`--wait` takes turns with a binary solving them at
-/// the same time). Only readers may use them: a test that damages data makes its own.
+/// A folder of `CARGO_TARGET_TMPDIR` for the solves `name` that several subjects read (and
+/// the browser tests after them), keyed by the binary under test (its size and modification
+/// time), so that a rebuilt solver solves them again instead of its tests reading an older
+/// build's output; the folders of other builds are removed first. Each `args` is one `solve`
+/// (`--quiet --wait --data DIR` added): a run whose folder is already there finds the solves
+/// finished and reuses them once their files check out (`--wait` takes turns with another
+/// test run solving them at the same time, as two checkouts sharing one target directory
+/// may). Only readers may use them: a test that damages data makes its own.
 fn shared(name: &str, solves: &[&[&str]]) -> PathBuf {
     let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
     let meta = std::fs::metadata(BIN).expect("the binary under test");
@@ -124,9 +130,9 @@ fn shared(name: &str, solves: &[&[&str]]) -> PathBuf {
     dir
 }
 
-/// 2x3 expectation and goal-128 and 3x3 expectation in the full layout, 2x3 pessimistic in the
-/// compact one ([`shared`]): read by `serve`, `policy`, `compact`, `solve_3x3` and the browser
-/// tests, so that one `make test` solves 3x3 once for them all.
+/// 2x3 and 2x4 expectation and goal-128 and 3x3 expectation in the full layout, 2x3
+/// pessimistic in the compact one ([`shared`]): read by `serve`, `policy`, `compact`,
+/// `solve_3x3` and the browser tests, so that one `make test` solves each once for them all.
 pub fn shared_solves() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
@@ -134,6 +140,7 @@ pub fn shared_solves() -> &'static Path {
             "shared_data",
             &[
                 &["--board", "2x3", "--variant", "expectation,goal-128"],
+                &["--board", "2x4", "--variant", "expectation,goal-128"],
                 &["--board", "3x3", "--variant", "expectation"],
                 &[
                     "--board",

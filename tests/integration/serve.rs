@@ -13,11 +13,10 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{json, Value};
 
-mod common;
-use common::{bin, fresh_dir, run, shared_solves, solve_all, stderr, stdout};
+use crate::common::{bin, fresh_dir, run, shared_solves, solve_all, stderr, stdout};
 
-/// The solves every test reads (`common::shared_solves`: 2x3 expectation and goal-128 in the
-/// full layout, 2x3 pessimistic in the compact one, and 3x3 expectation).
+/// The solves every test reads (`common::shared_solves`: 2x3 and 2x4 expectation and goal-128
+/// in the full layout, 2x3 pessimistic in the compact one, and 3x3 expectation).
 fn data() -> &'static Path {
     shared_solves()
 }
@@ -789,6 +788,8 @@ fn the_page_and_its_files_are_served() {
             "2x3 expectation true",
             "2x3 pessimistic false",
             "2x3 goal-128 true",
+            "2x4 expectation true",
+            "2x4 goal-128 true",
             "3x3 expectation true"
         ]
     );

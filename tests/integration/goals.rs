@@ -8,11 +8,10 @@ use std::sync::OnceLock;
 
 use age2048::rules::{board, format_board, Shape};
 
-mod common;
-use common::{fresh_dir, run, stderr, stdout};
+use crate::common::{fresh_dir, run, stderr, stdout};
 
 fn data() -> &'static Path {
-    common::shared_goal_solves()
+    crate::common::shared_goal_solves()
 }
 
 /// The report over the fixture, made once.

@@ -7,8 +7,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Output, Stdio};
 
-mod common;
-use common::{bin, run, stderr, stdout};
+use crate::common::{bin, run, stderr, stdout};
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()

@@ -3,11 +3,12 @@
 //! point), the same counts and start values, and `sql`, `compare` and `report` working on it
 //! while saying what it lacks.
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
+use std::sync::Mutex;
 
-mod common;
-use common::{fresh_dir, run, stderr, stdout};
+use crate::common::{fresh_dir, run, stderr, stdout};
 
 fn solve(data: &Path, board: &str, variant: &str, extra: &[&str]) {
     let mut args = vec![
@@ -53,6 +54,22 @@ fn sample_boards(full: &Path, board: &str, variant: &str, every: u64) -> Vec<Str
         .skip(1)
         .map(|l| l.trim_matches('"').to_string())
         .collect()
+}
+
+/// The sampled boards of the shared full-layout solve ([`sample_boards`]) and their answers
+/// there ([`answers`]), made once for the tests that compare a compact solve with them.
+fn full_answers(board: &str, variant: &str, every: u64) -> &'static (Vec<String>, Vec<String>) {
+    type Answers = &'static (Vec<String>, Vec<String>);
+    static MADE: Mutex<BTreeMap<String, Answers>> = Mutex::new(BTreeMap::new());
+    let key = format!("{board} {variant} {every}");
+    // One test at a time makes a set; another asking for the same one waits for it.
+    let mut made = MADE.lock().unwrap_or_else(|e| e.into_inner());
+    made.entry(key).or_insert_with(|| {
+        let full = crate::common::shared_solves();
+        let boards = sample_boards(full, board, variant, every);
+        let want = answers(full, board, variant, &boards);
+        Box::leak(Box::new((boards, want)))
+    })
 }
 
 /// `best` of `boards` as CSV rows `board,L,R,U,D,value,best`.
@@ -129,17 +146,10 @@ fn compact_and_full_give_the_same_best_answers_on_2x4_and_3x3() {
             ("3x3", "expectation", 9973),
         ] {
             scope.spawn(move || {
-                // 3x3 in the full layout is the solve several binaries read (`common::shared_solves`).
-                let full = if board == "3x3" {
-                    common::shared_solves().to_path_buf()
-                } else {
-                    dir.join(format!("{board}-full"))
-                };
+                // The full layout's solves are those several subjects read.
+                let full = crate::common::shared_solves();
                 let fixed = dir.join(format!("{board}-compact"));
                 let exact = dir.join(format!("{board}-compact-f64"));
-                if board != "3x3" {
-                    solve(&full, board, variants, &[]);
-                }
                 solve(&fixed, board, variants, &["--layout", "compact"]);
                 if board == "2x4" {
                     solve(
@@ -151,7 +161,7 @@ fn compact_and_full_give_the_same_best_answers_on_2x4_and_3x3() {
                 }
                 for variant in variants.split(',') {
                     let (m, c) = (
-                        manifest(&full, board, variant),
+                        manifest(full, board, variant),
                         manifest(&fixed, board, variant),
                     );
                     // Counts, ages and start values are the solve's, whatever the layout.
@@ -185,19 +195,18 @@ fn compact_and_full_give_the_same_best_answers_on_2x4_and_3x3() {
                     assert!(
                         c["files"].as_array().unwrap().len() < m["files"].as_array().unwrap().len()
                     );
-                    let boards = sample_boards(&full, board, variant, every);
+                    let (boards, want) = full_answers(board, variant, every);
                     assert!(boards.len() > 1000, "{board}: only {} boards", boards.len());
-                    let want = answers(&full, board, variant, &boards);
-                    let got = answers(&fixed, board, variant, &boards);
+                    let got = answers(&fixed, board, variant, boards);
                     let err = 2f64.powi(-(f + 1));
-                    let differs = same_within(&want, &got, err);
+                    let differs = same_within(want, &got, err);
                     assert!(
                         differs * 100 < boards.len(),
                         "{board} {variant}: {differs} best moves differ"
                     );
                     if board == "2x4" {
                         // f64 values: the very same answers, bit for bit.
-                        assert_eq!(answers(&exact, board, variant, &boards), want);
+                        assert_eq!(&answers(&exact, board, variant, boards), want);
                     }
                 }
             });
@@ -438,8 +447,7 @@ fn another_layout_solves_again() {
 #[test]
 fn a_precision_finer_than_53_bits_hold_stores_those_ages_exactly() {
     let dir = fresh_dir("compact_precision_50");
-    let (full, fine) = (dir.join("full"), dir.join("compact-50"));
-    solve(&full, "2x4", "expectation", &[]);
+    let fine = dir.join("compact-50");
     solve(
         &fine,
         "2x4",
@@ -448,10 +456,9 @@ fn a_precision_finer_than_53_bits_hold_stores_those_ages_exactly() {
     );
     let c = manifest(&fine, "2x4", "expectation");
     assert_eq!(c["storage"]["value_fraction_bits"], 50);
-    let boards = sample_boards(&full, "2x4", "expectation", 13);
-    let want = answers(&full, "2x4", "expectation", &boards);
-    let got = answers(&fine, "2x4", "expectation", &boards);
-    let differs = same_within(&want, &got, 2f64.powi(-51));
+    let (boards, want) = full_answers("2x4", "expectation", 13);
+    let got = answers(&fine, "2x4", "expectation", boards);
+    let differs = same_within(want, &got, 2f64.powi(-51));
     assert!(differs * 100 < boards.len(), "{differs} best moves differ");
     let _ = fs::remove_dir_all(&dir);
 }

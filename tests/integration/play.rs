@@ -9,10 +9,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 
-mod common;
-use common::{run, run_stdin, solve_all, stderr, stdout, BIN};
+use crate::common::{run, run_stdin, solve_all, stderr, stdout, BIN};
 
-/// The solves every test reads, made once per test process.
+/// The solves every test reads, made once per test run.
 fn data() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
