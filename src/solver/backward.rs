@@ -1249,23 +1249,38 @@ mod tests {
             let fixed = Coding::Fixed32 {
                 fraction_bits: if variants[0].scored() { 16 } else { 31 },
             };
-            for coding in [Coding::F64, fixed] {
-                let holding = Holding { coding, cap: 50 };
-                let whole = values_of(&game, &variants, holding.clone(), false);
-                let streamed = values_of(&game, &variants, holding, true);
+            let held = |coding, cap| Holding { coding, cap };
+            // Whole and streamed under each coding, then fixed point streamed with no cap. The
+            // cap bounds only the afterstates a streamed age makes again, so the whole f64
+            // run is also the exact one the rounded values are held to.
+            let runs = [
+                (held(Coding::F64, 50), false),
+                (held(Coding::F64, 50), true),
+                (held(fixed, 50), false),
+                (held(fixed, 50), true),
+                (held(fixed, usize::MAX), true),
+            ];
+            // The runs at once: segments of seven states keep each mostly on one thread.
+            let out: Vec<_> = std::thread::scope(|scope| {
+                let runs: Vec<_> = runs
+                    .iter()
+                    .map(|(holding, streamed)| {
+                        scope.spawn(|| values_of(&game, &variants, holding.clone(), *streamed))
+                    })
+                    .collect();
+                runs.into_iter().map(|r| r.join().unwrap()).collect()
+            });
+            for (whole, streamed, coding) in [(0, 1, Coding::F64), (2, 3, fixed)] {
+                let (whole, streamed) = (&out[whole], &out[streamed]);
                 assert_eq!(whole.len(), streamed.len());
-                for (w, s) in whole.iter().zip(&streamed) {
+                for (w, s) in whole.iter().zip(streamed) {
                     assert_eq!(w, s, "{variant}, {coding:?}, age {}", w.0);
                 }
             }
-            let exact = values_of(&game, &variants, Holding::default(), false);
-            let holding = Holding {
-                coding: fixed,
-                cap: usize::MAX,
-            };
-            let rounded = values_of(&game, &variants, holding, true);
+            let (exact, rounded) = (&out[0], &out[4]);
+            assert_eq!(exact.len(), rounded.len());
             let tolerance = if variants[0].scored() { 1e-2 } else { 1e-7 };
-            for (e, r) in exact.iter().zip(&rounded) {
+            for (e, r) in exact.iter().zip(rounded) {
                 for (&a, &b) in e.1.iter().zip(&r.1) {
                     let (a, b) = (f64::from_bits(a), f64::from_bits(b));
                     assert!((a - b).abs() <= tolerance, "age {}: {a} against {b}", e.0);
