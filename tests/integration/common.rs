@@ -155,7 +155,8 @@ pub fn shared_solves() -> &'static Path {
     })
 }
 
-/// 3x3 expectation in the policy layout ([`shared`]), read by `policy` and `budget`.
+/// 3x3 expectation in the policy layout ([`shared`]), read by `policy`; kept from one run to the
+/// next while the binary is the same build.
 pub fn shared_policy_solve() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {

@@ -99,7 +99,7 @@ fn the_policy_is_the_full_layouts_best_move_on_every_state() {
             solve(&own, board, variant, "full");
             own.as_path()
         };
-        // 3x3 in the policy layout is the solve `budget` compares its budgeted one with.
+        // 3x3 in the policy layout is a shared solve (made once per build of the binary).
         let pol = if board == "3x3" {
             policy3
         } else {
