@@ -1,6 +1,6 @@
 //! Independent brute-force oracle for the age2048 solver.
 //!
-//! The oracle (`tests/integration/brute/oracle.rs`) shares no code with the solver: it is written from the
+//! The oracle (`brute/oracle.rs`) shares no code with the solver: it is written from the
 //! rules alone, works on raw (unreduced) boards, enumerates the reachable boards by a forward
 //! search, values them by a memoised recursion and counts symmetry orbits with its own
 //! permutation code. These tests check the oracle itself (move rule, published 2x2 numbers,
@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, Mutex, OnceLock};
 
-const BIN: &str = env!("CARGO_BIN_EXE_age2048");
+use crate::common::{cached, Cell, BIN};
 
 /// Relative tolerance for values and q-values (with a tiny absolute floor for zeros).
 const TOL: f64 = 1e-9;
@@ -34,24 +34,6 @@ fn close(a: f64, b: f64) -> bool {
 
 // ------------------------------------------------------------------------------------------
 // Caches shared by the tests of this subject (they run on parallel threads).
-
-type Cell<T> = Arc<OnceLock<T>>;
-
-fn cached<T: Send + Sync + 'static>(
-    map: &'static OnceLock<Mutex<HashMap<String, Cell<T>>>>,
-    key: String,
-    make: impl FnOnce() -> T,
-) -> Cell<T> {
-    let cell = map
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap()
-        .entry(key)
-        .or_default()
-        .clone();
-    cell.get_or_init(make);
-    cell
-}
 
 /// The oracle solved for one shape and variant, computed once per test run.
 fn oracle_for(shape: Shape, v: Variant) -> Arc<Mutex<Solved>> {

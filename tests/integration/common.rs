@@ -1,10 +1,11 @@
 //! What the integration tests share: running the real binary, and the real solves they read,
 //! made once per build of the binary in `CARGO_TARGET_TMPDIR`.
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_age2048");
 
@@ -64,6 +65,28 @@ pub fn fresh_dir(prefix: &str) -> PathBuf {
         }
     }
     tmp.join(format!("{prefix}_{}", std::process::id()))
+}
+
+/// A value made once per key and shared by the tests that ask for it.
+pub type Cell<T> = Arc<OnceLock<T>>;
+
+/// The value of `key` in `map`, made by `make` on first use. The map is locked only to find
+/// the key's cell: a test asking for another key goes on while this one is made, and one
+/// asking for the same key waits for it.
+pub fn cached<T: Send + Sync + 'static>(
+    map: &'static OnceLock<Mutex<HashMap<String, Cell<T>>>>,
+    key: String,
+    make: impl FnOnce() -> T,
+) -> Cell<T> {
+    let cell = map
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap()
+        .entry(key)
+        .or_default()
+        .clone();
+    cell.get_or_init(make);
+    cell
 }
 
 /// Solves each `(board, variants)` into a fresh folder named by `prefix`; returns the folder.

@@ -3,12 +3,12 @@
 //! point), the same counts and start values, and `sql`, `compare` and `report` working on it
 //! while saying what it lacks.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::fs;
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
-use crate::common::{fresh_dir, run, stderr, stdout};
+use crate::common::{cached, fresh_dir, run, stderr, stdout, Cell};
 
 fn solve(data: &Path, board: &str, variant: &str, extra: &[&str]) {
     let mut args = vec![
@@ -58,17 +58,14 @@ fn sample_boards(full: &Path, board: &str, variant: &str, every: u64) -> Vec<Str
 
 /// The sampled boards of the shared full-layout solve ([`sample_boards`]) and their answers
 /// there ([`answers`]), made once for the tests that compare a compact solve with them.
-fn full_answers(board: &str, variant: &str, every: u64) -> &'static (Vec<String>, Vec<String>) {
-    type Answers = &'static (Vec<String>, Vec<String>);
-    static MADE: Mutex<BTreeMap<String, Answers>> = Mutex::new(BTreeMap::new());
-    let key = format!("{board} {variant} {every}");
-    // One test at a time makes a set; another asking for the same one waits for it.
-    let mut made = MADE.lock().unwrap_or_else(|e| e.into_inner());
-    made.entry(key).or_insert_with(|| {
+fn full_answers(board: &str, variant: &str, every: u64) -> Cell<(Vec<String>, Vec<String>)> {
+    type Made = Mutex<HashMap<String, Cell<(Vec<String>, Vec<String>)>>>;
+    static MADE: OnceLock<Made> = OnceLock::new();
+    cached(&MADE, format!("{board} {variant} {every}"), || {
         let full = crate::common::shared_solves();
         let boards = sample_boards(full, board, variant, every);
         let want = answers(full, board, variant, &boards);
-        Box::leak(Box::new((boards, want)))
+        (boards, want)
     })
 }
 
@@ -195,7 +192,8 @@ fn compact_and_full_give_the_same_best_answers_on_2x4_and_3x3() {
                     assert!(
                         c["files"].as_array().unwrap().len() < m["files"].as_array().unwrap().len()
                     );
-                    let (boards, want) = full_answers(board, variant, every);
+                    let made = full_answers(board, variant, every);
+                    let (boards, want) = made.get().unwrap();
                     assert!(boards.len() > 1000, "{board}: only {} boards", boards.len());
                     let got = answers(&fixed, board, variant, boards);
                     let err = 2f64.powi(-(f + 1));
@@ -456,7 +454,8 @@ fn a_precision_finer_than_53_bits_hold_stores_those_ages_exactly() {
     );
     let c = manifest(&fine, "2x4", "expectation");
     assert_eq!(c["storage"]["value_fraction_bits"], 50);
-    let (boards, want) = full_answers("2x4", "expectation", 13);
+    let made = full_answers("2x4", "expectation", 13);
+    let (boards, want) = made.get().unwrap();
     let got = answers(&fine, "2x4", "expectation", boards);
     let differs = same_within(want, &got, 2f64.powi(-51));
     assert!(differs * 100 < boards.len(), "{differs} best moves differ");
