@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use crate::common::{kill_after_ages_with, run, stderr};
+use crate::common::{kill_after_ages_with, run, shared_policy_solve, stderr};
 use serde_json::Value;
 
 fn solve(data: &Path, board: &str, variant: &str, extra: &[&str]) {
@@ -89,9 +89,15 @@ fn budgeted_solves_write_what_unbudgeted_ones_write() {
         // segment).
         for (board, variant, cap) in [("3x3", "goal-256", "2000"), ("4x4", "goal-8", "500")] {
             scope.spawn(move || {
-                let plain = root.join(format!("plain-{board}"));
+                // 3x3's unbudgeted solve is the policy layout's shared one.
+                let plain = if board == "3x3" {
+                    shared_policy_solve().to_path_buf()
+                } else {
+                    let plain = root.join(format!("plain-{board}"));
+                    solve(&plain, board, variant, &[]);
+                    plain
+                };
                 let budgeted = root.join(format!("budgeted-{board}"));
-                solve(&plain, board, variant, &[]);
                 solve(
                     &budgeted,
                     board,
@@ -112,10 +118,10 @@ fn budgeted_solves_write_what_unbudgeted_ones_write() {
 #[test]
 fn a_killed_budgeted_solve_resumes_to_the_same_files() {
     let dir = tempfile::tempdir().unwrap();
-    let plain = dir.path().join("plain");
+    // The unbudgeted solve is the policy layout's shared one.
+    let plain = shared_policy_solve();
     let b = dir.path().join("budgeted");
     let extra = ["--memory", "2G", "--stream-cap", "300"];
-    solve(&plain, "2x4", "expectation", &[]);
     let mut kills = 0;
     for n in [5, 9, 4, 12, 6, 3] {
         let args = ["--layout", "policy", extra[0], extra[1], extra[2], extra[3]];
@@ -127,7 +133,7 @@ fn a_killed_budgeted_solve_resumes_to_the_same_files() {
     );
     solve(&b, "2x4", "expectation", &extra);
     assert_eq!(
-        written(&manifest(&plain, "2x4", "expectation")),
+        written(&manifest(plain, "2x4", "expectation")),
         written(&manifest(&b, "2x4", "expectation")),
     );
 }

@@ -154,8 +154,9 @@ fn shared(name: &str, solves: &[&[&str]]) -> PathBuf {
 }
 
 /// 2x3 and 2x4 expectation and goal-128 and 3x3 expectation in the full layout, 2x3
-/// pessimistic in the compact one ([`shared`]): read by `serve`, `policy`, `compact`,
-/// `solve_3x3` and the browser tests, so that one `make test` solves each once for them all.
+/// pessimistic in the compact one ([`shared`]): read by `serve`, `policy`, `compact`, `cli`,
+/// `play`, `solve_3x3` and the browser tests, so that one `make test` solves each once for
+/// them all.
 pub fn shared_solves() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
@@ -178,27 +179,37 @@ pub fn shared_solves() -> &'static Path {
     })
 }
 
-/// 3x3 expectation in the policy layout ([`shared`]), read by `policy`; kept from one run to the
-/// next while the binary is the same build.
+/// 3x3 `goal-256` and 2x4 `expectation` in the policy layout ([`shared`]), read by `policy`
+/// (against the full layout's solves) and by `budget` (against budgeted solves).
 pub fn shared_policy_solve() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
         shared(
             "shared_policy",
-            &[&[
-                "--board",
-                "3x3",
-                "--variant",
-                "expectation",
-                "--layout",
-                "policy",
-            ]],
+            &[
+                &[
+                    "--board",
+                    "3x3",
+                    "--variant",
+                    "goal-256",
+                    "--layout",
+                    "policy",
+                ],
+                &[
+                    "--board",
+                    "2x4",
+                    "--variant",
+                    "expectation",
+                    "--layout",
+                    "policy",
+                ],
+            ],
         )
     })
 }
 
 /// The papers' 3x3 goal table (goal-256, goal-512, goal-1024) and 2x3 under five variants
-/// ([`shared`]), read by `goals` and `solve_3x3`.
+/// ([`shared`]), read by `goals`, `solve_3x3`, `compact` and `policy`.
 pub fn shared_goal_solves() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {

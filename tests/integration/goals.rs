@@ -208,6 +208,30 @@ fn sql_macros_show_boards_as_the_rules_format_them() {
         n += 1;
     }
     assert_eq!(n, 21752, "every 2x3 state");
+    // A square board, cells counted across rows of three: one 3x3 state in 997.
+    let three = Shape::parse("3x3").unwrap();
+    let o = run(&[
+        "sql",
+        "--data",
+        data().to_str().unwrap(),
+        "--format",
+        "csv",
+        "SELECT id, board_text(id, board) FROM states \
+         WHERE board = '3x3' AND variant = 'goal-256' AND id % 997 = 0",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows: Vec<(u64, String)> = stdout(&o)
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let (id, text) = l.split_once(',').unwrap();
+            (id.parse().unwrap(), text.to_string())
+        })
+        .collect();
+    assert!(rows.len() > 1000, "{} 3x3 states", rows.len());
+    for (id, text) in rows {
+        assert_eq!(text, format_board(id, three), "3x3 id {id}");
+    }
     // The README's example: the ten states with the largest action gap, as boards.
     let o = run(&[
         "sql",

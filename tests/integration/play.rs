@@ -1,5 +1,5 @@
-//! `age2048 play` and `age2048 evaluate` on real solves (2x3 and 2x4, in a temporary
-//! directory): optimal play agrees with the exact values, runs are deterministic whatever the
+//! `age2048 play` and `age2048 evaluate` on real solves (2x3 in a temporary directory, 2x4
+//! the solve several subjects read): optimal play agrees with the exact values, runs are deterministic whatever the
 //! number of threads, a scripted interactive game shows the regrets `best` gives, and
 //! `evaluate` writes the regrets of a hand-made log (and nothing for a bad one).
 
@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 
-use crate::common::{run, run_stdin, solve_all, stderr, stdout, BIN};
+use crate::common::{run, run_stdin, shared_solves, solve_all, stderr, stdout, BIN};
 
-/// The solves every test reads, made once per test run.
+/// The 2x3 solves every test reads, made once per test run.
 fn data() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
@@ -20,7 +20,6 @@ fn data() -> &'static Path {
             &[
                 ("2x3", "expectation,pessimistic,goal-128"),
                 ("2x3", "goal-128-discount=0.99"),
-                ("2x4", "expectation"),
             ],
         )
     })
@@ -30,8 +29,17 @@ fn d() -> &'static str {
     data().to_str().unwrap()
 }
 
+/// The solves of `board`: 2x4 `expectation` is the shared one (`common::shared_solves`).
+fn data_of(board: &str) -> &'static Path {
+    if board == "2x4" {
+        shared_solves()
+    } else {
+        data()
+    }
+}
+
 fn value_initial(board: &str, variant: &str) -> f64 {
-    let p = age2048::store::Layout::new(data())
+    let p = age2048::store::Layout::new(data_of(board))
         .manifest_file(age2048::rules::Shape::parse(board).unwrap(), variant);
     let m: serde_json::Value = serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap();
     m["value_initial"].as_f64().unwrap()
@@ -39,7 +47,9 @@ fn value_initial(board: &str, variant: &str) -> f64 {
 
 /// `play --format csv`: quantity → (mean, std_error, exact).
 fn play_csv(args: &[&str]) -> BTreeMap<String, (f64, f64, Option<f64>)> {
-    let mut all = vec!["play", "--data", d(), "--format", "csv"];
+    let board = args.iter().skip_while(|&&a| a != "--board").nth(1).unwrap();
+    let mut all = vec!["play", "--data", data_of(board).to_str().unwrap()];
+    all.extend(["--format", "csv"]);
     all.extend_from_slice(args);
     let o = run(&all);
     assert!(o.status.success(), "play {args:?}: {}", stderr(&o));
@@ -238,7 +248,7 @@ fn best(board: &str, text: &str) -> (Vec<Option<f64>>, f64, String) {
         "--board",
         board,
         "--data",
-        d(),
+        data_of(board).to_str().unwrap(),
         "--format",
         "csv",
         text,
@@ -580,7 +590,7 @@ fn a_logged_game_of_optimal_moves_has_no_regret() {
         "--board",
         "2x4",
         "--data",
-        d(),
+        data_of("2x4").to_str().unwrap(),
         "--watch",
         "--seed",
         "3",
@@ -601,7 +611,7 @@ fn a_logged_game_of_optimal_moves_has_no_regret() {
         "--board",
         "2x4",
         "--data",
-        d(),
+        data_of("2x4").to_str().unwrap(),
         "--log",
         path.to_str().unwrap(),
         "--out",
@@ -632,13 +642,18 @@ fn a_logged_game_of_optimal_moves_has_no_regret() {
 
 /// The value of a 2x3 board in table `table` (`states` or `afterstates`) of the expectation
 /// variant, read from the Parquet files through `sql`: the row whose id is one of the board's
-/// four images under the flips (ids are the smallest image, so exactly one matches).
+/// four images under the flips (ids are the smallest image, so exactly one matches), in the
+/// files of the board's age (the sum of its tiles) only.
 #[cfg(feature = "report")]
 fn table_value(table: &str, images: [&str; 4]) -> f64 {
     let list = images.map(|t| format!("'{t}'")).join(", ");
+    let age: u32 = images[0]
+        .split([' ', '/'])
+        .filter_map(|t| t.parse::<u32>().ok())
+        .sum();
     let q = format!(
         "SELECT value FROM {table} WHERE board = '2x3' AND variant = 'expectation' \
-         AND board_text(id, board) IN ({list})"
+         AND age = {age} AND board_text(id, board) IN ({list})"
     );
     let o = run(&["sql", "--data", d(), "--format", "csv", &q]);
     assert!(o.status.success(), "{q}: {}", stderr(&o));

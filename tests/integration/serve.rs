@@ -9,7 +9,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
@@ -236,8 +236,12 @@ fn best_path(board: &str, variant: &str, boards: &[&str]) -> String {
     p
 }
 
-/// Every file of a directory with its size, modification time and bytes.
-fn snapshot(dir: &Path) -> BTreeMap<PathBuf, (u64, SystemTime, Vec<u8>)> {
+/// Every entry of a directory with what any write to it changes: its inode (a file put in its
+/// place), size, and modification and change times to the nanosecond (the kernel sets the
+/// change time on every write, truncation or change of times or mode, and no call sets it
+/// back). Reading the bytes instead would read the shared 3x3 solve, above a gigabyte, twice.
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, [i64; 6]> {
+    use std::os::unix::fs::MetadataExt;
     let mut out = BTreeMap::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
@@ -247,12 +251,15 @@ fn snapshot(dir: &Path) -> BTreeMap<PathBuf, (u64, SystemTime, Vec<u8>)> {
             if m.is_dir() {
                 stack.push(p.clone());
             }
-            let bytes = if m.is_file() {
-                std::fs::read(&p).unwrap()
-            } else {
-                Vec::new()
-            };
-            out.insert(p, (m.len(), m.modified().unwrap(), bytes));
+            let stamp = [
+                m.ino() as i64,
+                m.size() as i64,
+                m.mtime(),
+                m.mtime_nsec(),
+                m.ctime(),
+                m.ctime_nsec(),
+            ];
+            out.insert(p, stamp);
         }
     }
     out
