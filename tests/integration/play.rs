@@ -1,7 +1,8 @@
 //! `age2048 play` and `age2048 evaluate` on real solves (2x3 in a temporary directory, 2x4
-//! the solve several subjects read): optimal play agrees with the exact values, runs are deterministic whatever the
-//! number of threads, a scripted interactive game shows the regrets `best` gives, and
-//! `evaluate` writes the regrets of a hand-made log (and nothing for a bad one).
+//! the solve several subjects read): optimal play agrees with the exact values, runs are
+//! deterministic whatever the number of threads, a scripted interactive game shows the
+//! regrets `best` gives, and `evaluate` writes the regrets of a hand-made log (and nothing
+//! for a bad one).
 
 use std::collections::BTreeMap;
 use std::io::Write;

@@ -1,7 +1,7 @@
 //! The policy layout (`solve --layout policy`) against the full one: the stored move of every
-//! state of 2x3, 2x4 and 3x3 (`goal-256`) is the full layout's best move; `best`, `play`, `evaluate`,
-//! `verify` and `sql` read it and say what it lacks; a damaged policy file is damage (exit 2),
-//! never a wrong move.
+//! state of 2x3, 2x4 and 3x3 (`goal-256`) is the full layout's best move; `best`, `play`,
+//! `evaluate`, `verify` and `sql` read it and say what it lacks; a damaged policy file is
+//! damage (exit 2), never a wrong move.
 
 use std::fs;
 use std::path::Path;
