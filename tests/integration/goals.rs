@@ -39,6 +39,20 @@ fn csv_rows(path: &Path) -> Vec<Vec<String>> {
         .collect()
 }
 
+/// `sql --format csv` of `query` over the fixture: its standard output (the query must run).
+fn sql_csv(query: &str) -> String {
+    let o = run(&[
+        "sql",
+        "--data",
+        data().to_str().unwrap(),
+        "--format",
+        "csv",
+        query,
+    ]);
+    assert!(o.status.success(), "{query}: {}", stderr(&o));
+    stdout(&o)
+}
+
 #[test]
 fn the_goal_table_equals_the_published_values_to_the_printed_digits() {
     let out = report();
@@ -131,15 +145,7 @@ fn the_report_draws_p_goal_per_age_and_summarises_the_index() {
     let q = "SELECT board, variant, age, best_afterstate_value FROM ages \
              WHERE variant LIKE 'goal-%' AND variant NOT LIKE '%-discount=%' \
              AND best_afterstate_value IS NOT NULL ORDER BY board, variant, age";
-    let o = run(&[
-        "sql",
-        "--data",
-        data().to_str().unwrap(),
-        "--format",
-        "csv",
-        q,
-    ]);
-    let want: Vec<Vec<String>> = stdout(&o)
+    let want: Vec<Vec<String>> = sql_csv(q)
         .lines()
         .map(|l| l.split(',').map(str::to_string).collect())
         .collect();
@@ -182,16 +188,7 @@ fn sql_macros_show_boards_as_the_rules_format_them() {
     let q = "SELECT id, board_text(id, board) AS text, tile(id, 0, 0, board) AS t00, \
              tile(id, 1, 2, board) AS t12, tile(id, 2, 0, board) AS off, max_tile(id) AS top \
              FROM states WHERE board = '2x3' AND variant = 'expectation' ORDER BY id";
-    let o = run(&[
-        "sql",
-        "--data",
-        data().to_str().unwrap(),
-        "--format",
-        "csv",
-        q,
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let text = stdout(&o);
+    let text = sql_csv(q);
     let mut n = 0;
     for l in text.lines().skip(1) {
         let f: Vec<&str> = l.split(',').collect();
@@ -210,38 +207,25 @@ fn sql_macros_show_boards_as_the_rules_format_them() {
     assert_eq!(n, 21752, "every 2x3 state");
     // A square board, cells counted across rows of three: one 3x3 state in 997.
     let three = Shape::parse("3x3").unwrap();
-    let o = run(&[
-        "sql",
-        "--data",
-        data().to_str().unwrap(),
-        "--format",
-        "csv",
+    let rows: Vec<(u64, String)> = sql_csv(
         "SELECT id, board_text(id, board) FROM states \
          WHERE board = '3x3' AND variant = 'goal-256' AND id % 997 = 0",
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let rows: Vec<(u64, String)> = stdout(&o)
-        .lines()
-        .skip(1)
-        .map(|l| {
-            let (id, text) = l.split_once(',').unwrap();
-            (id.parse().unwrap(), text.to_string())
-        })
-        .collect();
+    )
+    .lines()
+    .skip(1)
+    .map(|l| {
+        let (id, text) = l.split_once(',').unwrap();
+        (id.parse().unwrap(), text.to_string())
+    })
+    .collect();
     assert!(rows.len() > 1000, "{} 3x3 states", rows.len());
     for (id, text) in rows {
         assert_eq!(text, format_board(id, three), "3x3 id {id}");
     }
     // The README's example: the ten states with the largest action gap, as boards.
-    let o = run(&[
-        "sql",
-        "--data",
-        data().to_str().unwrap(),
-        "--format",
-        "csv",
+    let shown = sql_csv(
         "SELECT board_text(id, board) AS shown, age, best, gap FROM states \
          WHERE board = '2x3' AND variant = 'expectation' AND gap IS NOT NULL ORDER BY gap DESC LIMIT 10",
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(stdout(&o).lines().count(), 11);
+    );
+    assert_eq!(shown.lines().count(), 11);
 }

@@ -147,15 +147,10 @@ fn the_policy_is_the_full_layouts_best_move_on_every_state() {
 
     // `best` says what it lacks, once, and answers the full layout's move.
     let boards = ["32 64 32/4 2 ./. . .", "4 2 ./. . ./. 2 ."];
-    let mut args = vec![
-        "best",
-        "--board",
-        "3x3",
-        "--variant",
-        variant3,
-        "--format",
-        "csv",
-    ];
+    // The board, variant and format of `best` and `evaluate` below.
+    let on3 = ["--board", "3x3", "--variant", variant3, "--format", "csv"];
+    let mut args = vec!["best"];
+    args.extend(on3);
     args.push("--data");
     let (f, p) = (goals.to_str().unwrap(), shared_policy.to_str().unwrap());
     let mut from_full = args.clone();
@@ -209,14 +204,9 @@ fn the_policy_is_the_full_layouts_best_move_on_every_state() {
     )
     .unwrap();
     let evaluate = |data: &str, out: &Path| {
-        let o = run(&[
-            "evaluate",
-            "--board",
-            "3x3",
-            "--variant",
-            variant3,
-            "--format",
-            "csv",
+        let mut args = vec!["evaluate"];
+        args.extend(on3);
+        args.extend([
             "--data",
             data,
             "--log",
@@ -224,6 +214,7 @@ fn the_policy_is_the_full_layouts_best_move_on_every_state() {
             "--out",
             out.to_str().unwrap(),
         ]);
+        let o = run(&args);
         assert!(o.status.success(), "{}", stderr(&o));
         o
     };
@@ -253,22 +244,12 @@ fn the_policy_is_the_full_layouts_best_move_on_every_state() {
 
     // `play --policy optimal` over the policy solve makes the goal as often as over the full
     // one (after it, any move is optimal, so the scores may differ).
+    let play3 = ["play", "--board", "3x3", "--variant", variant3];
     let play = |data: &str| -> serde_json::Value {
-        let o = run(&[
-            "play",
-            "--board",
-            "3x3",
-            "--variant",
-            variant3,
-            "--games",
-            "2000",
-            "--seed",
-            "7",
-            "--format",
-            "json",
-            "--data",
-            data,
-        ]);
+        let mut args = play3.to_vec();
+        args.extend(["--games", "2000", "--seed", "7", "--format", "json"]);
+        args.extend(["--data", data]);
+        let o = run(&args);
         assert!(o.status.success(), "{}", stderr(&o));
         serde_json::from_str(&stdout(&o)).unwrap()
     };
@@ -281,16 +262,9 @@ fn the_policy_is_the_full_layouts_best_move_on_every_state() {
         "full {jf}, policy {jp}"
     );
     // What needs values is refused in one line.
-    let o = run(&[
-        "play",
-        "--board",
-        "3x3",
-        "--variant",
-        variant3,
-        "--watch",
-        "--data",
-        p,
-    ]);
+    let mut args = play3.to_vec();
+    args.extend(["--watch", "--data", p]);
+    let o = run(&args);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("policy layout"), "{}", stderr(&o));
 
