@@ -7,34 +7,14 @@
 
 use std::path::Path;
 
-use crate::common::{kill_after_ages_with, run, shared_policy_solve, stderr};
+use crate::common::{self, kill_after_ages_with, manifest, run, shared_policy_solve, stderr};
 use serde_json::Value;
 
+/// A solve in the policy layout (what `budget` compares: its policy files and manifest).
 fn solve(data: &Path, board: &str, variant: &str, extra: &[&str]) {
-    let mut args = vec![
-        "solve",
-        "--quiet",
-        "--board",
-        board,
-        "--variant",
-        variant,
-        "--layout",
-        "policy",
-        "--data",
-        data.to_str().unwrap(),
-    ];
+    let mut args = vec!["--layout", "policy"];
     args.extend_from_slice(extra);
-    let o = run(&args);
-    assert!(
-        o.status.success(),
-        "solve {board} {extra:?}: {}",
-        stderr(&o)
-    );
-}
-
-fn manifest(data: &Path, board: &str, variant: &str) -> Value {
-    let path = data.join(format!("manifest/board={board}/variant={variant}.json"));
-    serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap()
+    common::solve(data, board, variant, &args);
 }
 
 /// What a solve wrote, without what differs from run to run (times, peak memory, the

@@ -5,7 +5,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use crate::common::{bin, kill_after_ages_with, run, stderr, stdout};
+use crate::common::{bin, kill_after_ages_with, manifest, manifest_path, run, stderr, stdout};
 
 fn solve(data: &Path, board: &str, extra: &[&str]) -> Output {
     let mut args = vec![
@@ -27,15 +27,6 @@ fn best_2x2(data: &Path, args: &[&str]) -> Output {
     let mut all = vec!["best", "--board", "2x2", "--data", data.to_str().unwrap()];
     all.extend_from_slice(args);
     run(&all)
-}
-
-fn manifest_path(data: &Path, board: &str, variant: &str) -> PathBuf {
-    age2048::store::Layout::new(data)
-        .manifest_file(age2048::rules::Shape::parse(board).unwrap(), variant)
-}
-
-fn manifest(data: &Path, board: &str, variant: &str) -> serde_json::Value {
-    serde_json::from_slice(&fs::read(manifest_path(data, board, variant)).unwrap()).unwrap()
 }
 
 /// Starts `solve` with its progress lines on a pipe and kills it (SIGKILL) as soon as it has
@@ -271,7 +262,7 @@ fn bad_inputs_give_one_line_and_exit_2_without_damage() {
     assert_clean_error(&best("2 2/. ."), "damaged");
 
     // A damaged manifest too.
-    let m = data.join("manifest/board=2x2/variant=expectation.json");
+    let m = manifest_path(&data, "2x2", "expectation");
     fs::write(&m, b"{ not json").unwrap();
     assert_clean_error(&best("2 . /. 2"), "damaged");
 }
@@ -577,7 +568,8 @@ fn discounted_goals_on_the_command_line() {
     );
     // γ = 1 is the plain goal: nothing new is solved or named.
     solve(&data, "2x2", &["--variant", "goal-8", "--discount", "1"]);
-    let mut names: Vec<String> = fs::read_dir(data.join("manifest/board=2x2"))
+    let goal = manifest_path(&data, "2x2", "goal-8");
+    let mut names: Vec<String> = fs::read_dir(goal.parent().unwrap())
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();

@@ -89,25 +89,38 @@ pub fn cached<T: Send + Sync + 'static>(
     cell
 }
 
+/// `solve --quiet` of `board` under `variants` into `data`, with the `extra` arguments; the
+/// solve must succeed.
+pub fn solve(data: &Path, board: &str, variants: &str, extra: &[&str]) {
+    let mut args = vec!["solve", "--quiet", "--board", board, "--variant", variants];
+    args.extend(["--data", data.to_str().unwrap()]);
+    args.extend_from_slice(extra);
+    let o = run(&args);
+    assert!(
+        o.status.success(),
+        "solve {board} {variants} {extra:?}: {}",
+        stderr(&o)
+    );
+}
+
+/// Where `store::Layout` puts the manifest of `board` under `variant` in `data`.
+pub fn manifest_path(data: &Path, board: &str, variant: &str) -> PathBuf {
+    let shape = age2048::rules::Shape::parse(board).expect("a board size");
+    age2048::store::Layout::new(data).manifest_file(shape, variant)
+}
+
+/// The manifest of `board` under `variant` in `data` ([`manifest_path`]).
+pub fn manifest(data: &Path, board: &str, variant: &str) -> serde_json::Value {
+    let path = manifest_path(data, board, variant);
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_slice(&bytes).unwrap()
+}
+
 /// Solves each `(board, variants)` into a fresh folder named by `prefix`; returns the folder.
 pub fn solve_all(prefix: &str, solves: &[(&str, &str)]) -> PathBuf {
     let dir = fresh_dir(prefix);
     for (board, variants) in solves {
-        let o = run(&[
-            "solve",
-            "--board",
-            board,
-            "--variant",
-            variants,
-            "--quiet",
-            "--data",
-            dir.to_str().unwrap(),
-        ]);
-        assert!(
-            o.status.success(),
-            "solve {board} {variants}: {}",
-            stderr(&o)
-        );
+        solve(&dir, board, variants, &[]);
     }
     dir
 }

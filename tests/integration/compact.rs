@@ -8,32 +8,7 @@ use std::fs;
 use std::path::Path;
 use std::sync::{Mutex, OnceLock};
 
-use crate::common::{cached, fresh_dir, run, stderr, stdout, Cell};
-
-fn solve(data: &Path, board: &str, variant: &str, extra: &[&str]) {
-    let mut args = vec![
-        "solve",
-        "--board",
-        board,
-        "--variant",
-        variant,
-        "--data",
-        data.to_str().unwrap(),
-        "--quiet",
-    ];
-    args.extend_from_slice(extra);
-    let o = run(&args);
-    assert!(
-        o.status.success(),
-        "solve {board} {extra:?}: {}",
-        stderr(&o)
-    );
-}
-
-fn manifest(data: &Path, board: &str, variant: &str) -> serde_json::Value {
-    let p = data.join(format!("manifest/board={board}/variant={variant}.json"));
-    serde_json::from_slice(&fs::read(p).unwrap()).unwrap()
-}
+use crate::common::{cached, fresh_dir, manifest, run, solve, stderr, stdout, Cell};
 
 /// Boards of the full solve, one in `every` by id (the same ones on every run).
 fn sample_boards(full: &Path, board: &str, variant: &str, every: u64) -> Vec<String> {

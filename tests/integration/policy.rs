@@ -18,28 +18,12 @@ use rayon::prelude::*;
 use std::fs::File;
 
 use crate::common::{
-    fresh_dir, run, shared_goal_solves, shared_policy_solve, shared_solves, stderr, stdout,
+    self, fresh_dir, manifest, run, shared_goal_solves, shared_policy_solve, shared_solves, stderr,
+    stdout,
 };
 
 fn solve(data: &Path, board: &str, variant: &str, layout: &str) {
-    let o = run(&[
-        "solve",
-        "--board",
-        board,
-        "--variant",
-        variant,
-        "--layout",
-        layout,
-        "--data",
-        data.to_str().unwrap(),
-        "--quiet",
-    ]);
-    assert!(o.status.success(), "solve {board} {layout}: {}", stderr(&o));
-}
-
-fn manifest(data: &Path, board: &str, variant: &str) -> serde_json::Value {
-    let p = data.join(format!("manifest/board={board}/variant={variant}.json"));
-    serde_json::from_slice(&fs::read(p).unwrap()).unwrap()
+    common::solve(data, board, variant, &["--layout", layout]);
 }
 
 /// Every state of the full solve with its best move: the policy's move for the same id is the

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::sync::OnceLock;
 
-use crate::common::{run, run_stdin, solve_all, stderr, stdout};
+use crate::common::{manifest, run, run_stdin, solve_all, stderr, stdout};
 
 /// Variants solved per board in the shared dataset.
 const SOLVED: [(&str, &str); 3] = [
@@ -42,12 +42,6 @@ fn csv_rows(text: &str) -> Vec<Vec<String>> {
         .filter(|l| !l.is_empty())
         .map(|l| l.split(',').map(str::to_string).collect())
         .collect()
-}
-
-fn manifest(data: &Path, board: &str, variant: &str) -> serde_json::Value {
-    let p = age2048::store::Layout::new(data)
-        .manifest_file(age2048::rules::Shape::parse(board).unwrap(), variant);
-    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
 }
 
 /// `age -> (n_states, n_afterstates, n_terminal_states)` from a manifest.

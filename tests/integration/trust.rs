@@ -7,7 +7,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Output, Stdio};
 
-use crate::common::{bin, run, stderr, stdout};
+use crate::common::{self, bin, run, stderr, stdout};
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
@@ -22,9 +22,7 @@ fn solve(data: &Path, board: &str, extra: &[&str]) -> Output {
 }
 
 fn manifest(data: &Path, board: &str) -> serde_json::Value {
-    let p = age2048::store::Layout::new(data)
-        .manifest_file(age2048::rules::Shape::parse(board).unwrap(), "expectation");
-    serde_json::from_slice(&fs::read(p).unwrap()).unwrap()
+    common::manifest(data, board, "expectation")
 }
 
 /// The files a manifest lists, with their digests (what "the same solve" means).
