@@ -165,14 +165,7 @@ fn the_report_draws_p_goal_per_age_and_summarises_the_index() {
     assert!((2..=5).contains(&shown), "{md}");
     assert!(md.contains("| 2x3 | all |"));
     let all = csv_rows(&out.join("tables/index_storage_per_age.csv"));
-    let m: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(
-            age2048::store::Layout::new(data())
-                .manifest_file(Shape::parse("2x3").unwrap(), "expectation"),
-        )
-        .unwrap(),
-    )
-    .unwrap();
+    let m = crate::common::manifest(data(), "2x3", "expectation");
     let ages = m["ages"]
         .as_array()
         .unwrap()

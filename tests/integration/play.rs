@@ -40,10 +40,9 @@ fn data_of(board: &str) -> &'static Path {
 }
 
 fn value_initial(board: &str, variant: &str) -> f64 {
-    let p = age2048::store::Layout::new(data_of(board))
-        .manifest_file(age2048::rules::Shape::parse(board).unwrap(), variant);
-    let m: serde_json::Value = serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap();
-    m["value_initial"].as_f64().unwrap()
+    crate::common::manifest(data_of(board), board, variant)["value_initial"]
+        .as_f64()
+        .unwrap()
 }
 
 /// `play --format csv`: quantity → (mean, std_error, exact).

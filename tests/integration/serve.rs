@@ -455,14 +455,7 @@ fn a_game_replays_from_its_seed_and_moves() {
 #[test]
 fn sql_answers_columns_and_rows() {
     let s = Server::start(&[]);
-    let m: Value = serde_json::from_slice(
-        &std::fs::read(
-            age2048::store::Layout::new(data())
-                .manifest_file(age2048::rules::Shape::parse("2x3").unwrap(), "expectation"),
-        )
-        .unwrap(),
-    )
-    .unwrap();
+    let m = crate::common::manifest(data(), "2x3", "expectation");
     let (status, v) = s.sql(
         "SELECT count(*) AS n, 'a;b' AS s, NULL AS z FROM states WHERE board = '2x3' AND variant = 'expectation'",
     );

@@ -84,10 +84,7 @@ fn goal_512_on_3x3_reproduces_the_published_probabilities() {
     let data = crate::common::shared_goal_solves();
     let d = data.to_str().unwrap();
     // Galebach (2014): 73.677 % over the initial distribution; show2048strat for one board.
-    let m: serde_json::Value = serde_json::from_slice(
-        &fs::read(Layout::new(data).manifest_file(Shape::new(3, 3).unwrap(), "goal-512")).unwrap(),
-    )
-    .unwrap();
+    let m = crate::common::manifest(data, "3x3", "goal-512");
     let p = m["value_initial"].as_f64().unwrap();
     assert_eq!(
         format!("{:.5}", p),
@@ -115,11 +112,7 @@ fn solve_3x3_reproduces_the_published_figures() {
     let d = data.to_str().unwrap();
     let dir = tempfile::tempdir().unwrap();
 
-    let m: serde_json::Value = serde_json::from_slice(
-        &fs::read(Layout::new(&data).manifest_file(Shape::new(3, 3).unwrap(), "expectation"))
-            .unwrap(),
-    )
-    .unwrap();
+    let m = crate::common::manifest(&data, "3x3", "expectation");
     assert_eq!(m["n_states"], 48_713_519u64, "published 3x3 state count");
     let two = m["value_two_2_tiles"].as_f64().unwrap();
     let init = m["value_initial"].as_f64().unwrap();
