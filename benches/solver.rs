@@ -279,6 +279,7 @@ fn main() {
             memory: age2048::solver::plan::default_budget(),
             stream_cap: None,
             trace_memory: false,
+            fixed_memory: None,
         };
         let m = solve(&Store::new(&dir), &cfg, &|_| {}).unwrap();
         let _ = std::fs::remove_dir_all(&dir);

@@ -96,6 +96,10 @@ pub struct SolveArgs {
     /// tests of the budgeted paths on small boards).
     #[arg(long, value_name = "N", hide = true)]
     pub stream_cap: Option<usize>,
+    /// Plan the memory budget with this fixed part instead of the process's (for the tests
+    /// of the budget's refusals on small boards).
+    #[arg(long, value_name = "SIZE", hide = true)]
+    pub fixed_memory: Option<String>,
     /// Write the process's peak resident memory phase by phase to FILE (tab-separated, one
     /// row an age of the forward pass, five an age of the backward; reports/bench/memory.md
     /// says what each phase holds). Linux only.
@@ -126,6 +130,7 @@ pub fn config(a: &SolveArgs) -> Result<SolveConfig, CliError> {
         memory: memory(a)?,
         stream_cap: a.stream_cap,
         trace_memory: a.trace_memory.is_some(),
+        fixed_memory: fixed_memory(a)?,
     })
 }
 
@@ -136,8 +141,18 @@ fn memory(a: &SolveArgs) -> Result<u64, CliError> {
         Some(t) => parse_size("--memory", t)?,
         None => crate::solver::plan::default_budget(),
     };
-    crate::solver::plan::Plan::new(bytes).map_err(|e| CliError::Usage(e.to_string()))?;
+    let fixed = fixed_memory(a)?.unwrap_or(crate::solver::plan::FIXED);
+    crate::solver::plan::Plan::with_fixed(bytes, fixed)
+        .map_err(|e| CliError::Usage(e.to_string()))?;
     Ok(bytes)
+}
+
+/// The checked hidden `--fixed-memory`.
+fn fixed_memory(a: &SolveArgs) -> Result<Option<u64>, CliError> {
+    a.fixed_memory
+        .as_deref()
+        .map(|t| parse_size("--fixed-memory", t))
+        .transpose()
 }
 
 /// The checked `--layout`, `--precision` and `--parquet-ages`.

@@ -22,13 +22,14 @@ use crate::rules::{ForwardClass, Game};
 /// Work items per rayon task: large enough to amortise the task, small enough to balance.
 const CHUNK: usize = 2048;
 
-/// Ids a batch of [`expand`] or [`spawn`] may make before they are deduplicated (2^25: 256 MiB).
+/// Ids a batch of [`expand`] or [`spawn`] may make before they are deduplicated (2^25: 256 MiB;
+/// fewer under a small budget, [`ForwardPlan::batch`]).
 /// A big age's raw children are several times its layer (4x4 `goal-32`: ≈ 400 M ids, 3.4 GB,
 /// for an age of 63 M states), so the pass makes them a batch at a time and adds each
 /// batch's sorted, deduplicated ids to the runs its layer is grown from ([`layer::Runs`]:
 /// the batches of an age grow with its layer, and merging each into the whole layer would
 /// cost as the square of it).
-const BATCH_IDS: usize = 1 << 25;
+pub const BATCH_IDS: usize = 1 << 25;
 
 /// One finished age of the forward pass.
 pub struct AgeLayer {
@@ -64,11 +65,16 @@ impl AgeLayer {
 #[derive(Clone, Copy, Debug)]
 pub struct ForwardPlan {
     pub cap: usize,
+    /// Ids a batch of children may hold before they are deduplicated ([`BATCH_IDS`] at most).
+    pub batch: usize,
 }
 
 impl ForwardPlan {
     /// Everything in memory, as without a budget.
-    pub const UNBOUNDED: ForwardPlan = ForwardPlan { cap: usize::MAX };
+    pub const UNBOUNDED: ForwardPlan = ForwardPlan {
+        cap: usize::MAX,
+        batch: BATCH_IDS,
+    };
 }
 
 /// Where the pass starts.
@@ -111,8 +117,13 @@ pub fn seeds(game: &Game, class: &ForwardClass) -> BTreeMap<u32, Vec<u64>> {
 /// Afterstates of a layer of states (absorbed states are not expanded), made a batch of
 /// states at a time (at most four afterstates a state).
 pub fn expand(game: &Game, class: &ForwardClass, states: &[u64]) -> Vec<u64> {
+    expand_in(game, class, states, BATCH_IDS)
+}
+
+/// [`expand`] in batches of at most `batch` afterstates.
+fn expand_in(game: &Game, class: &ForwardClass, states: &[u64], batch: usize) -> Vec<u64> {
     states
-        .chunks((BATCH_IDS / 4).max(1))
+        .chunks((batch / 4).max(1))
         .map(|batch| expand_batch(game, class, batch))
         .collect::<layer::Runs>()
         .into_layer()
@@ -159,12 +170,13 @@ fn moves_of(game: &Game, class: &ForwardClass, s: u64, mut out: impl FnMut(u64))
 }
 
 /// States spawned from a layer of afterstates, a batch of afterstates at a time (a batch
-/// makes at most [`BATCH_IDS`] children, counted by the empty cells of its afterstates):
+/// makes at most `batch` children, counted by the empty cells of its afterstates):
 /// `add` receives each batch's layers of children spawning a 2 and a 4 (runs of their ages).
 fn spawn_batches(
     game: &Game,
     class: &ForwardClass,
     afterstates: &[u64],
+    batch: usize,
     mut add: impl FnMut(Vec<u64>, Vec<u64>) -> Result<()>,
 ) -> Result<()> {
     let kinds = usize::from(class.spawn2) + usize::from(class.spawn4);
@@ -185,7 +197,7 @@ fn spawn_batches(
     for (c, &n) in empties.iter().enumerate() {
         ids += n * kinds;
         let end = ((c + 1) * CHUNK).min(afterstates.len());
-        if ids >= BATCH_IDS || end == afterstates.len() {
+        if ids >= batch || end == afterstates.len() {
             let batch = &afterstates[first * CHUNK..end];
             let (two, four) = spawn(game, class, batch, &empties[first..=c]);
             add(two, four)?;
@@ -313,13 +325,13 @@ pub fn run_planned(
     } = start
     {
         pending.retain(|&a, _| a > age);
-        spawn_batches(game, class, &afterstates, |two, four| {
+        spawn_batches(game, class, &afterstates, plan.batch, |two, four| {
             add_run(&mut pending, plan, age + 2, two)?;
             add_run(&mut pending, plan, age + 4, four)
         })?;
         drop(afterstates);
         // Of the children of age - 2, only those spawning a 4 (age + 2) are still to come.
-        spawn_batches(game, class, &afterstates_prev, |_, four| {
+        spawn_batches(game, class, &afterstates_prev, plan.batch, |_, four| {
             add_run(&mut pending, plan, age + 2, four)
         })?;
         max_age = age;
@@ -333,8 +345,8 @@ pub fn run_planned(
         }
         let states = layer.into_layer()?;
         debug_assert!(layer::is_layer(&states));
-        let afterstates = expand(game, class, &states);
-        spawn_batches(game, class, &afterstates, |two, four| {
+        let afterstates = expand_in(game, class, &states, plan.batch);
+        spawn_batches(game, class, &afterstates, plan.batch, |two, four| {
             add_run(&mut pending, plan, age + 2, two)?;
             add_run(&mut pending, plan, age + 4, four)
         })?;
@@ -345,7 +357,8 @@ pub fn run_planned(
 }
 
 /// One age whose layer was packed: its states streamed in chunks, each encoded for the work
-/// file and expanded into the afterstates' runs; then the afterstates streamed and spawned.
+/// file and expanded into the afterstates' runs; then the afterstates streamed, encoded for
+/// the work file and spawned.
 fn streamed_age(
     game: &Game,
     class: &ForwardClass,
@@ -361,13 +374,16 @@ fn streamed_age(
         let chunk = chunk?;
         n_states += chunk.len();
         file.push_states(&chunk);
-        after.push(expand(game, class, &chunk))?;
+        after.push(expand_in(game, class, &chunk, plan.batch))?;
     }
     let mut n_afterstates = 0;
     for chunk in after.stream() {
         let chunk = chunk?;
         n_afterstates += chunk.len();
-        spawn_batches(game, class, &chunk, |two, four| {
+        // Kept in the work file (about 0.6 bytes an afterstate) so that the backward pass
+        // reads them a chunk at a time instead of making them again from the states.
+        file.push_afterstates(&chunk);
+        spawn_batches(game, class, &chunk, plan.batch, |two, four| {
             add_run(pending, plan, age + 2, two)?;
             add_run(pending, plan, age + 4, four)
         })?;

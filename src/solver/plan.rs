@@ -4,29 +4,49 @@
 //! (which ages are valued streamed, and whether the value tables hold f64 or fixed point).
 //!
 //! The sizes are models, not measurements: bytes an id of each structure the pass holds at an
-//! age's peak, with the allocator's and the kernel's share on top ([`SLACK`]); the budgeted
-//! solves of `benches/scale.sh` record the peak they reached beside the budget they were given.
+//! age's peak, plus a fixed part ([`Plan::fixed`]) for what does not grow with the board. What
+//! an age needs depends on the counts alone, never on the budget, so a refusal can name the
+//! smallest budget that holds every age ([`Plan::smallest`]), and that budget is then
+//! accepted. The budgeted solves of `benches/budget.sh` record the peak they reached beside
+//! the smallest budget named.
 
 use super::table::{self, Coding};
 use super::{Result, SolveError};
 use crate::rules::Variant;
 
-/// The least budget a solve can keep to: the process, a forward batch's buffers and sort
-/// scratch (2^25 ids), a stream's round of ranges, the writer's buffers.
-pub const MIN_BUDGET: u64 = 1 << 30;
+/// What a solve holds whatever the board ([`Plan::fixed`] by default): the process (the
+/// binary and its libraries, each thread's stack and buffers), a streamed chunk's ids, values
+/// and records ([`super::backward`]: 2^22 ids), a stream's round of ranges
+/// ([`super::spill`]), the Parquet and policy writers' buffers, and the writer's queue of
+/// finished ages ([`WRITE_AHEAD_BUDGETED`]).
+pub const FIXED: u64 = 256 << 20;
+
+/// The least budget a solve can keep to: the fixed part, and as much again for a forward
+/// batch's buffers and sort scratch.
+pub const MIN_BUDGET: u64 = 2 * FIXED;
+
+/// The writer's queue of finished ages under a budget that leaves no more room for it (the
+/// default is `solver::DEFAULT_WRITE_AHEAD`): part of [`FIXED`].
+pub const WRITE_AHEAD_BUDGETED: u64 = 64 << 20;
 
 /// Share of the machine's memory a solve takes by default.
 const DEFAULT_SHARE: f64 = 0.8;
 
 /// What the models leave to the allocator and the kernel (freed blocks kept, huge pages'
-/// rounding): a model's bytes are multiplied by it.
+/// rounding) on the vectors of an age: a model's bytes are multiplied by it. The value
+/// tables are single allocations of their planned size and take none.
 const SLACK: f64 = 1.25;
 
-/// Fixed bytes of a pass besides its layers' (the process, batches, buffers).
-const FIXED: f64 = 768.0 * (1 << 20) as f64;
+/// Bytes a state and an afterstate of a streamed age's work file, read whole into memory
+/// (the layer code takes 3.7–5.2 bits an id; rounded up).
+const LAYER_FILE_BYTES: f64 = 0.75;
+
+/// Bytes a state the writer keeps until the age is valued (the policy layout's move of each
+/// state).
+const WRITER_BYTES: f64 = 1.0;
 
 /// The budget when none is given: a share of the machine's memory (`MemTotal`), or
-/// [`MIN_BUDGET`] × 8 where that cannot be read.
+/// [`MIN_BUDGET`] × 16 where that cannot be read.
 pub fn default_budget() -> u64 {
     let total = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
         m.lines()
@@ -34,13 +54,16 @@ pub fn default_budget() -> u64 {
             .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
             .map(|kb| kb * 1024)
     });
-    total.map_or(MIN_BUDGET * 8, |t| (t as f64 * DEFAULT_SHARE) as u64)
+    total.map_or(MIN_BUDGET * 16, |t| (t as f64 * DEFAULT_SHARE) as u64)
 }
 
 /// How a solve spends its budget.
 #[derive(Clone, Copy, Debug)]
 pub struct Plan {
     pub budget: u64,
+    /// The fixed part the models add to every age's need ([`FIXED`]; the tests plan small
+    /// boards as if they were big with a smaller one, `solve --fixed-memory`).
+    pub fixed: u64,
     pub forward: super::forward::ForwardPlan,
     /// Every age valued streamed whatever it needs (the tests' way to run the budgeted paths
     /// on boards that fit any budget).
@@ -50,86 +73,165 @@ pub struct Plan {
 impl Plan {
     /// The plan of a budget of `budget` bytes; an error if no solve can keep to it.
     pub fn new(budget: u64) -> Result<Plan> {
-        if budget < MIN_BUDGET {
+        Plan::with_fixed(budget, FIXED)
+    }
+
+    /// [`Plan::new`] with a fixed part of `fixed` bytes instead of [`FIXED`] (the least
+    /// budget is then twice that).
+    pub fn with_fixed(budget: u64, fixed: u64) -> Result<Plan> {
+        let least = 2 * fixed;
+        if budget < least {
             return Err(SolveError::Budget(format!(
                 "--memory {}: a solve needs at least {} (the process, a batch's buffers, a \
-                 stream's ranges)",
+                 stream's ranges, the writer's queue)",
                 human(budget),
-                human(MIN_BUDGET)
+                human(least)
             )));
         }
         // A layer being grown holds raw at most a twelfth of the budget before it is packed:
         // two such layers and the age's afterstates, one merge's copy, packed runs and the
         // batches fit beside one another.
-        let cap = (budget / 12 / 8) as usize;
+        let cap = (budget / 12 / 8).max(1) as usize;
+        // A batch of children holds at most a thirty-second of it (a batch's ids, their sort
+        // scratch and the runs cut from them are a few times that).
+        let batch = ((budget / 32 / 8) as usize).clamp(1 << 16, super::forward::BATCH_IDS);
         Ok(Plan {
             budget,
-            forward: super::forward::ForwardPlan { cap },
+            fixed,
+            forward: super::forward::ForwardPlan { cap, batch },
             stream_all: false,
         })
     }
 
-    /// The plan of `budget` that packs layers beyond `cap` ids and values every age
-    /// streamed, fitting or not (`solve --stream-cap`, for the tests).
-    pub fn streaming(budget: u64, cap: usize) -> Result<Plan> {
-        let mut plan = Plan::new(budget)?;
-        plan.forward.cap = cap.max(1);
-        plan.stream_all = true;
-        Ok(plan)
+    /// This plan, packing layers beyond `cap` ids and valuing every age streamed where the
+    /// layout allows, fitting or not (`solve --stream-cap`, for the tests).
+    pub fn streaming(mut self, cap: usize) -> Plan {
+        self.forward.cap = cap.max(1);
+        self.stream_all = true;
+        self
     }
 
     /// The backward pass's plan from the forward pass's counts (`(age, states, afterstates)`
-    /// per age), for `k` variants: the tables' coding (f64 if every age fits with it, else
-    /// fixed point) and the ages valued streamed (those whose whole valuing does not fit).
-    /// An error names the age that fits in no way.
+    /// per age), for `k` variants, where ages may be valued streamed only if `can_stream` (the
+    /// policy layout): the tables' coding (f64 if every age fits with it, else fixed point),
+    /// the ages valued streamed (those whose whole valuing does not fit) and the writer's
+    /// queue. An error names the age that fits in no way and the smallest budget that holds
+    /// every age ([`Plan::smallest`]).
     pub fn backward(
         &self,
         counts: &[(u32, u64, u64)],
         variants: &[Variant],
+        can_stream: bool,
     ) -> Result<BackwardPlan> {
-        let k = variants.len();
-        let of = |age: u32| {
+        let budget = self.budget as f64;
+        let ages = |coding| self.ages(counts, variants.len(), coding, can_stream, Some(budget));
+        let fit = |coding| -> std::result::Result<(Vec<u32>, f64), (u32, f64)> {
+            let mut streamed = Vec::new();
+            let mut peak = (0, 0.0);
+            for (age, need, is_streamed) in ages(coding) {
+                if need > peak.1 {
+                    peak = (age, need);
+                }
+                if is_streamed {
+                    streamed.push(age);
+                }
+            }
+            // The age that needs the most is the one named.
+            if peak.1 > budget {
+                return Err(peak);
+            }
+            Ok((streamed, peak.1))
+        };
+        let (coding, (streamed, peak)) = match fit(Coding::F64) {
+            Ok(s) => (Coding::F64, s),
+            Err(_) => {
+                let coding = fixed_coding(variants, counts);
+                match fit(coding) {
+                    Ok(s) => (coding, s),
+                    Err((age, need)) => {
+                        let smallest = self.smallest(counts, variants, can_stream);
+                        let how = if can_stream {
+                            "even with fixed-point values streamed from the work files"
+                        } else {
+                            "even with fixed-point values (only the policy layout is valued a \
+                             chunk at a time)"
+                        };
+                        return Err(SolveError::Budget(format!(
+                            "--memory {}: age {age} needs about {} {how}; the smallest budget \
+                             that holds every age is --memory {}",
+                            human(self.budget),
+                            human(need as u64),
+                            size_arg(smallest)
+                        )));
+                    }
+                }
+            }
+        };
+        // The queue of finished ages takes what the budget leaves above the planned peak, at
+        // least its share of the fixed part.
+        let spare = (budget - peak).max(0.0) as u64;
+        Ok(BackwardPlan {
+            coding,
+            streamed,
+            write_ahead_limit: spare.max(WRITE_AHEAD_BUDGETED),
+        })
+    }
+
+    /// The smallest budget with which [`Plan::backward`] holds every age of these counts: the
+    /// largest need of an age valued in the cheapest way it can be (fixed point, streamed
+    /// where allowed), rounded up to a whole MiB, and never below the least budget.
+    pub fn smallest(
+        &self,
+        counts: &[(u32, u64, u64)],
+        variants: &[Variant],
+        can_stream: bool,
+    ) -> u64 {
+        let coding = fixed_coding(variants, counts);
+        let need = self
+            .ages(counts, variants.len(), coding, can_stream, None)
+            .map(|(_, need, _)| need)
+            .fold(0.0, f64::max);
+        let least = 2 * self.fixed;
+        let mib = 1u64 << 20;
+        ((need.ceil() as u64).div_ceil(mib) * mib).max(least)
+    }
+
+    /// Per age: its need in bytes as it would be valued within `budget` (whole if that fits
+    /// and streaming is not forced, else streamed where allowed; with no budget, the cheaper
+    /// way), and whether it is streamed. An age's need depends on the counts only.
+    fn ages<'a>(
+        &'a self,
+        counts: &'a [(u32, u64, u64)],
+        k: usize,
+        coding: Coding,
+        can_stream: bool,
+        budget: Option<f64>,
+    ) -> impl Iterator<Item = (u32, f64, bool)> + 'a {
+        let of = move |age: u32| {
             counts
                 .iter()
                 .find(|c| c.0 == age)
                 .map_or((0.0, 0.0), |c| (c.1 as f64, c.2 as f64))
         };
-        let budget = self.budget as f64;
-        let fits = |coding: Coding| -> std::result::Result<Vec<u32>, (u32, f64)> {
-            let mut streamed = Vec::new();
-            for &(age, _, _) in counts {
-                let (s, a) = of(age);
-                let (s2, s4) = (of(age + 2).0, of(age + 4).0);
-                if !self.stream_all && whole_bytes(k, coding, s, a, s2, s4) <= budget {
-                    continue;
-                }
-                let need = streamed_bytes(k, coding, self.forward.cap, s, a, s2, s4);
-                if need > budget {
-                    return Err((age, need));
-                }
-                streamed.push(age);
+        let fixed = self.fixed as f64;
+        counts.iter().map(move |&(age, _, _)| {
+            let (s, a) = of(age);
+            let (s2, s4) = (of(age + 2).0, of(age + 4).0);
+            let whole = whole_bytes(k, coding, s, a, s2, s4) + fixed;
+            if !can_stream {
+                return (age, whole, false);
             }
-            Ok(streamed)
-        };
-        let f64_plan = fits(Coding::F64);
-        let (coding, streamed) = match f64_plan {
-            Ok(s) => (Coding::F64, s),
-            Err(_) => {
-                let coding = fixed_coding(variants, counts);
-                match fits(coding) {
-                    Ok(s) => (coding, s),
-                    Err((age, need)) => {
-                        return Err(SolveError::Budget(format!(
-                            "--memory {}: age {age} needs about {} even with fixed-point values \
-                             streamed from the work files",
-                            human(self.budget),
-                            human(need as u64)
-                        )))
-                    }
-                }
+            let streamed = streamed_bytes(k, coding, s, a, s2, s4) + fixed;
+            let Some(budget) = budget else {
+                return (age, whole.min(streamed), streamed < whole);
+            };
+            if !self.stream_all && whole <= budget.max(streamed) {
+                // Whole where it fits; where neither fits, whole if it needs no more.
+                (age, whole, false)
+            } else {
+                (age, streamed, true)
             }
-        };
-        Ok(BackwardPlan { coding, streamed })
+        })
     }
 }
 
@@ -139,6 +241,9 @@ pub struct BackwardPlan {
     pub coding: Coding,
     /// Ages valued streamed, descending as the counts were given.
     pub streamed: Vec<u32>,
+    /// The most bytes of finished ages the writer's queue may hold within the budget (the
+    /// solve takes the smaller of this and its `write_ahead`).
+    pub write_ahead_limit: u64,
 }
 
 /// The fixed point that holds every value of `variants`: probabilities at 2^-31 (1 fits a
@@ -163,26 +268,31 @@ fn table_bytes(k: usize, coding: Coding, n: f64) -> f64 {
 }
 
 /// The whole valuing of an age (`s` states, `a` afterstates, `s2`, `s4` states of ages n + 2
-/// and n + 4): both tables, the age's ids and values and records, the level built beside them
-/// (measured at 53–57 bytes a state of 4x4 `goal-32`'s largest ages with f64).
+/// and n + 4), besides the fixed part: both tables, the age's ids and values and records, the
+/// level built beside them.
 fn whole_bytes(k: usize, coding: Coding, s: f64, a: f64, s2: f64, s4: f64) -> f64 {
     let kf = k as f64;
     let tables = table_bytes(k, coding, s2) + table_bytes(k, coding, s4);
     let age = s * (8.0 + 8.0 * kf + 20.0 * kf) + a * (8.0 + 16.0 * kf);
-    (tables + age + table_bytes(k, coding, s)) * SLACK + FIXED
+    tables + table_bytes(k, coding, s) + age * SLACK
 }
 
-/// The streamed valuing of an age: the states' and afterstates' ids never whole. First the
-/// tables of n + 2 and n + 4 beside the afterstates made again (packed runs within the
-/// forward cap, about 2 bytes an afterstate packed) and their table being built; then the
-/// tables of n + 2 and of the afterstates beside the age's own being built.
-fn streamed_bytes(k: usize, coding: Coding, cap: usize, s: f64, a: f64, s2: f64, s4: f64) -> f64 {
+/// The streamed valuing of an age, besides the fixed part: the states' and afterstates' ids
+/// never whole, read a chunk at a time from the age's work file (held compressed). First the
+/// tables of n + 2 and n + 4 beside the afterstates' table being built; then the tables of
+/// n + 2 and of the afterstates beside the age's own being built and the writer's byte a
+/// state.
+fn streamed_bytes(k: usize, coding: Coding, s: f64, a: f64, s2: f64, s4: f64) -> f64 {
     let t = |n| table_bytes(k, coding, n);
-    // The tables are single allocations of their planned size; the rest takes the slack.
-    let remake = ((cap as f64 * 8.0).min(a * 8.0) + 2.0 * a) * SLACK;
-    let first = t(s2) + t(s4) + t(a) + remake;
-    let second = t(s2) + t(a) + t(s) + s * 0.5 * SLACK;
-    first.max(second) + FIXED
+    let file = (s + a) * LAYER_FILE_BYTES;
+    let first = t(s2) + t(s4) + t(a);
+    let second = t(s2) + t(a) + t(s) + s * WRITER_BYTES * SLACK;
+    first.max(second) + file
+}
+
+/// A budget as `--memory` takes it: whole MiB (`1800M`).
+pub fn size_arg(bytes: u64) -> String {
+    format!("{}M", bytes.div_ceil(1 << 20))
 }
 
 /// Bytes as people read them (GiB with two decimals, or MiB).
@@ -190,8 +300,10 @@ pub fn human(bytes: u64) -> String {
     let b = bytes as f64;
     if b >= (1u64 << 30) as f64 {
         format!("{:.2} GiB", b / (1u64 << 30) as f64)
-    } else {
+    } else if b >= (1u64 << 20) as f64 {
         format!("{:.0} MiB", b / (1u64 << 20) as f64)
+    } else {
+        format!("{:.0} KiB", b / 1024.0)
     }
 }
 
@@ -212,9 +324,12 @@ mod tests {
     #[test]
     fn a_budget_below_the_least_is_refused_naming_both() {
         let e = Plan::new(MIN_BUDGET - 1).unwrap_err().to_string();
-        assert!(e.starts_with("--memory 1024 MiB"), "{e}");
-        assert!(e.contains("at least 1.00 GiB"), "{e}");
+        assert!(e.starts_with("--memory 512 MiB"), "{e}");
+        assert!(e.contains("at least 512 MiB"), "{e}");
         assert!(Plan::new(MIN_BUDGET).is_ok());
+        // A smaller fixed part lowers the least budget.
+        assert!(Plan::with_fixed(MIN_BUDGET / 4, FIXED / 8).is_ok());
+        assert!(Plan::with_fixed(FIXED / 4 - 1, FIXED / 8).is_err());
     }
 
     #[test]
@@ -222,33 +337,93 @@ mod tests {
         let goal = [variant("goal-64")];
         let plan = Plan::new(16 << 30).unwrap();
         // Small ages: everything whole, f64.
-        let small = plan.backward(&counts(200, 1 << 20), &goal).unwrap();
-        assert_eq!(
-            small,
-            BackwardPlan {
-                coding: Coding::F64,
-                streamed: vec![]
-            }
-        );
-        // Ages of 500 M states: f64 tables do not fit 16 GiB even streamed; fixed point does.
-        let big = plan.backward(&counts(40, 500 << 20), &goal).unwrap();
+        let small = plan.backward(&counts(200, 1 << 20), &goal, true).unwrap();
+        assert_eq!((small.coding, small.streamed), (Coding::F64, vec![]));
+        // Ages of 600 M states: f64 tables do not fit 16 GiB even streamed; fixed point does.
+        let big = plan.backward(&counts(40, 600 << 20), &goal, true).unwrap();
         assert_eq!(big.coding, Coding::Fixed32 { fraction_bits: 31 });
         assert_eq!(big.streamed.len(), 19);
+        // Where only whole ages are allowed (an index layout), the same ages are refused.
+        let e = plan
+            .backward(&counts(40, 600 << 20), &goal, false)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("only the policy layout"), "{e}");
         // Ages of 4 G states fit in no way: the age and what it needs are named.
         let e = plan
-            .backward(&counts(40, 4 << 30), &goal)
+            .backward(&counts(40, 4 << 30), &goal, true)
             .unwrap_err()
             .to_string();
         assert!(e.contains("--memory 16.00 GiB: age 4 needs about"), "{e}");
         // Everything streamed when asked, whatever fits.
-        let all = Plan::streaming(16 << 30, 100).unwrap();
-        assert_eq!(
-            all.backward(&counts(20, 1000), &goal)
+        let all = Plan::new(16 << 30).unwrap().streaming(100);
+        let streamed = all.backward(&counts(20, 1000), &goal, true).unwrap();
+        assert_eq!(streamed.streamed.len(), 9);
+    }
+
+    /// What an age needs follows from the counts, not from the budget: a refusal names the
+    /// smallest budget, that budget is accepted, and a MiB less is refused naming it again.
+    #[test]
+    fn the_smallest_budget_named_is_accepted() {
+        let mut counts = counts(120, 0);
+        // A hump of ages, the largest in the middle, afterstates about half the states.
+        for c in counts.iter_mut() {
+            let x = (c.0 as f64 - 60.0) / 20.0;
+            c.1 = (60e6 * (-x * x).exp()) as u64 + 1000;
+            c.2 = c.1 / 2;
+        }
+        for (variants, can_stream) in [
+            (vec![variant("goal-32")], true),
+            (vec![variant("goal-32")], false),
+            (vec![variant("expectation"), variant("optimistic")], true),
+        ] {
+            let smallest = Plan::new(MIN_BUDGET)
                 .unwrap()
-                .streamed
-                .len(),
-            9
-        );
+                .smallest(&counts, &variants, can_stream);
+            for budget in [MIN_BUDGET, smallest - (1 << 20), smallest / 2] {
+                let e = Plan::new(budget)
+                    .unwrap()
+                    .backward(&counts, &variants, can_stream)
+                    .unwrap_err()
+                    .to_string();
+                assert!(
+                    e.ends_with(&format!("--memory {}", size_arg(smallest))),
+                    "{e}"
+                );
+            }
+            let plan = Plan::new(smallest).unwrap();
+            let accepted = plan.backward(&counts, &variants, can_stream).unwrap();
+            assert!(matches!(accepted.coding, Coding::Fixed32 { .. }));
+            assert_eq!(!accepted.streamed.is_empty(), can_stream);
+            assert_eq!(accepted.write_ahead_limit, WRITE_AHEAD_BUDGETED);
+            // Any budget above it is accepted and names the same smallest; what the planned
+            // peak leaves goes to the writer's queue.
+            for more in [1 << 20, 1 << 30, 64 << 30] {
+                let plan = Plan::new(smallest + more).unwrap();
+                let roomy = plan.backward(&counts, &variants, can_stream).unwrap();
+                assert!(roomy.write_ahead_limit >= WRITE_AHEAD_BUDGETED, "{roomy:?}");
+                assert_eq!(plan.smallest(&counts, &variants, can_stream), smallest);
+                if more == 64 << 30 {
+                    assert_eq!(roomy.coding, Coding::F64);
+                    assert!(roomy.write_ahead_limit > 32 << 30, "{roomy:?}");
+                }
+            }
+        }
+    }
+
+    /// With one variant in fixed point, a streamed age needs about 23 bytes a state of the
+    /// largest age (three tables, the writer's byte, the work file) besides the fixed part.
+    #[test]
+    fn a_streamed_age_needs_under_24_bytes_a_state() {
+        let goal = [variant("goal-32")];
+        // 4x4 `goal-32`'s largest ages: 62.8 M states, about half as many afterstates.
+        let n = 62_829_771u64;
+        let counts: Vec<_> = (500..=520).step_by(2).map(|a| (a, n, n / 2)).collect();
+        let smallest = Plan::new(MIN_BUDGET)
+            .unwrap()
+            .smallest(&counts, &goal, true);
+        let per_state = (smallest - FIXED) as f64 / n as f64;
+        assert!(per_state < 24.0, "{per_state} bytes a state");
     }
 
     #[test]

@@ -58,6 +58,9 @@ pub struct SolveConfig {
     /// and every phase of an age of the backward pass ([`Event::Memory`]; the peak is reset
     /// after each, see [`super::memory`]).
     pub trace_memory: bool,
+    /// The fixed part the memory plan assumes instead of `plan::FIXED` (the tests' way to
+    /// plan a small board's budget as a big one's; `solve --fixed-memory`).
+    pub fixed_memory: Option<u64>,
 }
 
 /// How to store a solve, as asked: the layout, and for the compact one the precision of its
@@ -346,17 +349,23 @@ fn solve_class(
     on_event: &(dyn Fn(Event) + Sync),
 ) -> Result<Vec<Manifest>> {
     let t0 = Instant::now();
-    let plan = match cfg.stream_cap {
-        Some(cap) => super::plan::Plan::streaming(cfg.memory, cap)?,
-        None => super::plan::Plan::new(cfg.memory)?,
-    };
+    let fixed = cfg.fixed_memory.unwrap_or(super::plan::FIXED);
+    let mut plan = super::plan::Plan::with_fixed(cfg.memory, fixed)?;
+    if let Some(cap) = cfg.stream_cap {
+        plan = plan.streaming(cap);
+    }
     let min_free = cfg.min_free;
-    let write_ahead = cfg.write_ahead;
     let storages: Vec<Storage> = variants
         .iter()
         .map(|v| cfg.storage.for_variant(v))
         .collect();
     let shape = game.shape();
+    let can_stream = !storages.iter().any(Storage::has_index);
+    // Where an earlier solve of this board gives the counts, a budget too small for the
+    // backward pass is refused now, before any work file is touched.
+    if let Some(counts) = known_counts(store, shape, group, class) {
+        plan.backward(&counts, variants, can_stream)?;
+    }
     let work = WorkDir::new(store.layout(), shape, &class.key());
     let meta = WorkMeta {
         version: env!("CARGO_PKG_VERSION").to_string(),
@@ -577,15 +586,9 @@ fn solve_class(
             })
             .collect::<Result<_>>()?
     };
-    let mut bplan = plan.backward(&counts, variants)?;
-    if !bplan.streamed.is_empty() && storages.iter().any(Storage::has_index) {
-        return Err(SolveError::Budget(format!(
-            "--memory {}: ages {}–{} cannot be valued whole within it, and only the policy              layout (--layout policy) is valued a chunk at a time",
-            super::plan::human(plan.budget),
-            bplan.streamed.iter().min().unwrap_or(&0),
-            bplan.streamed.iter().max().unwrap_or(&0),
-        )));
-    }
+    let mut bplan = plan.backward(&counts, variants, can_stream)?;
+    // The writer's queue of finished ages takes what the budget leaves it.
+    let write_ahead = cfg.write_ahead.min(bplan.write_ahead_limit);
     let streamed_ages: BTreeSet<u32> = bplan.streamed.iter().copied().collect();
     // The rest of the run on disk, checked before the pass starts: its output, and the state
     // values of three ages at once (two for a resume, one being written); the work files
@@ -594,12 +597,14 @@ fn solve_class(
     let work_now = work.bytes();
     on_event(Event::Plan {
         text: format!(
-            "backward plan: tables {}, {} of {} ages valued a chunk at a time; budget {}; disk: \
-             work {:.1} GB now, at most {:.1} GB more (output and values)",
+            "backward plan: tables {}, {} of {} ages valued a chunk at a time; budget {} (the \
+             smallest that holds every age: --memory {}); disk: work {:.1} GB now, at most \
+             {:.1} GB more (output and values)",
             bplan.coding.name(),
             bplan.streamed.len(),
             counts.len(),
             super::plan::human(plan.budget),
+            super::plan::size_arg(plan.smallest(&counts, variants, can_stream)),
             work_now as f64 / 1e9,
             rest as f64 / 1e9,
         ),
@@ -1031,6 +1036,28 @@ fn streamed_level(work: &WorkDir, age: u32, k: usize, backward: &Backward) -> Re
         builder.push(&ids, &values);
     }
     Ok(Level::from_table(age, builder.finish()))
+}
+
+/// The per-age counts `(age, states, afterstates)` of a finished solve of this board, group
+/// and forward class in `store` (any variant of the class reaches the same boards), if there
+/// is one whose manifest reads.
+fn known_counts(
+    store: &Store,
+    shape: Shape,
+    group: Group,
+    class: &ForwardClass,
+) -> Option<Vec<(u32, u64, u64)>> {
+    let board = shape.to_string();
+    store.manifests().into_iter().find_map(|(p, m)| {
+        let m = m.ok()?;
+        let v = Variant::parse(&m.variant, Default::default()).ok()?;
+        (p.board == board && m.symmetry == group.name() && v.forward_class() == *class).then(|| {
+            m.ages
+                .iter()
+                .map(|a| (a.age, a.n_states, a.n_afterstates))
+                .collect()
+        })
+    })
 }
 
 /// The states and afterstates of a layer file already read, whole.

@@ -12,9 +12,8 @@
 //! give the same stream, so the chunks' ids are the layer's whatever the cap and the threads.
 //!
 //! The forward pass of a big age grows its next layers and its afterstates this way when the
-//! budget says so (`solver::plan`), and the backward pass makes an age's afterstates again
-//! from its states this way instead of reading them from `.work/` (they are not stored there
-//! in that mode: a third of the work files).
+//! budget says so (`solver::plan`); the backward pass makes an age's afterstates again this
+//! way only from a work file that keeps none (one written before streamed ages kept theirs).
 
 use std::borrow::Cow;
 

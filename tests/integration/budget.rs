@@ -117,3 +117,65 @@ fn a_killed_budgeted_solve_resumes_to_the_same_files() {
         written(&manifest(&b, "2x4", "expectation")),
     );
 }
+
+/// A budget too small for the backward pass is refused when the forward pass ends, in one
+/// line naming the smallest budget that holds every age; the same command with that budget
+/// resumes (the forward pass kept) and finishes with what a solve given that budget from the
+/// start writes. Once a solve of the board has given its counts, a variant of the same forward
+/// class is refused before any forward work. (Planned with no fixed part, so that 3x3's ages
+/// are what a budget must hold.)
+#[test]
+fn a_refused_budget_names_the_smallest_and_that_one_finishes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (data, fresh) = (dir.path().join("data"), dir.path().join("fresh"));
+    let solve = |data: &Path, variant: &str, memory: &str| {
+        run(&[
+            "solve",
+            "--quiet",
+            "--board",
+            "3x3",
+            "--variant",
+            variant,
+            "--layout",
+            "policy",
+            "--memory",
+            memory,
+            "--fixed-memory",
+            "0",
+            "--data",
+            data.to_str().unwrap(),
+        ])
+    };
+    let refused = |o: &std::process::Output| -> String {
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(o));
+        let err = stderr(o);
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(err.contains("--memory 100 KiB: age "), "{err}");
+        let named = err
+            .trim()
+            .rsplit_once("the smallest budget that holds every age is --memory ");
+        named.expect(&err).1.to_string()
+    };
+    let smallest = refused(&solve(&data, "goal-256", "100K"));
+    assert!(smallest.ends_with('M'), "{smallest}");
+    let o = solve(&data, "goal-256", &smallest);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = solve(&fresh, "goal-256", &smallest);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (resumed, whole) = (
+        manifest(&data, "3x3", "goal-256"),
+        manifest(&fresh, "3x3", "goal-256"),
+    );
+    assert_eq!(written(&resumed), written(&whole));
+    // Fixed point at 2^-31: the values at the starts are the unbudgeted solve's within it.
+    let plain = manifest(shared_policy_solve(), "3x3", "goal-256");
+    for key in ["value_two_2_tiles", "value_initial"] {
+        let (a, b) = (plain[key].as_f64().unwrap(), resumed[key].as_f64().unwrap());
+        assert!((a - b).abs() < 1e-8, "{key}: {a} against {b}");
+    }
+    assert_eq!(plain["n_states"], resumed["n_states"]);
+    // The counts are known now: refused before the forward pass, which leaves no work files.
+    let again = refused(&solve(&data, "goal-256-discount=0.9", "100K"));
+    assert_eq!(again, smallest);
+    assert!(!data.join(".work").join("board=3x3").exists());
+}
