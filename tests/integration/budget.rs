@@ -179,3 +179,71 @@ fn a_refused_budget_names_the_smallest_and_that_one_finishes() {
     assert_eq!(again, smallest);
     assert!(!data.join(".work").join("board=3x3").exists());
 }
+
+/// The peak resident memory of a solve given the smallest budget its plan names stays under
+/// that budget, read by this test from `/proc/PID/status` while the solve runs (and by the
+/// solve itself, in its manifest). 3x3 `goal-256` with its layers packed and every age valued
+/// streamed: its ages are small beside the process itself (about 34 MB for a 2x2 solve), so
+/// the plan is given a fixed part of 40 MiB, and the smallest budget is the least one, twice
+/// that. What a big board's ages take beside the fixed part is `benches/budget.sh`'s to
+/// measure (`reports/bench/budget.md`).
+#[test]
+fn a_solve_given_the_smallest_budget_peaks_under_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let mut child = common::bin()
+        .args(["solve", "--board", "3x3", "--variant", "goal-256"])
+        .args([
+            "--layout",
+            "policy",
+            "--fixed-memory",
+            "40M",
+            "--stream-cap",
+            "5000",
+        ])
+        .args(["--memory", "80M", "--data", data.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The solve's progress on its standard error, read beside it (the pipe must not fill).
+    let mut err = child.stderr.take().unwrap();
+    let said = std::thread::spawn(move || {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut err, &mut text).unwrap();
+        text
+    });
+    let status = format!("/proc/{}/status", child.id());
+    let mut peak = 0u64;
+    let code = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if let Ok(text) = std::fs::read_to_string(&status) {
+            let kb = text
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok());
+            peak = peak.max(kb.unwrap_or(0) * 1024);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    let said = said.join().unwrap();
+    assert!(code.success(), "{said}");
+    // 80 MiB is the smallest budget the plan names for this solve.
+    assert!(
+        said.contains("(the smallest that holds every age: --memory 80M)"),
+        "{said}"
+    );
+    assert!(peak > 0, "the solve's peak was never read");
+    let recorded = manifest(&data, "3x3", "goal-256")["peak_rss_bytes"]
+        .as_u64()
+        .unwrap();
+    for (what, bytes) in [("read from /proc", peak), ("recorded", recorded)] {
+        assert!(
+            bytes <= 48 << 20,
+            "peak {what}: {} KiB, over 48 MiB",
+            bytes >> 10
+        );
+    }
+}
