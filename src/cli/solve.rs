@@ -89,7 +89,9 @@ pub struct SolveArgs {
     /// the start). Within it the solve adapts rather than fails: a layer too big to hold is
     /// packed and streamed, ages are valued a chunk at a time from the work files, values are
     /// held in fixed point; it says before any file is written if the budget is below what any
-    /// solve needs, and before the backward pass if an age cannot be valued within it.
+    /// solve needs, and before the backward pass (before the forward pass if the board was
+    /// solved before) if an age cannot be valued within it, naming the smallest budget that
+    /// holds every age.
     #[arg(long, value_name = "SIZE")]
     pub memory: Option<String>,
     /// Pack layers beyond N ids and value every age a chunk at a time, whatever fits (for the
