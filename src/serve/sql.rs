@@ -2,7 +2,7 @@
 //! on a DuckDB that could not do harm if the decision were wrong, answered as `{"columns":
 //! […], "types": […], "rows": [[…], …]}`, capped in rows, in bytes and in time.
 //!
-//! The check ([`Parser::one_query`]): DuckDB's C API splits the text into its statements
+//! The check ([`Duck::prepare_one`]): DuckDB's C API splits the text into its statements
 //! (`duckdb_extract_statements`, the parser that runs it, so no quoting it knows hides a
 //! second statement), there must be exactly one, and prepared it must be a `SELECT`
 //! (`duckdb_prepared_statement_type`; `WITH`, `FROM`, `VALUES`, `TABLE`, `DESCRIBE`, `SHOW`
@@ -13,12 +13,13 @@
 //! why the count comes first, from the C API.
 //!
 //! The sandbox ([`open`]): an in-memory DuckDB opened here (the C API keeps its handle for
-//! the parser's connections) with the catalog's views, then external access off but for the
+//! the workers' connections) with the catalog's views, then external access off but for the
 //! data directory (`allowed_directories`), no extension installed or loaded on demand, no
 //! spilling to a temporary directory, a memory limit, one thread a query, and the
 //! configuration locked, so no statement can change a setting back.
 //!
-//! The answer ([`answer`]): DuckDB's result is streamed chunk by chunk, each chunk's rows
+//! The answer ([`answer`]): DuckDB's result is streamed chunk by chunk (each chunk handed
+//! over as Arrow through the C data interface, DuckDB's copy freed at once), each chunk's rows
 //! written as JSON text straight into the reply, which stops at the row cap (`--max-rows`)
 //! or at [`MAX_REPLY_BYTES`] of rows, with a note; no whole copy of the result is made, and
 //! the conversion runs under the same deadline as the query (the deadline also stops it
@@ -36,10 +37,11 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use arrow::array::{Array, RecordBatch};
-use arrow::datatypes::{FieldRef, SchemaRef};
+use arrow::array::{Array, RecordBatch, StructArray};
+use arrow::datatypes::{FieldRef, Schema, SchemaRef};
+use arrow::ffi::{from_ffi, FFI_ArrowArray, FFI_ArrowSchema};
 use arrow::json::writer::{make_encoder, EncoderOptions};
-use duckdb::{ffi, Connection, InterruptHandle};
+use duckdb::{ffi, Connection};
 use serde_json::{json, Value};
 
 use super::{ApiError, ServeError};
@@ -93,22 +95,15 @@ fn statement_type_name(t: ffi::duckdb_statement_type) -> &'static str {
     NAMES.get(t as usize).copied().unwrap_or("UNKNOWN")
 }
 
-/// A connection of DuckDB's C API to the queries' database, for its parser alone: it
-/// extracts and prepares statements, and never executes one.
-pub struct Parser {
+/// A worker's connection to the queries' database, through DuckDB's C API: it checks a
+/// text, prepares it once and streams its result.
+pub struct Duck {
     con: ffi::duckdb_connection,
 }
 
 // SAFETY: a DuckDB connection may be used from any thread, one at a time (a worker owns its
-// parser).
-unsafe impl Send for Parser {}
-
-impl Drop for Parser {
-    fn drop(&mut self) {
-        // SAFETY: the connection was opened by `duckdb_connect` and is closed once.
-        unsafe { ffi::duckdb_disconnect(&mut self.con) }
-    }
-}
+// connection; the watchdog only interrupts it, which DuckDB allows from another thread).
+unsafe impl Send for Duck {}
 
 /// A C string of DuckDB's, read as one line (empty for none).
 ///
@@ -121,10 +116,145 @@ unsafe fn c_text(p: *const std::os::raw::c_char) -> String {
     one_line(&CStr::from_ptr(p).to_string_lossy())
 }
 
-impl Parser {
-    /// `Ok` if `text` is exactly one statement and DuckDB prepares it as a `SELECT`; the
-    /// refusal otherwise (400), with DuckDB's own message when its parser or binder says no.
-    pub fn one_query(&self, text: &str) -> Result<(), ApiError> {
+/// A prepared statement, destroyed when dropped.
+pub struct Prepared(ffi::duckdb_prepared_statement);
+
+impl Drop for Prepared {
+    fn drop(&mut self) {
+        // SAFETY: destroyed once, as the C API asks even when preparing failed.
+        unsafe { ffi::duckdb_destroy_prepare(&mut self.0) }
+    }
+}
+
+/// A query's streaming result with what reads its chunks as Arrow; destroyed when dropped.
+struct Streamed {
+    result: ffi::duckdb_result,
+    options: ffi::duckdb_arrow_options,
+    /// The chunks' Arrow type: a struct of the columns.
+    ffi_schema: FFI_ArrowSchema,
+    schema: SchemaRef,
+}
+
+impl Drop for Streamed {
+    fn drop(&mut self) {
+        // SAFETY: both were made for this result and are destroyed once.
+        unsafe {
+            ffi::duckdb_destroy_arrow_options(&mut self.options);
+            ffi::duckdb_destroy_result(&mut self.result);
+        }
+    }
+}
+
+impl Streamed {
+    /// Executes `p` as a streaming result and reads its schema.
+    fn start(p: &Prepared) -> Result<Streamed, String> {
+        // SAFETY: a zeroed result is what the C API fills; every pointer below belongs to it
+        // and lives until `Streamed` drops (the logical types are destroyed here once read).
+        unsafe {
+            let mut result: ffi::duckdb_result = std::mem::zeroed();
+            if ffi::duckdb_execute_prepared_streaming(p.0, &mut result) != ffi::DuckDBSuccess {
+                let why = c_text(ffi::duckdb_result_error(&mut result));
+                ffi::duckdb_destroy_result(&mut result);
+                return Err(why);
+            }
+            let options = ffi::duckdb_result_get_arrow_options(&mut result);
+            let mut s = Streamed {
+                result,
+                options,
+                ffi_schema: FFI_ArrowSchema::empty(),
+                schema: Arc::new(Schema::empty()),
+            };
+            let n = ffi::duckdb_column_count(&mut s.result);
+            let mut types: Vec<ffi::duckdb_logical_type> = (0..n)
+                .map(|i| ffi::duckdb_column_logical_type(&mut s.result, i))
+                .collect();
+            let mut names: Vec<*const std::os::raw::c_char> = (0..n)
+                .map(|i| ffi::duckdb_column_name(&mut s.result, i))
+                .collect();
+            let err = ffi::duckdb_to_arrow_schema(
+                s.options,
+                types.as_mut_ptr(),
+                names.as_mut_ptr(),
+                n,
+                &mut s.ffi_schema as *mut FFI_ArrowSchema as *mut ffi::ArrowSchema,
+            );
+            for t in &mut types {
+                ffi::duckdb_destroy_logical_type(t);
+            }
+            error_data(err)?;
+            let schema = Schema::try_from(&s.ffi_schema).map_err(|e| e.to_string())?;
+            s.schema = Arc::new(schema);
+            Ok(s)
+        }
+    }
+
+    /// The next chunk as a record batch (`None` at the end); DuckDB's chunk is freed as soon
+    /// as it is copied out.
+    fn next(&mut self) -> Result<Option<RecordBatch>, String> {
+        // SAFETY: the result is live; a chunk fetched is destroyed once, after its copy.
+        unsafe {
+            let mut chunk = ffi::duckdb_fetch_chunk(self.result);
+            if chunk.is_null() {
+                let why = c_text(ffi::duckdb_result_error(&mut self.result));
+                return if why.is_empty() { Ok(None) } else { Err(why) };
+            }
+            if ffi::duckdb_data_chunk_get_size(chunk) == 0 {
+                ffi::duckdb_destroy_data_chunk(&mut chunk);
+                return Ok(None);
+            }
+            let mut array = FFI_ArrowArray::empty();
+            let err = ffi::duckdb_data_chunk_to_arrow(
+                self.options,
+                chunk,
+                &mut array as *mut FFI_ArrowArray as *mut ffi::ArrowArray,
+            );
+            ffi::duckdb_destroy_data_chunk(&mut chunk);
+            error_data(err)?;
+            let data = from_ffi(array, &self.ffi_schema).map_err(|e| e.to_string())?;
+            Ok(Some(RecordBatch::from(StructArray::from(data))))
+        }
+    }
+}
+
+/// `Ok` for an empty error of the C API, its message otherwise (the error is destroyed).
+///
+/// # Safety
+/// `e` is an error data of the C API, not used after.
+unsafe fn error_data(mut e: ffi::duckdb_error_data) -> Result<(), String> {
+    if e.is_null() {
+        return Ok(());
+    }
+    let out = if ffi::duckdb_error_data_has_error(e) {
+        Err(c_text(ffi::duckdb_error_data_message(e)))
+    } else {
+        Ok(())
+    };
+    ffi::duckdb_destroy_error_data(&mut e);
+    out
+}
+
+impl Duck {
+    /// Runs a setting (or any statement) of the sandbox on this connection.
+    fn execute(&self, sql: &str) -> Result<(), String> {
+        let c = CString::new(sql).map_err(|e| e.to_string())?;
+        // SAFETY: a live connection; the result is destroyed once.
+        unsafe {
+            let mut r: ffi::duckdb_result = std::mem::zeroed();
+            let ok = ffi::duckdb_query(self.con, c.as_ptr(), &mut r) == ffi::DuckDBSuccess;
+            let why = c_text(ffi::duckdb_result_error(&mut r));
+            ffi::duckdb_destroy_result(&mut r);
+            if ok {
+                Ok(())
+            } else {
+                Err(why)
+            }
+        }
+    }
+
+    /// `text` prepared, if it is exactly one statement and DuckDB prepares it as a `SELECT`;
+    /// the refusal otherwise (400), with DuckDB's own message when its parser or binder says
+    /// no.
+    pub fn prepare_one(&self, text: &str) -> Result<Prepared, ApiError> {
         let refuse = |why: String| Err(ApiError::bad(format!("refused: {why}")));
         let Ok(c) = CString::new(text) else {
             return refuse("the query holds a NUL character".into());
@@ -134,13 +264,6 @@ impl Parser {
             fn drop(&mut self) {
                 // SAFETY: destroyed once, as the C API asks even when nothing was extracted.
                 unsafe { ffi::duckdb_destroy_extracted(&mut self.0) }
-            }
-        }
-        struct Prepared(ffi::duckdb_prepared_statement);
-        impl Drop for Prepared {
-            fn drop(&mut self) {
-                // SAFETY: destroyed once, as the C API asks even when preparing failed.
-                unsafe { ffi::duckdb_destroy_prepare(&mut self.0) }
             }
         }
         let mut ex = Extracted(ptr::null_mut());
@@ -180,16 +303,33 @@ impl Parser {
                 statement_type_name(t)
             ));
         }
-        Ok(())
+        Ok(p)
+    }
+
+    /// `Ok` if `text` is one read-only query ([`Duck::prepare_one`]).
+    pub fn one_query(&self, text: &str) -> Result<(), ApiError> {
+        self.prepare_one(text).map(drop)
+    }
+
+    /// What interrupts this connection's query from another thread.
+    fn interrupter(&self) -> Interrupter {
+        Interrupter(self.con)
     }
 }
 
-/// A worker's two connections to the queries' database.
-pub struct Conns {
-    /// Runs the checked query (the Rust client: Arrow chunks, an interrupt handle).
-    pub run: Connection,
-    /// Decides whether a text is one query (the C API).
-    pub parser: Parser,
+/// Interrupts a worker's running query (`duckdb_interrupt`); the connection outlives it
+/// (workers never end).
+#[derive(Clone, Copy)]
+struct Interrupter(ffi::duckdb_connection);
+
+// SAFETY: `duckdb_interrupt` is made to be called from another thread than the query's.
+unsafe impl Send for Interrupter {}
+
+impl Interrupter {
+    fn interrupt(&self) {
+        // SAFETY: the connection is open for the life of the process.
+        unsafe { ffi::duckdb_interrupt(self.0) }
+    }
 }
 
 /// The settings that lock the catalog's DuckDB down, in the order DuckDB takes them (the
@@ -213,50 +353,42 @@ fn sandbox_settings(data: &Path) -> Vec<String> {
 /// Opens the queries' in-memory DuckDB with the catalog's views over `store` (whose root,
 /// `data`, is an absolute path), locks it down, and returns `n` workers' connections to it
 /// (each asking for lossless Arrow) with what the views show.
-pub fn open(store: &Store, data: &Path, n: usize) -> Result<(Vec<Conns>, Contents), ServeError> {
-    let fail = |context: String| {
-        move |e: duckdb::Error| ServeError::Sandbox {
-            context,
-            message: one_line(&e.to_string()),
-        }
+pub fn open(store: &Store, data: &Path, n: usize) -> Result<(Vec<Duck>, Contents), ServeError> {
+    let sandbox = |context: &str, message: String| ServeError::Sandbox {
+        context: context.to_string(),
+        message,
     };
     let mut db: ffi::duckdb_database = ptr::null_mut();
     // SAFETY: a null path opens an in-memory database into our out-pointer. It is never
     // closed: the server's queries use it until the process ends.
     if unsafe { ffi::duckdb_open(ptr::null(), &mut db) } != ffi::DuckDBSuccess {
-        return Err(ServeError::Sandbox {
-            context: "opening DuckDB".into(),
-            message: "duckdb_open failed".into(),
-        });
+        return Err(sandbox("opening DuckDB", "duckdb_open failed".into()));
     }
     // SAFETY: a database just opened; the connection does not close it.
-    let conn = unsafe { Connection::open_from_raw(db) }.map_err(fail("opening DuckDB".into()))?;
+    let conn = unsafe { Connection::open_from_raw(db) }
+        .map_err(|e| sandbox("opening DuckDB", one_line(&e.to_string())))?;
     let contents = catalog::define_views(&conn, store)?;
     for s in sandbox_settings(data) {
-        conn.execute_batch(&s).map_err(fail(s.clone()))?;
+        conn.execute_batch(&s)
+            .map_err(|e| sandbox(&s, one_line(&e.to_string())))?;
     }
-    let mut conns = Vec::with_capacity(n);
+    let mut workers = Vec::with_capacity(n);
     for _ in 0..n {
-        let run = conn
-            .try_clone()
-            .map_err(fail("a worker's connection".into()))?;
-        run.execute_batch(LOSSLESS).map_err(fail(LOSSLESS.into()))?;
         let mut con: ffi::duckdb_connection = ptr::null_mut();
-        // SAFETY: the database is open (and stays so); `con` is ours to close (`Parser`).
+        // SAFETY: the database is open (and stays so); the connection is never closed.
         if unsafe { ffi::duckdb_connect(db, &mut con) } != ffi::DuckDBSuccess {
-            return Err(ServeError::Sandbox {
-                context: "a worker's parser".into(),
-                message: "duckdb_connect failed".into(),
-            });
+            return Err(sandbox(
+                "a worker's connection",
+                "duckdb_connect failed".into(),
+            ));
         }
-        conns.push(Conns {
-            run,
-            parser: Parser { con },
-        });
+        let w = Duck { con };
+        w.execute(LOSSLESS).map_err(|m| sandbox(LOSSLESS, m))?;
+        workers.push(w);
     }
     conn.execute_batch("SET lock_configuration = true")
-        .map_err(fail("SET lock_configuration = true".into()))?;
-    Ok((conns, contents))
+        .map_err(|e| sandbox("SET lock_configuration = true", one_line(&e.to_string())))?;
+    Ok((workers, contents))
 }
 
 /// Why a query's answer stopped short of its result.
@@ -355,21 +487,15 @@ impl RowWriter {
     }
 }
 
-/// Streams the result of `statement` (one checked query) into the reply's JSON within the
-/// caps: its columns and types (as printed), then its rows. `stop` says the deadline passed.
-fn run_streamed(
-    conn: &Connection,
-    statement: &str,
-    rows: &mut RowWriter,
-    stop: &dyn Fn() -> bool,
-) -> Result<(), String> {
-    let fail = |e: duckdb::Error| one_line(&e.to_string());
-    let mut stmt = conn.prepare(statement).map_err(fail)?;
-    let schema = stmt.stream_arrow([]).map_err(fail)?.get_schema();
-    rows.out = head(&printable(&RecordBatch::new_empty(schema), Target::Json).schema());
+/// Streams the result of `p` (one checked query) into the reply's JSON within the caps: its
+/// columns and types (as printed), then its rows. `stop` says the deadline passed.
+fn run_streamed(p: &Prepared, rows: &mut RowWriter, stop: &dyn Fn() -> bool) -> Result<(), String> {
+    let mut result = Streamed::start(p)?;
+    rows.out =
+        head(&printable(&RecordBatch::new_empty(result.schema.clone()), Target::Json).schema());
     rows.base = rows.out.len();
-    while let Some(chunk) = stmt.step().map_err(fail)? {
-        let batch = printable(&RecordBatch::from(&chunk), Target::Json);
+    while let Some(chunk) = result.next()? {
+        let batch = printable(&chunk, Target::Json);
         drop(chunk);
         rows.write(&batch, stop)?;
         if stop() {
@@ -380,7 +506,7 @@ fn run_streamed(
         }
         if rows.rows == rows.max_rows {
             // One more chunk tells whether anything was cut at exactly the cap.
-            if stmt.step().map_err(fail)?.is_some_and(|c| c.len() > 0) {
+            if result.next()?.is_some_and(|c| c.num_rows() > 0) {
                 rows.cut = Some(Cut::Rows);
             }
             break;
@@ -418,7 +544,7 @@ struct Watchdog {
 
 struct Slot {
     deadline: Option<Instant>,
-    handle: Arc<InterruptHandle>,
+    handle: Interrupter,
     fired: bool,
 }
 
@@ -451,7 +577,9 @@ impl Watchdog {
             std::thread::sleep(Duration::from_millis(20));
             let now = Instant::now();
             for slot in self.lock().iter_mut() {
-                if slot.deadline.is_some_and(|d| now >= d) && !slot.fired {
+                // Again at every round past the deadline: a query that began to execute after
+                // an interrupt (which DuckDB clears when a query starts) is stopped too.
+                if slot.deadline.is_some_and(|d| now >= d) {
                     slot.handle.interrupt();
                     slot.fired = true;
                 }
@@ -474,7 +602,7 @@ const QUEUE: usize = 32;
 
 impl Sql {
     /// Starts one worker thread a connection of `conns` and the watchdog.
-    pub fn start(conns: Vec<Conns>, max_rows: usize, max_bytes: usize, timeout: Duration) -> Sql {
+    pub fn start(conns: Vec<Duck>, max_rows: usize, max_bytes: usize, timeout: Duration) -> Sql {
         let workers = conns.len();
         let (tx, rx) = sync_channel::<Job>(QUEUE);
         let rx = Arc::new(Mutex::new(rx));
@@ -484,7 +612,7 @@ impl Sql {
                     .iter()
                     .map(|c| Slot {
                         deadline: None,
-                        handle: c.run.interrupt_handle(),
+                        handle: c.interrupter(),
                         fired: false,
                     })
                     .collect(),
@@ -502,12 +630,12 @@ impl Sql {
             max_bytes,
             timeout,
         };
-        for (i, conns) in conns.into_iter().enumerate() {
+        for (i, duck) in conns.into_iter().enumerate() {
             let rx = rx.clone();
             let watchdog = watchdog.clone();
             std::thread::Builder::new()
                 .name(format!("sql-{i}"))
-                .spawn(move || worker(i, &conns, &rx, &watchdog, limits))
+                .spawn(move || worker(i, &duck, &rx, &watchdog, limits))
                 .expect("a thread starts");
         }
         Sql {
@@ -554,7 +682,7 @@ struct Limits {
     timeout: Duration,
 }
 
-fn worker(i: usize, conns: &Conns, rx: &Mutex<Receiver<Job>>, watchdog: &Watchdog, limits: Limits) {
+fn worker(i: usize, duck: &Duck, rx: &Mutex<Receiver<Job>>, watchdog: &Watchdog, limits: Limits) {
     loop {
         let job = {
             let rx = rx.lock().unwrap_or_else(|p| p.into_inner());
@@ -564,7 +692,7 @@ fn worker(i: usize, conns: &Conns, rx: &Mutex<Receiver<Job>>, watchdog: &Watchdo
             }
         };
         let reply = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            answer(i, conns, watchdog, &job.statement, limits)
+            answer(i, duck, watchdog, &job.statement, limits)
         }))
         .unwrap_or_else(|_| Err(ApiError::new(500, "the query failed inside the server")));
         // The client may have gone; its answer goes nowhere then.
@@ -575,24 +703,28 @@ fn worker(i: usize, conns: &Conns, rx: &Mutex<Receiver<Job>>, watchdog: &Watchdo
 /// Checks and runs one statement on worker `i`'s connections: the reply's JSON text.
 fn answer(
     i: usize,
-    conns: &Conns,
+    duck: &Duck,
     watchdog: &Watchdog,
     statement: &str,
     limits: Limits,
 ) -> Result<Vec<u8>, ApiError> {
     let start = Instant::now();
     watchdog.arm(i, start + limits.timeout);
-    let checked = conns.parser.one_query(statement);
     let mut rows = RowWriter::new(limits.max_rows, limits.max_bytes);
-    let result =
-        checked.map(|()| run_streamed(&conns.run, statement, &mut rows, &|| watchdog.fired(i)));
+    let stop = || watchdog.fired(i);
+    let result = duck.prepare_one(statement).map(|p| {
+        if stop() {
+            // Preparing took the query's time (DuckDB folds constants while preparing).
+            return Err("interrupted".to_string());
+        }
+        run_streamed(&p, &mut rows, &stop)
+    });
     let interrupted = watchdog.fired(i);
     watchdog.disarm(i);
     let elapsed = start.elapsed();
     match result {
-        Err(refused) => return Err(refused),
         Ok(Ok(())) => {}
-        Ok(Err(_)) if interrupted => {
+        Err(_) | Ok(Err(_)) if interrupted => {
             return Err(ApiError::new(
                 408,
                 format!(
@@ -601,6 +733,7 @@ fn answer(
                 ),
             ))
         }
+        Err(refused) => return Err(refused),
         Ok(Err(m)) => return Err(ApiError::bad(m)),
     }
     let shown = rows.rows;
@@ -633,7 +766,7 @@ mod tests {
 
     /// A parser over a fresh in-memory database (no views: statements on tables are refused
     /// by the binder, which these tests do not need).
-    fn parser() -> Parser {
+    fn parser() -> Duck {
         let mut db: ffi::duckdb_database = ptr::null_mut();
         let mut con: ffi::duckdb_connection = ptr::null_mut();
         // SAFETY: out-pointers of ours; the database stays open for the test's life.
@@ -641,7 +774,7 @@ mod tests {
             assert_eq!(ffi::duckdb_open(ptr::null(), &mut db), ffi::DuckDBSuccess);
             assert_eq!(ffi::duckdb_connect(db, &mut con), ffi::DuckDBSuccess);
         }
-        Parser { con }
+        Duck { con }
     }
 
     #[test]
@@ -701,6 +834,41 @@ mod tests {
             assert_eq!(e.status, 400, "{q}");
             assert!(e.message.contains(why), "{q}: {}", e.message);
         }
+    }
+
+    #[test]
+    fn results_stream_as_json_rows() {
+        let duck = parser();
+        duck.execute(LOSSLESS).unwrap();
+        let p = duck
+            .prepare_one(
+                "SELECT range AS n, 'a\"b' AS s, [range, 2] AS l, {'k': range} AS o, NULL AS z, 1.5::DECIMAL(4,1) AS d FROM range(3000)",
+            )
+            .unwrap();
+        let mut w = RowWriter::new(2500, 1 << 20);
+        run_streamed(&p, &mut w, &|| false).unwrap();
+        let text = String::from_utf8(w.out).unwrap();
+        assert!(
+            text.starts_with(r#"{"columns":["n","s","l","o","z","d"],"types":["#),
+            "{text:.200}"
+        );
+        assert!(
+            text.contains(r#""rows":[[0,"a\"b",[0,2],{"k":0},null,"#),
+            "{text:.300}"
+        );
+        assert_eq!((w.rows, w.cut), (2500, Some(Cut::Rows)));
+        // Exactly at the cap: not cut.
+        let p = duck.prepare_one("FROM range(2500)").unwrap();
+        let mut w = RowWriter::new(2500, 1 << 20);
+        run_streamed(&p, &mut w, &|| false).unwrap();
+        assert_eq!((w.rows, w.cut), (2500, None));
+        // A failure mid-stream is an error, not a short result.
+        let p = duck
+            .prepare_one("SELECT CASE WHEN range < 5000 THEN range ELSE error('boom') END AS x FROM range(10000)")
+            .unwrap();
+        let mut w = RowWriter::new(100_000, 1 << 20);
+        let e = run_streamed(&p, &mut w, &|| false).unwrap_err();
+        assert!(e.contains("boom"), "{e}");
     }
 
     #[test]
