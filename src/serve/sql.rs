@@ -19,7 +19,8 @@
 //! configuration locked, so no statement can change a setting back.
 //!
 //! The answer ([`answer`]): DuckDB's result is streamed chunk by chunk (each chunk handed
-//! over as Arrow through the C data interface, DuckDB's copy freed at once), each chunk's rows
+//! over as Arrow through the C data interface, only its rows whose strings fit the reply's
+//! room, DuckDB's copy freed at once), each chunk's rows
 //! written as JSON text straight into the reply, which stops at the row cap (`--max-rows`)
 //! or at [`MAX_REPLY_BYTES`] of rows, with a note; no whole copy of the result is made, and
 //! the conversion runs under the same deadline as the query (the deadline also stops it
@@ -188,9 +189,11 @@ impl Streamed {
         }
     }
 
-    /// The next chunk as a record batch (`None` at the end); DuckDB's chunk is freed as soon
-    /// as it is copied out.
-    fn next(&mut self) -> Result<Option<RecordBatch>, String> {
+    /// The next chunk as a record batch (`None` at the end), and whether rows of it were left
+    /// out: only the first rows whose strings (top-level `VARCHAR` and `BLOB` values) fit in
+    /// `room` bytes are copied out, since their JSON could not fit either; DuckDB's chunk is
+    /// freed as soon as it is copied.
+    fn next(&mut self, room: usize) -> Result<Option<(RecordBatch, bool)>, String> {
         // SAFETY: the result is live; a chunk fetched is destroyed once, after its copy.
         unsafe {
             let mut chunk = ffi::duckdb_fetch_chunk(self.result);
@@ -198,9 +201,14 @@ impl Streamed {
                 let why = c_text(ffi::duckdb_result_error(&mut self.result));
                 return if why.is_empty() { Ok(None) } else { Err(why) };
             }
-            if ffi::duckdb_data_chunk_get_size(chunk) == 0 {
+            let size = ffi::duckdb_data_chunk_get_size(chunk) as usize;
+            if size == 0 {
                 ffi::duckdb_destroy_data_chunk(&mut chunk);
                 return Ok(None);
+            }
+            let fit = rows_within(chunk, size, room);
+            if fit < size {
+                ffi::duckdb_data_chunk_set_size(chunk, fit as ffi::idx_t);
             }
             let mut array = FFI_ArrowArray::empty();
             let err = ffi::duckdb_data_chunk_to_arrow(
@@ -211,9 +219,46 @@ impl Streamed {
             ffi::duckdb_destroy_data_chunk(&mut chunk);
             error_data(err)?;
             let data = from_ffi(array, &self.ffi_schema).map_err(|e| e.to_string())?;
-            Ok(Some(RecordBatch::from(StructArray::from(data))))
+            Ok(Some((
+                RecordBatch::from(StructArray::from(data)),
+                fit < size,
+            )))
         }
     }
+}
+
+/// How many of the first rows of `chunk` (of `size` rows) hold at most `room` bytes of
+/// top-level strings (`VARCHAR`, `BLOB`); other types are not counted (the JSON writer's own
+/// cap stops them).
+///
+/// # Safety
+/// `chunk` is a live data chunk of a query result (whose vectors DuckDB hands out flat).
+unsafe fn rows_within(chunk: ffi::duckdb_data_chunk, size: usize, room: usize) -> usize {
+    let mut bytes = vec![0usize; size];
+    for c in 0..ffi::duckdb_data_chunk_get_column_count(chunk) {
+        let v = ffi::duckdb_data_chunk_get_vector(chunk, c);
+        let mut t = ffi::duckdb_vector_get_column_type(v);
+        let id = ffi::duckdb_get_type_id(t);
+        ffi::duckdb_destroy_logical_type(&mut t);
+        if id != ffi::DUCKDB_TYPE_DUCKDB_TYPE_VARCHAR && id != ffi::DUCKDB_TYPE_DUCKDB_TYPE_BLOB {
+            continue;
+        }
+        let data = ffi::duckdb_vector_get_data(v) as *const ffi::duckdb_string_t;
+        let validity = ffi::duckdb_vector_get_validity(v);
+        for (r, b) in bytes.iter_mut().enumerate() {
+            if validity.is_null() || ffi::duckdb_validity_row_is_valid(validity, r as ffi::idx_t) {
+                *b += (*data.add(r)).value.inlined.length as usize;
+            }
+        }
+    }
+    let mut total = 0usize;
+    for (r, b) in bytes.iter().enumerate() {
+        total += b;
+        if total > room {
+            return r;
+        }
+    }
+    size
 }
 
 /// `Ok` for an empty error of the C API, its message otherwise (the error is destroyed).
@@ -425,6 +470,11 @@ impl RowWriter {
         }
     }
 
+    /// The bytes of rows that may still be written.
+    fn room(&self) -> usize {
+        (self.base + self.max_bytes).saturating_sub(self.out.len())
+    }
+
     /// Writes the rows of `batch` (already [`printable`]) until a cap is reached; `stop` is
     /// asked between rows whether the query's time is up.
     fn write(&mut self, batch: &RecordBatch, stop: &dyn Fn() -> bool) -> Result<(), String> {
@@ -445,7 +495,7 @@ impl RowWriter {
             }
             // A row whose values take more memory than the bytes left is not encoded at all
             // (JSON text is no shorter than the values' bytes, but for numbers).
-            let room = (self.base + self.max_bytes).saturating_sub(self.out.len());
+            let room = self.room();
             let size: usize = batch
                 .columns()
                 .iter()
@@ -494,19 +544,22 @@ fn run_streamed(p: &Prepared, rows: &mut RowWriter, stop: &dyn Fn() -> bool) -> 
     rows.out =
         head(&printable(&RecordBatch::new_empty(result.schema.clone()), Target::Json).schema());
     rows.base = rows.out.len();
-    while let Some(chunk) = result.next()? {
+    while let Some((chunk, short)) = result.next(rows.room())? {
         let batch = printable(&chunk, Target::Json);
         drop(chunk);
         rows.write(&batch, stop)?;
         if stop() {
             return Err("interrupted".into());
         }
+        if short && rows.cut.is_none() && rows.rows < rows.max_rows {
+            rows.cut = Some(Cut::Bytes);
+        }
         if rows.cut.is_some() {
             break;
         }
         if rows.rows == rows.max_rows {
             // One more chunk tells whether anything was cut at exactly the cap.
-            if result.next()?.is_some_and(|c| c.num_rows() > 0) {
+            if result.next(0)?.is_some() {
                 rows.cut = Some(Cut::Rows);
             }
             break;
@@ -862,6 +915,21 @@ mod tests {
         let mut w = RowWriter::new(2500, 1 << 20);
         run_streamed(&p, &mut w, &|| false).unwrap();
         assert_eq!((w.rows, w.cut), (2500, None));
+        // Wide strings: only the rows that can fit are copied out of DuckDB's chunk, and the
+        // JSON's own cap cuts the last of them.
+        let p = duck
+            .prepare_one("SELECT repeat('x', 100) AS s, range AS n FROM range(3000)")
+            .unwrap();
+        let mut w = RowWriter::new(100_000, 10_000);
+        run_streamed(&p, &mut w, &|| false).unwrap();
+        let per_row = r#",["xxxx","#.len() - 4 + 100 + ",0]".len();
+        assert_eq!(w.cut, Some(Cut::Bytes));
+        assert!(
+            w.rows >= 10_000 / (per_row + 4) && w.rows <= 10_000 / per_row,
+            "{} rows",
+            w.rows
+        );
+        assert!(w.out.len() - w.base <= 10_000);
         // A failure mid-stream is an error, not a short result.
         let p = duck
             .prepare_one("SELECT CASE WHEN range < 5000 THEN range ELSE error('boom') END AS x FROM range(10000)")
