@@ -1,9 +1,10 @@
 //! A bounded load generator for `age2048 serve`, loopback only: `CLIENTS` clients, each on
 //! its own keep-alive connection, for `SECONDS`, a mix of look-ups (`/api/best` of boards
 //! sampled from the solve), game steps (`/api/game`, a game growing move by move) and
-//! queries (`/api/sql`: a cheap one, and on one client a slow one over every 3x3 state). It
-//! prints a Markdown table of latencies by kind (median, p99, max), the requests that failed,
-//! and the server's resident memory sampled every second (`/proc/PID/status`).
+//! queries (`/api/sql`: a cheap one; on client 0 a slow one over every 3x3 state, on client 1 a
+//! hostile one whose rows take a gigabyte, cut at the reply's 32 MiB). It prints a Markdown
+//! table of latencies by kind (median, p99, max), the requests that failed, and the server's
+//! resident memory sampled every second and its peak (`/proc/PID/status`).
 //!
 //! ```sh
 //! cargo run --example serve_load -- 127.0.0.1:8048 SERVER_PID 32 60
@@ -92,10 +93,15 @@ impl Rng {
 }
 
 fn rss_mib(pid: u32) -> Option<f64> {
+    status_mib(pid, "VmRSS:")
+}
+
+/// A memory figure of `/proc/PID/status` (`VmRSS:`, `VmHWM:`), in MiB.
+fn status_mib(pid: u32, key: &str) -> Option<f64> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let kb: f64 = s
         .lines()
-        .find(|l| l.starts_with("VmRSS:"))?
+        .find(|l| l.starts_with(key))?
         .split_whitespace()
         .nth(1)?
         .parse()
@@ -109,6 +115,9 @@ fn pct(v: &[f64], p: f64) -> f64 {
     }
     v[((v.len() as f64 - 1.0) * p).round() as usize]
 }
+
+/// A query whose result would take a gigabyte of memory at once (1,000 rows of 1 MB).
+const HOSTILE: &str = "SELECT repeat('x', 1000000) AS s FROM range(1000)";
 
 /// Seconds of DuckDB's work over every 3x3 state: the median state value of each age.
 const SLOW: &str = "SELECT age, quantile_cont(value, 0.5) AS median_value FROM states WHERE board = '3x3' AND variant = 'expectation' GROUP BY age ORDER BY age";
@@ -166,6 +175,8 @@ fn main() {
                     let r = rng.next() % 100;
                     let (kind, method, path, body): (&str, &str, String, String) = if i == 0 {
                         ("slow query", "POST", "/api/sql".into(), serde_json::json!({ "query": SLOW }).to_string())
+                    } else if i == 1 {
+                        ("hostile query", "POST", "/api/sql".into(), serde_json::json!({ "query": HOSTILE }).to_string())
                     } else if r < 70 {
                         let b = &boards[(rng.next() % boards.len() as u64) as usize];
                         ("look-up", "GET", format!("/api/best?board=3x3&b={}", enc(b)), String::new())
@@ -214,6 +225,7 @@ fn main() {
         let _ = t.join();
     }
     let rss_end = rss_mib(pid).unwrap_or(f64::NAN);
+    let peak = status_mib(pid, "VmHWM:").unwrap_or(f64::NAN);
     println!("| kind | requests | median ms | p99 ms | max ms |");
     println!("|---|---:|---:|---:|---:|");
     let mut total = 0;
@@ -246,7 +258,7 @@ fn main() {
     let first = rss.first().copied().unwrap_or(f64::NAN);
     let max = rss.iter().copied().fold(f64::NAN, f64::max);
     println!(
-        "server resident memory: {first:.0} MiB at the start, at most {max:.0} MiB, {rss_end:.0} MiB at the end (sampled every second)"
+        "server resident memory: {first:.0} MiB at the start, at most {max:.0} MiB, {rss_end:.0} MiB at the end (sampled every second); its peak (VmHWM) {peak:.0} MiB"
     );
     let every10: Vec<String> = rss.iter().step_by(10).map(|m| format!("{m:.0}")).collect();
     println!("resident memory every 10 s, MiB: {}", every10.join(", "));

@@ -182,6 +182,18 @@ pub fn open(store: &Store) -> Result<Connection> {
 
 /// [`open`], also returning what the views show and leave out.
 pub fn open_with_contents(store: &Store) -> Result<(Connection, Contents)> {
+    let conn = Connection::open_in_memory().map_err(|e| QueryError::DuckDb {
+        context: "opening DuckDB".into(),
+        message: super::error::one_line(&e.to_string()),
+    })?;
+    let contents = define_views(&conn, store)?;
+    Ok((conn, contents))
+}
+
+/// Defines the views over the finished solves of `store` on `conn` (a database the caller
+/// opened, e.g. `serve`'s, which keeps the C API's handle), after checking them; returns what
+/// they show and leave out.
+pub fn define_views(conn: &Connection, store: &Store) -> Result<Contents> {
     let contents = contents(store)?;
     if contents.solved.is_empty() {
         let note = if contents.unfinished.is_empty() {
@@ -211,8 +223,7 @@ pub fn open_with_contents(store: &Store) -> Result<(Connection, Contents)> {
             message: super::error::one_line(&e.to_string()),
         }
     };
-    let conn = Connection::open_in_memory().map_err(duck("opening DuckDB"))?;
     conn.execute_batch(&sql)
         .map_err(duck("defining the views"))?;
-    Ok((conn, contents))
+    Ok(contents)
 }

@@ -8,6 +8,7 @@
 //! | `GET /api/best?board=B&variant=V&b=TEXT[&b=…]` | what `best --format json` prints |
 //! | `GET /api/analyse?board=B&b=TEXT` | the board's age and id, and its q-values under every variant solved |
 //! | `GET /api/game?board=B&variant=V&seed=S&moves=LRUD…` | the game replayed: every move's q-values and regret, the board now |
+//! | `POST /api/evaluate?board=B&variant=V` `{"log": "…"}` | `evaluate`'s tables of a game log (CSV or JSON lines): each move's regret, the games, the regret per age |
 //! | `POST /api/sql` `{"query": "…"}` | `{"columns", "types", "rows", "truncated", "note", "elapsed_ms"}` |
 //! | `GET /api/sql/examples` | the README's example queries |
 //! | `GET /api/figures`, `POST /api/figures/render` | the report's status; render it |
@@ -20,11 +21,12 @@ use serde_json::{json, Value};
 use super::figures::Figures;
 use super::game::{cells, replay};
 use super::guard::Guard;
-use super::http::Target;
+use super::http::{Request, Target};
 use super::solved::Solved;
 use super::sql::Sql;
 use super::ApiError;
 use crate::error::one_line;
+use crate::query::evaluate;
 use crate::rules::board::{self, format_board};
 use crate::rules::{parse_board, Shape};
 
@@ -65,8 +67,12 @@ pub const EXAMPLES: [(&str, &str); 6] = [
     ),
 ];
 
-/// Answers a GET (or HEAD, or the render's POST) under `/api/`: the status and the JSON.
-pub fn answer(app: &App, method: &str, t: &Target) -> Result<(u16, Value), ApiError> {
+/// The largest game log `POST /api/evaluate` takes (its JSON body).
+pub const MAX_LOG: usize = 1024 * 1024;
+
+/// Answers a request under `/api/` (but `POST /api/sql`): the status and the JSON.
+pub fn answer(app: &App, rq: &Request, t: &Target) -> Result<(u16, Value), ApiError> {
+    let method = rq.method.as_str();
     let get = matches!(method, "GET" | "HEAD");
     let post = method == "POST";
     let ok = |v: Value| Ok((200, v));
@@ -83,7 +89,9 @@ pub fn answer(app: &App, method: &str, t: &Target) -> Result<(u16, Value), ApiEr
         )),
         "/api/figures" if get => ok(app.figures.status()),
         "/api/figures/render" if post => Ok((202, app.figures.render()?)),
-        "/api/info"
+        "/api/evaluate" if post => ok(evaluate(app, rq, t)?),
+        "/api/evaluate"
+        | "/api/info"
         | "/api/best"
         | "/api/analyse"
         | "/api/game"
@@ -107,6 +115,8 @@ fn info(app: &App) -> Value {
         "timeout_s": app.sql.timeout.as_secs_f64(),
         "workers": app.sql.workers,
         "max_body_bytes": super::MAX_BODY,
+        "max_reply_bytes": app.sql.max_bytes,
+        "max_log_bytes": MAX_LOG,
     });
     v
 }
@@ -198,4 +208,106 @@ fn game(app: &App, t: &Target) -> Result<Value, ApiError> {
         ))
     })?;
     replay(tb, seed, t.get("moves").unwrap_or(""))
+}
+
+/// `evaluate` over a log posted as `{"log": "…"}` (the CSV or JSON lines `age2048 evaluate
+/// --log` reads), against the board and variant of the query string: every move with its
+/// q-values and regret in log order, the games, and the regret per age, as the CLI computes
+/// them (`query::evaluate`), without writing any file.
+fn evaluate(app: &App, rq: &Request, t: &Target) -> Result<Value, ApiError> {
+    let json = rq
+        .header("Content-Type")
+        .is_some_and(|c| c.trim_start().starts_with("application/json"));
+    if !json {
+        return Err(ApiError::new(
+            415,
+            "the body must be sent as Content-Type: application/json",
+        ));
+    }
+    let (solve, tb) = app
+        .solved
+        .find(t.need("board")?, t.get("variant").unwrap_or("expectation"))?;
+    let text = serde_json::from_slice::<Value>(&rq.body)
+        .ok()
+        .and_then(|v| v.get("log").and_then(Value::as_str).map(String::from))
+        .ok_or_else(|| {
+            ApiError::bad("the body must be JSON: {\"log\": \"game,board,move\\n…\"}")
+        })?;
+    let name = t.get("name").unwrap_or("the log");
+    let log = evaluate::parse_log(&text, name)?;
+    let ev = evaluate::evaluate_log(tb, &log, name)?;
+    if ev.moves.is_empty() {
+        return Err(ApiError::bad(format!(
+            "{name}: no move to evaluate{}",
+            if ev.skipped > 0 {
+                " (every move was made after the goal tile)"
+            } else {
+                ""
+            }
+        )));
+    }
+    let known = |x: f64| if ev.values { json!(x) } else { Value::Null };
+    let moves: Vec<Value> = ev
+        .moves
+        .iter()
+        .map(|m| {
+            json!({
+                "line": m.line,
+                "game": m.game,
+                "step": m.step,
+                "board": m.board,
+                "age": m.age,
+                "move": m.dir.letter().to_string(),
+                "best": m.best.letter().to_string(),
+                "q": known(m.q),
+                "best_q": known(m.best_q),
+                "regret": known(m.regret),
+                "optimal": m.optimal,
+            })
+        })
+        .collect();
+    let games: Vec<Value> = ev
+        .games
+        .iter()
+        .map(|g| {
+            json!({
+                "game": g.game,
+                "first_line": g.first_line,
+                "moves": g.moves,
+                "optimal_moves": g.optimal_moves,
+                "total_regret": known(g.total_regret),
+                "start_value": known(g.start_value),
+            })
+        })
+        .collect();
+    let ages: Vec<Value> = ev
+        .ages
+        .iter()
+        .map(|a| {
+            json!({
+                "age": a.age,
+                "moves": a.moves,
+                "optimal_share": a.optimal_share(),
+                "mean_regret": known(a.mean_regret()),
+                "max_regret": known(a.max_regret),
+            })
+        })
+        .collect();
+    Ok(json!({
+        "board": ev.board,
+        "variant": ev.variant,
+        "layout": solve.manifest.storage.describe(),
+        "values": ev.values,
+        "scored": ev.scored,
+        "unit": ev.unit,
+        "games": ev.games.len(),
+        "moves": ev.moves.len(),
+        "skipped": ev.skipped,
+        "optimal_share": ev.optimal_share(),
+        "mean_regret": ev.mean_regret(),
+        "mean_game_regret": ev.mean_game_regret(),
+        "rows": moves,
+        "game_rows": games,
+        "ages": ages,
+    }))
 }

@@ -2,20 +2,23 @@
 //! Figures, SQL: plain HTML, CSS and JavaScript embedded in the binary) and the JSON API under
 //! `/api/` the app is built on, over a solved data directory.
 //!
-//! - [`server`]: binds, gives each connection (at most 256) a thread that answers its requests
-//!   one at a time;
+//! - [`server`]: binds, and serves HTTP/1.1 through hyper on tokio (strict framing, a deadline
+//!   for the head and for the body, at most 256 connections and 64 a client address,
+//!   keep-alive and pipelining), a connection's requests answered one at a time;
 //! - [`guard`]: what a request must be to be served (its `Host`, the origin of a write);
-//! - [`http`]: HTTP/1.1 over `std::net`: a request read within bounds, its target decoded, a
-//!   reply written;
+//! - [`http`]: a request as the app sees it, its target decoded, a reply with the headers
+//!   every answer carries;
 //! - [`api`]: the routes of `/api/`;
 //! - [`solved`]: the solved boards and variants, opened for look-ups;
 //! - [`game`]: a game replayed from its seed and moves, with the regret of each move;
-//! - [`sql`]: read-only statements on a sandboxed DuckDB, capped in rows and time;
+//! - [`sql`]: one read-only statement (DuckDB's parser decides) on a sandboxed DuckDB, its
+//!   result streamed to JSON within caps in rows, bytes and time;
 //! - [`figures`]: the report's figures and tables, rendered when stale;
 //! - [`assets`]: the web app's files.
 //!
-//! Nothing in the data directory changes through the server: look-ups read the memory-mapped
-//! indexes, and queries run on a DuckDB whose external access is off but for the data
+//! Nothing in the data directory changes through the server, which never writes there (the
+//! store is opened read-only: the seals of the start-up check stay in memory, so a read-only
+//! mount serves as well): look-ups read the memory-mapped indexes, and queries run on a DuckDB whose external access is off but for the data
 //! directory, its configuration locked. The report is rendered by the caller's [`Renderer`]
 //! (the `report` room, which this room does not import).
 

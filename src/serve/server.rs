@@ -1,36 +1,61 @@
 //! The server: opens the data (the catalog's check, every solve for look-ups, the sandboxed
-//! DuckDB), listens, and gives each connection a thread of its own that reads its requests one
-//! after the other (so one connection runs one query at a time) and answers each: the guard
-//! first, then the app's files, the report's files, or an `/api/` route. Connections are
-//! bounded in number and closed when idle, so threads and memory stay bounded whatever the
-//! clients do; a query waits for one of the query pool's connections ([`super::sql`]), so a
-//! slow query holds its own connection's thread and nothing a look-up needs.
+//! DuckDB) without writing to it, listens, and serves HTTP/1.1 through hyper on a small tokio
+//! runtime: hyper reads each request with strict framing (one `Content-Length`, no obsolete
+//! line folding, HTTP/1.0 and 1.1 only) within a deadline for the whole head, keeps
+//! connections alive and answers pipelined requests in order, one at a time a connection.
+//!
+//! Each request: its body read within a size cap and a deadline, the guard first, then the
+//! app's files, the report's files, or an `/api/` route, answered on tokio's blocking pool
+//! (look-ups are synchronous reads of memory-mapped indexes), or by the query pool
+//! ([`super::sql`]) for `POST /api/sql`, whose answer is awaited without holding a thread.
+//! Connections are bounded in number, overall and per client address, so threads, sockets and
+//! memory stay bounded whatever the clients do, and no client alone can take every connection.
 
-use std::io::{BufReader, BufWriter};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use super::api::{answer, App};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::{Body, Incoming};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+
+use super::api::{answer, App, MAX_LOG};
 use super::figures::Figures;
 use super::guard::Guard;
-use super::http::{read_request, write_reply, ReadError, Reply, Request, Target};
+use super::http::{busy_wire, Reply, Request, Target};
 use super::solved::Solved;
-use super::sql::{sandbox, Sql};
+use super::sql::{self, Sql, MAX_REPLY_BYTES};
 use super::{assets, ApiError, Config, ServeError, MAX_BODY};
-use crate::query::catalog;
 use crate::store::{Store, StoreError};
 
 /// Connections served at once; one more is answered 503 and closed.
-const MAX_CONNECTIONS: usize = 256;
+pub const MAX_CONNECTIONS: usize = 256;
 
-/// How long a connection may sit between requests (or take to send one) before it is closed.
-const IDLE: Duration = Duration::from_secs(15);
+/// Connections one client address may hold at once (a browser opens about six; a lab's
+/// proxy or a load test more); one more is answered 503 and closed.
+pub const MAX_PER_CLIENT: usize = 64;
+
+/// How long a request's head may take to arrive, counted from the end of the previous
+/// answer on a kept-alive connection (so it is also how long a connection may idle).
+pub const HEAD_DEADLINE: Duration = Duration::from_secs(15);
+
+/// How long a request's body may take to arrive once its head has.
+pub const BODY_DEADLINE: Duration = Duration::from_secs(15);
+
+/// The largest request head hyper reads (its read buffer).
+const MAX_HEAD: usize = 16 * 1024;
 
 /// Connections of the query pool: queries running at once.
 const SQL_WORKERS: usize = 2;
+
+/// Threads of the blocking pool that answers look-ups and pages.
+const BLOCKING_THREADS: usize = 32;
 
 /// A server that is listening.
 pub struct Running {
@@ -65,19 +90,29 @@ pub fn start(config: Config) -> Result<Running, ServeError> {
         .map_err(|_| StoreError::MissingDir {
             path: config.data.clone(),
         })?;
-    let store = Store::open(&data)?;
-    let (conn, contents) = catalog::open_with_contents(&store)?;
+    // Read-only: the seals of the files' checks are kept in memory, never written.
+    let store = Store::open_read_only(&data)?;
+    let (conns, contents) = sql::open(&store, &data, SQL_WORKERS)?;
     let solved = Solved::open(&store, &contents);
-    let sql = Sql::start(
-        sandbox(conn, &data, SQL_WORKERS)?,
-        config.max_rows,
-        config.sql_timeout,
-    );
-    let listener = TcpListener::bind(config.addr).map_err(|e| ServeError::Bind {
+    let sql = Sql::start(conns, config.max_rows, MAX_REPLY_BYTES, config.sql_timeout);
+    let bind_error = |e: std::io::Error| ServeError::Bind {
         addr: config.addr,
         message: e.to_string(),
-    })?;
+    };
+    let listener = std::net::TcpListener::bind(config.addr).map_err(bind_error)?;
+    listener.set_nonblocking(true).map_err(bind_error)?;
     let addr = listener.local_addr().unwrap_or(config.addr);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .max_blocking_threads(BLOCKING_THREADS)
+        .thread_name("serve")
+        .enable_io()
+        .enable_time()
+        .build()
+        .map_err(|e| ServeError::Bind {
+            addr,
+            message: format!("cannot start the runtime: {e}"),
+        })?;
     let app = Arc::new(App {
         figures: Arc::new(Figures::new(&data, &config.reports, config.renderer)),
         data,
@@ -85,31 +120,11 @@ pub fn start(config: Config) -> Result<Running, ServeError> {
         sql,
         guard: Guard::new(addr),
     });
-    let open = Arc::new(AtomicUsize::new(0));
     let accept = {
         let app = app.clone();
         std::thread::Builder::new()
             .name("accept".into())
-            .spawn(move || {
-                for stream in listener.incoming().flatten() {
-                    if open.fetch_add(1, Ordering::AcqRel) >= MAX_CONNECTIONS {
-                        open.fetch_sub(1, Ordering::AcqRel);
-                        refuse_busy(stream);
-                        continue;
-                    }
-                    let (app, still_open) = (app.clone(), open.clone());
-                    let spawned = std::thread::Builder::new()
-                        .name("connection".into())
-                        .stack_size(256 * 1024)
-                        .spawn(move || {
-                            connection(&app, stream);
-                            still_open.fetch_sub(1, Ordering::AcqRel);
-                        });
-                    if spawned.is_err() {
-                        open.fetch_sub(1, Ordering::AcqRel);
-                    }
-                }
-            })
+            .spawn(move || runtime.block_on(accept_loop(listener, app)))
             .map_err(|e| ServeError::Bind {
                 addr,
                 message: format!("cannot start a thread: {e}"),
@@ -118,74 +133,219 @@ pub fn start(config: Config) -> Result<Running, ServeError> {
     Ok(Running { addr, accept, app })
 }
 
-/// Answers a connection beyond the bound, then closes it.
-fn refuse_busy(stream: TcpStream) {
-    let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
-    let e = ApiError::new(
-        503,
-        format!("{MAX_CONNECTIONS} connections are open already; try again in a moment"),
-    );
-    let _ = write_reply(&mut &stream, &Reply::error(&e), false, true);
+/// The connections open, overall and by client address.
+#[derive(Default)]
+struct Open {
+    total: usize,
+    by_client: HashMap<IpAddr, usize>,
 }
 
-/// Serves one connection's requests, one at a time, until it closes or idles.
-fn connection(app: &App, stream: TcpStream) {
-    let Ok(peer) = stream.peer_addr() else { return };
-    let _ = stream.set_read_timeout(Some(IDLE));
-    let _ = stream.set_write_timeout(Some(IDLE));
-    let _ = stream.set_nodelay(true);
-    let Ok(write_half) = stream.try_clone() else {
-        return;
-    };
-    let mut reader = BufReader::new(stream);
-    let mut writer = BufWriter::new(write_half);
-    loop {
-        let (reply, head, close) = match read_request(&mut reader, peer, MAX_BODY) {
-            Ok(rq) => {
-                let reply =
-                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handle(app, &rq)))
-                        .unwrap_or_else(|_| {
-                            Reply::error(&ApiError::new(
-                                500,
-                                "the request failed inside the server",
-                            ))
-                        });
-                (reply, rq.method == "HEAD", rq.close)
+/// One open connection, counted until it drops.
+struct Ticket {
+    open: Arc<Mutex<Open>>,
+    ip: IpAddr,
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        let mut o = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        o.total -= 1;
+        if let Some(n) = o.by_client.get_mut(&self.ip) {
+            *n -= 1;
+            if *n == 0 {
+                o.by_client.remove(&self.ip);
             }
-            Err(ReadError::Closed) => return,
-            Err(ReadError::Refused(e)) => (Reply::error(&e), false, true),
-        };
-        if write_reply(&mut writer, &reply, head, close).is_err() || close {
-            return;
         }
     }
 }
 
+/// A ticket for a new connection from `ip`, or why there is none.
+fn admit(open: &Arc<Mutex<Open>>, ip: IpAddr) -> Result<Ticket, ApiError> {
+    let mut o = open.lock().unwrap_or_else(|p| p.into_inner());
+    if o.total >= MAX_CONNECTIONS {
+        return Err(ApiError::new(
+            503,
+            format!("{MAX_CONNECTIONS} connections are open already; try again in a moment"),
+        ));
+    }
+    let mine = o.by_client.entry(ip).or_insert(0);
+    if *mine >= MAX_PER_CLIENT {
+        return Err(ApiError::new(
+            503,
+            format!("{MAX_PER_CLIENT} connections from {ip} are open already; close some first"),
+        ));
+    }
+    *mine += 1;
+    o.total += 1;
+    Ok(Ticket {
+        open: open.clone(),
+        ip,
+    })
+}
+
+async fn accept_loop(listener: std::net::TcpListener, app: Arc<App>) {
+    let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
+        return;
+    };
+    let open = Arc::new(Mutex::new(Open::default()));
+    loop {
+        let (stream, peer) = match listener.accept().await {
+            Ok(c) => c,
+            Err(_) => {
+                // Out of descriptors, or a connection reset before it was taken: try again.
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        let ticket = match admit(&open, peer.ip()) {
+            Ok(t) => t,
+            Err(e) => {
+                // A short answer fits the socket's empty buffer; then the connection closes.
+                let _ = stream.try_write(&busy_wire(&e));
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let app = app.clone();
+        tokio::spawn(async move {
+            let _ticket = ticket;
+            let service = service_fn(move |rq| {
+                let app = app.clone();
+                async move { Ok::<_, Infallible>(serve(app, peer, rq).await) }
+            });
+            let _ = http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(HEAD_DEADLINE)
+                .keep_alive(true)
+                .max_buf_size(MAX_HEAD)
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
+    }
+}
+
+/// A request's body within `cap` bytes and [`BODY_DEADLINE`], or the answer that refuses it
+/// (after which the connection closes).
+async fn read_body(body: Incoming, cap: usize) -> Result<Vec<u8>, ApiError> {
+    let declared = body.size_hint().lower();
+    if declared > cap as u64 {
+        // A body up to 16 times the cap is read and dropped, so that the client, still
+        // sending it, reads the refusal instead of a reset connection.
+        if declared <= 16 * cap as u64 {
+            let drain = Limited::new(body, 16 * cap).collect();
+            let _ = tokio::time::timeout(BODY_DEADLINE, drain).await;
+        }
+        return Err(too_large(cap));
+    }
+    match tokio::time::timeout(BODY_DEADLINE, Limited::new(body, cap).collect()).await {
+        Err(_) => Err(ApiError::new(
+            408,
+            format!(
+                "the request body did not arrive within {} s",
+                BODY_DEADLINE.as_secs()
+            ),
+        )),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(too_large(cap)),
+        Ok(Err(e)) => Err(ApiError::bad(format!("the request body: {e}"))),
+        Ok(Ok(collected)) => Ok(collected.to_bytes().to_vec()),
+    }
+}
+
+fn too_large(cap: usize) -> ApiError {
+    ApiError::new(
+        413,
+        format!("the request body is larger than {} KiB", cap / 1024),
+    )
+}
+
 /// The answer to one request.
+async fn serve(
+    app: Arc<App>,
+    peer: SocketAddr,
+    rq: hyper::Request<Incoming>,
+) -> hyper::Response<Full<Bytes>> {
+    let (parts, body) = rq.into_parts();
+    let cap = if parts.uri.path() == "/api/evaluate" {
+        MAX_LOG
+    } else {
+        MAX_BODY
+    };
+    let body = match read_body(body, cap).await {
+        Ok(b) => b,
+        Err(e) => return Reply::error(&e).into_response(true),
+    };
+    let rq = Request {
+        method: parts.method.as_str().to_string(),
+        target: parts
+            .uri
+            .path_and_query()
+            .map_or("/", |p| p.as_str())
+            .to_string(),
+        headers: parts
+            .headers
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.as_str().to_string(),
+                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                )
+            })
+            .collect(),
+        body,
+        peer,
+    };
+    let reply = if rq.method == "POST" && Target::parse(&rq.target).path == "/api/sql" {
+        query(&app, &rq).await
+    } else {
+        tokio::task::spawn_blocking(move || handle(&app, &rq))
+            .await
+            .unwrap_or_else(|_| {
+                Reply::error(&ApiError::new(500, "the request failed inside the server"))
+            })
+    };
+    reply.into_response(false)
+}
+
+/// `POST /api/sql`: the guard, a JSON body, then the query pool's answer, awaited.
+async fn query(app: &App, rq: &Request) -> Reply {
+    if let Err(e) = app.guard.check(rq) {
+        return Reply::error(&e);
+    }
+    let json = rq
+        .header("Content-Type")
+        .is_some_and(|c| c.trim_start().starts_with("application/json"));
+    if !json {
+        // A form or text body would be a write a page of another site can send without
+        // asking the browser first.
+        return Reply::error(&ApiError::new(
+            415,
+            "the body must be sent as Content-Type: application/json",
+        ));
+    }
+    let answer = match app.sql.submit(&rq.body) {
+        Ok(rx) => rx
+            .await
+            .unwrap_or_else(|_| Err(ApiError::new(500, "the query failed inside the server"))),
+        Err(e) => Err(e),
+    };
+    match answer {
+        Ok(body) => Reply {
+            status: 200,
+            content_type: "application/json",
+            body,
+        },
+        Err(e) => Reply::error(&e),
+    }
+}
+
+/// The answer to any other request (synchronous: look-ups, pages, the report's files).
 fn handle(app: &App, rq: &Request) -> Reply {
     if let Err(e) = app.guard.check(rq) {
         return Reply::error(&e);
     }
     let t = Target::parse(&rq.target);
-    if t.path == "/api/sql" && rq.method == "POST" {
-        let json = rq
-            .header("Content-Type")
-            .is_some_and(|c| c.trim_start().starts_with("application/json"));
-        if !json {
-            // A form or text body would be a write a page of another site can send without
-            // asking the browser first.
-            return Reply::error(&ApiError::new(
-                415,
-                "the body must be sent as Content-Type: application/json",
-            ));
-        }
-        return match app.sql.run(&rq.body) {
-            Ok(v) => Reply::json(200, &v),
-            Err(e) => Reply::error(&e),
-        };
-    }
     if t.path.starts_with("/api/") {
-        return match answer(app, &rq.method, &t) {
+        return match answer(app, rq, &t) {
             Ok((status, v)) => Reply::json(status, &v),
             Err(e) => Reply::error(&e),
         };

@@ -1,178 +1,380 @@
-//! The SQL tab's queries: exactly one read-only statement, checked before it runs, on a DuckDB
-//! that could not do harm if the check missed something, answered as `{"columns": […],
-//! "rows": [[…], …]}`, capped in rows and in time.
+//! The SQL tab's queries: exactly one read-only statement, decided by DuckDB's own parser,
+//! on a DuckDB that could not do harm if the decision were wrong, answered as `{"columns":
+//! […], "types": […], "rows": [[…], …]}`, capped in rows, in bytes and in time.
 //!
-//! The check ([`check`]): the text is one statement (the CLI's splitter), it begins as a query
-//! does (`SELECT`, `WITH`, `FROM`, `VALUES`, `TABLE`, `DESCRIBE`, `SHOW`, `SUMMARIZE`, `(`),
-//! names no word of a statement that writes, loads or configures (`COPY`, `ATTACH`, `INSTALL`,
-//! `LOAD`, `SET`, `PRAGMA`, `INSERT`, `CREATE`, …) outside quotes and comments, and DuckDB's
-//! own parser reads it as a `SELECT` (`json_serialize_sql` serialises nothing else).
+//! The check ([`Duck::prepare_one`]): DuckDB's C API splits the text into its statements
+//! (`duckdb_extract_statements`, the parser that runs it, so no quoting it knows hides a
+//! second statement), there must be exactly one, and prepared it must be a `SELECT`
+//! (`duckdb_prepared_statement_type`; `WITH`, `FROM`, `VALUES`, `TABLE`, `DESCRIBE`, `SHOW`
+//! and `SUMMARIZE` are `SELECT`s to DuckDB, and so is a pragma it rewrites into a table
+//! function, such as `PRAGMA version`). Any other answer is refused with DuckDB's own words.
+//! Preparing runs nothing: a `COPY … TO` into the data directory, which the sandbox would
+//! let DuckDB prepare, is refused by its type before it runs. The Rust client would run every statement but the last while preparing, which is
+//! why the count comes first, from the C API.
 //!
-//! The sandbox ([`sandbox`]): the catalog's in-memory DuckDB with its views, then external
-//! access off but for the data directory (`allowed_directories`), no extension installed or
-//! loaded on demand, no spilling to a temporary directory, a memory limit, one thread a query,
-//! and the configuration locked, so no statement can change a setting back.
+//! The sandbox ([`open`]): an in-memory DuckDB opened here (the C API keeps its handle for
+//! the workers' connections) with the catalog's views, then external access off but for the
+//! data directory (`allowed_directories`), no extension installed or loaded on demand, no
+//! spilling to a temporary directory, a memory limit, one thread a query, and the
+//! configuration locked, so no statement can change a setting back.
+//!
+//! The answer ([`answer`]): DuckDB's result is streamed chunk by chunk (each chunk handed
+//! over as Arrow through the C data interface, only its rows whose strings fit the reply's
+//! room, DuckDB's copy freed at once), each chunk's rows
+//! written as JSON text straight into the reply, which stops at the row cap (`--max-rows`)
+//! or at [`MAX_REPLY_BYTES`] of rows, with a note; no whole copy of the result is made, and
+//! the conversion runs under the same deadline as the query (the deadline also stops it
+//! between rows).
 //!
 //! The pool ([`Sql`]): a few connections of that database, each on a thread of its own, fed by
-//! a bounded queue (a query beyond it is answered 503 at once); the client's connection waits
-//! for its answer, so it runs one query at a time, and no thread a look-up needs waits on a
-//! query. A watchdog interrupts a query past its time limit.
+//! a bounded queue (a query beyond it is answered 503 at once); the client's request waits
+//! for its answer without holding a thread, and no thread a look-up needs waits on a query.
+//! A watchdog interrupts a query past its time limit.
 
+use std::ffi::{CStr, CString};
 use std::path::Path;
-use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender, TrySendError};
+use std::ptr;
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use arrow::array::{Array, RecordBatch};
-use arrow::datatypes::{Field, Schema};
-use duckdb::{Connection, InterruptHandle};
+use arrow::array::{Array, RecordBatch, StructArray};
+use arrow::datatypes::{FieldRef, Schema, SchemaRef};
+use arrow::ffi::{from_ffi, FFI_ArrowArray, FFI_ArrowSchema};
+use arrow::json::writer::{make_encoder, EncoderOptions};
+use duckdb::{ffi, Connection};
 use serde_json::{json, Value};
 
 use super::{ApiError, ServeError};
-use crate::query::catalog::sql_str;
+use crate::query::catalog::{self, sql_str, Contents};
 use crate::query::error::one_line;
-use crate::query::sql::{split_statements, QueryResult};
 use crate::query::text::{printable, Target, LOSSLESS};
+use crate::store::Store;
 
-/// How a query may begin.
-const FIRST_WORDS: [&str; 8] = [
-    "SELECT",
-    "WITH",
-    "FROM",
-    "VALUES",
-    "TABLE",
-    "DESCRIBE",
-    "SHOW",
-    "SUMMARIZE",
-];
+/// The most bytes of rows a query answers with (the rest are cut, with a note).
+pub const MAX_REPLY_BYTES: usize = 32 * 1024 * 1024;
 
-/// Words of statements that write, load, attach or configure: refused anywhere in a query
-/// (outside quotes and comments), whatever the parser would make of them.
-const FORBIDDEN: [&str; 33] = [
-    "ALTER",
-    "ANALYZE",
-    "ATTACH",
-    "BEGIN",
-    "CALL",
-    "CHECKPOINT",
-    "COMMENT",
-    "COMMIT",
-    "COPY",
-    "CREATE",
-    "DEALLOCATE",
-    "DELETE",
-    "DETACH",
-    "DROP",
-    "EXECUTE",
-    "EXPORT",
-    "FORCE",
-    "GRANT",
-    "IMPORT",
-    "INSERT",
-    "INSTALL",
-    "LOAD",
-    "MERGE",
-    "PRAGMA",
-    "PREPARE",
-    "RESET",
-    "REVOKE",
-    "ROLLBACK",
-    "SET",
-    "TRUNCATE",
-    "UPDATE",
-    "USE",
-    "VACUUM",
-];
+/// DuckDB's memory limit for the queries: with one result chunk in flight (DuckDB's and its
+/// Arrow copy) and the reply, the bound on the server's memory (ARCHITECTURE.md).
+pub const MEMORY_LIMIT: &str = "2GB";
 
-/// The words of `text` outside quotes and comments, upper-cased, and the first character of
-/// code (to tell a statement opening with `(`).
-fn words(text: &str) -> (Vec<String>, Option<char>) {
-    let mut out = Vec::new();
-    let mut first = None;
-    let mut chars = text.chars().peekable();
-    let mut word = String::new();
-    let flush = |w: &mut String, out: &mut Vec<String>| {
-        if !w.is_empty() {
-            out.push(std::mem::take(w).to_ascii_uppercase());
-        }
-    };
-    while let Some(c) = chars.next() {
-        if c.is_ascii_alphanumeric() || c == '_' {
-            first.get_or_insert(c);
-            word.push(c);
-            continue;
-        }
-        flush(&mut word, &mut out);
-        match c {
-            '\'' | '"' => {
-                first.get_or_insert(c);
-                // A quoted string or identifier ('' and "" escape themselves).
-                while let Some(d) = chars.next() {
-                    if d == c {
-                        if chars.peek() == Some(&c) {
-                            chars.next();
-                        } else {
-                            break;
-                        }
-                    }
-                }
-            }
-            '-' if chars.peek() == Some(&'-') => {
-                for d in chars.by_ref() {
-                    if d == '\n' {
-                        break;
-                    }
-                }
-            }
-            '/' if chars.peek() == Some(&'*') => {
-                chars.next();
-                let mut prev = ' ';
-                for d in chars.by_ref() {
-                    if prev == '*' && d == '/' {
-                        break;
-                    }
-                    prev = d;
-                }
-            }
-            c if c.is_whitespace() => {}
-            c => {
-                first.get_or_insert(c);
-            }
-        }
-    }
-    flush(&mut word, &mut out);
-    (out, first)
+/// The names of DuckDB's statement types (`duckdb_statement_type`), to say what was refused.
+fn statement_type_name(t: ffi::duckdb_statement_type) -> &'static str {
+    const NAMES: [&str; 31] = [
+        "INVALID",
+        "SELECT",
+        "INSERT",
+        "UPDATE",
+        "EXPLAIN",
+        "DELETE",
+        "PREPARE",
+        "CREATE",
+        "EXECUTE",
+        "ALTER",
+        "TRANSACTION",
+        "COPY",
+        "ANALYZE",
+        "VARIABLE_SET",
+        "CREATE_FUNC",
+        "DROP",
+        "EXPORT",
+        "PRAGMA",
+        "VACUUM",
+        "CALL",
+        "SET",
+        "LOAD",
+        "RELATION",
+        "EXTENSION",
+        "LOGICAL_PLAN",
+        "ATTACH",
+        "DETACH",
+        "MULTI",
+        "COPY_DATABASE",
+        "UPDATE_EXTENSIONS",
+        "MERGE_INTO",
+    ];
+    NAMES.get(t as usize).copied().unwrap_or("UNKNOWN")
 }
 
-/// The one statement of `text` if it is a read-only query by its words; the reason otherwise
-/// (400). DuckDB's parser checks it too, before it runs ([`Sql`]).
-pub fn check(text: &str) -> Result<String, ApiError> {
-    let refuse = |why: String| Err(ApiError::bad(format!("refused: {why}")));
-    let statements = split_statements(text);
-    let statement = match statements.as_slice() {
-        [] => return refuse("the query is empty".into()),
-        [one] => one.clone(),
-        more => {
-            return refuse(format!(
-                "{} statements; run one at a time (a read-only SELECT)",
-                more.len()
-            ))
+/// A worker's connection to the queries' database, through DuckDB's C API: it checks a
+/// text, prepares it once and streams its result.
+pub struct Duck {
+    con: ffi::duckdb_connection,
+}
+
+// SAFETY: a DuckDB connection may be used from any thread, one at a time (a worker owns its
+// connection; the watchdog only interrupts it, which DuckDB allows from another thread).
+unsafe impl Send for Duck {}
+
+/// A C string of DuckDB's, read as one line (empty for none).
+///
+/// # Safety
+/// `p` is null or a NUL-terminated string that lives for the call.
+unsafe fn c_text(p: *const std::os::raw::c_char) -> String {
+    if p.is_null() {
+        return String::new();
+    }
+    one_line(&CStr::from_ptr(p).to_string_lossy())
+}
+
+/// A prepared statement, destroyed when dropped.
+pub struct Prepared(ffi::duckdb_prepared_statement);
+
+impl Drop for Prepared {
+    fn drop(&mut self) {
+        // SAFETY: destroyed once, as the C API asks even when preparing failed.
+        unsafe { ffi::duckdb_destroy_prepare(&mut self.0) }
+    }
+}
+
+/// A query's streaming result with what reads its chunks as Arrow; destroyed when dropped.
+struct Streamed {
+    result: ffi::duckdb_result,
+    options: ffi::duckdb_arrow_options,
+    /// The chunks' Arrow type: a struct of the columns.
+    ffi_schema: FFI_ArrowSchema,
+    schema: SchemaRef,
+}
+
+impl Drop for Streamed {
+    fn drop(&mut self) {
+        // SAFETY: both were made for this result and are destroyed once.
+        unsafe {
+            ffi::duckdb_destroy_arrow_options(&mut self.options);
+            ffi::duckdb_destroy_result(&mut self.result);
         }
+    }
+}
+
+impl Streamed {
+    /// Executes `p` as a streaming result and reads its schema.
+    fn start(p: &Prepared) -> Result<Streamed, String> {
+        // SAFETY: a zeroed result is what the C API fills; every pointer below belongs to it
+        // and lives until `Streamed` drops (the logical types are destroyed here once read).
+        unsafe {
+            let mut result: ffi::duckdb_result = std::mem::zeroed();
+            if ffi::duckdb_execute_prepared_streaming(p.0, &mut result) != ffi::DuckDBSuccess {
+                let why = c_text(ffi::duckdb_result_error(&mut result));
+                ffi::duckdb_destroy_result(&mut result);
+                return Err(why);
+            }
+            let options = ffi::duckdb_result_get_arrow_options(&mut result);
+            let mut s = Streamed {
+                result,
+                options,
+                ffi_schema: FFI_ArrowSchema::empty(),
+                schema: Arc::new(Schema::empty()),
+            };
+            let n = ffi::duckdb_column_count(&mut s.result);
+            let mut types: Vec<ffi::duckdb_logical_type> = (0..n)
+                .map(|i| ffi::duckdb_column_logical_type(&mut s.result, i))
+                .collect();
+            let mut names: Vec<*const std::os::raw::c_char> = (0..n)
+                .map(|i| ffi::duckdb_column_name(&mut s.result, i))
+                .collect();
+            let err = ffi::duckdb_to_arrow_schema(
+                s.options,
+                types.as_mut_ptr(),
+                names.as_mut_ptr(),
+                n,
+                &mut s.ffi_schema as *mut FFI_ArrowSchema as *mut ffi::ArrowSchema,
+            );
+            for t in &mut types {
+                ffi::duckdb_destroy_logical_type(t);
+            }
+            error_data(err)?;
+            let schema = Schema::try_from(&s.ffi_schema).map_err(|e| e.to_string())?;
+            s.schema = Arc::new(schema);
+            Ok(s)
+        }
+    }
+
+    /// The next chunk as a record batch (`None` at the end), and whether rows of it were left
+    /// out: only the first rows whose strings (top-level `VARCHAR` and `BLOB` values) fit in
+    /// `room` bytes are copied out, since their JSON could not fit either; DuckDB's chunk is
+    /// freed as soon as it is copied.
+    fn next(&mut self, room: usize) -> Result<Option<(RecordBatch, bool)>, String> {
+        // SAFETY: the result is live; a chunk fetched is destroyed once, after its copy.
+        unsafe {
+            let mut chunk = ffi::duckdb_fetch_chunk(self.result);
+            if chunk.is_null() {
+                let why = c_text(ffi::duckdb_result_error(&mut self.result));
+                return if why.is_empty() { Ok(None) } else { Err(why) };
+            }
+            let size = ffi::duckdb_data_chunk_get_size(chunk) as usize;
+            if size == 0 {
+                ffi::duckdb_destroy_data_chunk(&mut chunk);
+                return Ok(None);
+            }
+            let fit = rows_within(chunk, size, room);
+            if fit < size {
+                ffi::duckdb_data_chunk_set_size(chunk, fit as ffi::idx_t);
+            }
+            let mut array = FFI_ArrowArray::empty();
+            let err = ffi::duckdb_data_chunk_to_arrow(
+                self.options,
+                chunk,
+                &mut array as *mut FFI_ArrowArray as *mut ffi::ArrowArray,
+            );
+            ffi::duckdb_destroy_data_chunk(&mut chunk);
+            error_data(err)?;
+            let data = from_ffi(array, &self.ffi_schema).map_err(|e| e.to_string())?;
+            Ok(Some((
+                RecordBatch::from(StructArray::from(data)),
+                fit < size,
+            )))
+        }
+    }
+}
+
+/// How many of the first rows of `chunk` (of `size` rows) hold at most `room` bytes of
+/// top-level strings (`VARCHAR`, `BLOB`); other types are not counted (the JSON writer's own
+/// cap stops them).
+///
+/// # Safety
+/// `chunk` is a live data chunk of a query result (whose vectors DuckDB hands out flat).
+unsafe fn rows_within(chunk: ffi::duckdb_data_chunk, size: usize, room: usize) -> usize {
+    let mut bytes = vec![0usize; size];
+    for c in 0..ffi::duckdb_data_chunk_get_column_count(chunk) {
+        let v = ffi::duckdb_data_chunk_get_vector(chunk, c);
+        let mut t = ffi::duckdb_vector_get_column_type(v);
+        let id = ffi::duckdb_get_type_id(t);
+        ffi::duckdb_destroy_logical_type(&mut t);
+        if id != ffi::DUCKDB_TYPE_DUCKDB_TYPE_VARCHAR && id != ffi::DUCKDB_TYPE_DUCKDB_TYPE_BLOB {
+            continue;
+        }
+        let data = ffi::duckdb_vector_get_data(v) as *const ffi::duckdb_string_t;
+        let validity = ffi::duckdb_vector_get_validity(v);
+        for (r, b) in bytes.iter_mut().enumerate() {
+            if validity.is_null() || ffi::duckdb_validity_row_is_valid(validity, r as ffi::idx_t) {
+                *b += (*data.add(r)).value.inlined.length as usize;
+            }
+        }
+    }
+    let mut total = 0usize;
+    for (r, b) in bytes.iter().enumerate() {
+        total += b;
+        if total > room {
+            return r;
+        }
+    }
+    size
+}
+
+/// `Ok` for an empty error of the C API, its message otherwise (the error is destroyed).
+///
+/// # Safety
+/// `e` is an error data of the C API, not used after.
+unsafe fn error_data(mut e: ffi::duckdb_error_data) -> Result<(), String> {
+    if e.is_null() {
+        return Ok(());
+    }
+    let out = if ffi::duckdb_error_data_has_error(e) {
+        Err(c_text(ffi::duckdb_error_data_message(e)))
+    } else {
+        Ok(())
     };
-    let (words, first) = words(&statement);
-    let opening = words.first().map(String::as_str).unwrap_or("");
-    if first != Some('(') && !FIRST_WORDS.contains(&opening) {
-        return refuse(format!(
-            "only read-only queries run here (SELECT, WITH, FROM, VALUES, TABLE, DESCRIBE, SHOW, SUMMARIZE), not {}",
-            if opening.is_empty() { "this" } else { opening }
-        ));
+    ffi::duckdb_destroy_error_data(&mut e);
+    out
+}
+
+impl Duck {
+    /// Runs a setting (or any statement) of the sandbox on this connection.
+    fn execute(&self, sql: &str) -> Result<(), String> {
+        let c = CString::new(sql).map_err(|e| e.to_string())?;
+        // SAFETY: a live connection; the result is destroyed once.
+        unsafe {
+            let mut r: ffi::duckdb_result = std::mem::zeroed();
+            let ok = ffi::duckdb_query(self.con, c.as_ptr(), &mut r) == ffi::DuckDBSuccess;
+            let why = c_text(ffi::duckdb_result_error(&mut r));
+            ffi::duckdb_destroy_result(&mut r);
+            if ok {
+                Ok(())
+            } else {
+                Err(why)
+            }
+        }
     }
-    if let Some(w) = words.iter().find(|w| FORBIDDEN.contains(&w.as_str())) {
-        return refuse(format!(
-            "{w} is not allowed: queries here only read the views (no COPY, ATTACH, INSTALL, LOAD, SET, PRAGMA or writes)"
-        ));
+
+    /// `text` prepared, if it is exactly one statement and DuckDB prepares it as a `SELECT`;
+    /// the refusal otherwise (400), with DuckDB's own message when its parser or binder says
+    /// no.
+    pub fn prepare_one(&self, text: &str) -> Result<Prepared, ApiError> {
+        let refuse = |why: String| Err(ApiError::bad(format!("refused: {why}")));
+        let Ok(c) = CString::new(text) else {
+            return refuse("the query holds a NUL character".into());
+        };
+        struct Extracted(ffi::duckdb_extracted_statements);
+        impl Drop for Extracted {
+            fn drop(&mut self) {
+                // SAFETY: destroyed once, as the C API asks even when nothing was extracted.
+                unsafe { ffi::duckdb_destroy_extracted(&mut self.0) }
+            }
+        }
+        let mut ex = Extracted(ptr::null_mut());
+        // SAFETY: a live connection, a NUL-terminated text, an out-pointer of ours.
+        let n = unsafe { ffi::duckdb_extract_statements(self.con, c.as_ptr(), &mut ex.0) };
+        if n == 0 {
+            // SAFETY: the extracted statements are live until `ex` drops.
+            let why = unsafe { c_text(ffi::duckdb_extract_statements_error(ex.0)) };
+            return if why.is_empty() {
+                refuse("the query is empty".into())
+            } else {
+                Err(ApiError::bad(why))
+            };
+        }
+        if n > 1 {
+            return refuse(format!(
+                "{n} statements (DuckDB's parser); run one at a time (a read-only SELECT)"
+            ));
+        }
+        let mut p = Prepared(ptr::null_mut());
+        // SAFETY: statement 0 of the `n` = 1 extracted; `p` is destroyed once.
+        let rc = unsafe { ffi::duckdb_prepare_extracted_statement(self.con, ex.0, 0, &mut p.0) };
+        if rc != ffi::DuckDBSuccess {
+            // SAFETY: the prepared statement lives until `p` drops.
+            let why = unsafe { c_text(ffi::duckdb_prepare_error(p.0)) };
+            return Err(ApiError::bad(if why.is_empty() {
+                "DuckDB could not prepare the query".to_string()
+            } else {
+                why
+            }));
+        }
+        // SAFETY: a prepared statement.
+        let t = unsafe { ffi::duckdb_prepared_statement_type(p.0) };
+        if t != ffi::duckdb_statement_type_DUCKDB_STATEMENT_TYPE_SELECT {
+            return refuse(format!(
+                "statement type {} (DuckDB's parser); only read-only queries run here (SELECT, WITH, FROM, VALUES, TABLE, DESCRIBE, SHOW, SUMMARIZE)",
+                statement_type_name(t)
+            ));
+        }
+        Ok(p)
     }
-    Ok(statement)
+
+    /// `Ok` if `text` is one read-only query ([`Duck::prepare_one`]).
+    pub fn one_query(&self, text: &str) -> Result<(), ApiError> {
+        self.prepare_one(text).map(drop)
+    }
+
+    /// What interrupts this connection's query from another thread.
+    fn interrupter(&self) -> Interrupter {
+        Interrupter(self.con)
+    }
+}
+
+/// Interrupts a worker's running query (`duckdb_interrupt`); the connection outlives it
+/// (workers never end).
+#[derive(Clone, Copy)]
+struct Interrupter(ffi::duckdb_connection);
+
+// SAFETY: `duckdb_interrupt` is made to be called from another thread than the query's.
+unsafe impl Send for Interrupter {}
+
+impl Interrupter {
+    fn interrupt(&self) {
+        // SAFETY: the connection is open for the life of the process.
+        unsafe { ffi::duckdb_interrupt(self.0) }
+    }
 }
 
 /// The settings that lock the catalog's DuckDB down, in the order DuckDB takes them (the
@@ -186,147 +388,206 @@ fn sandbox_settings(data: &Path) -> Vec<String> {
         "SET autoinstall_known_extensions = false".into(),
         "SET autoload_known_extensions = false".into(),
         "SET temp_directory = ''".into(),
-        "SET memory_limit = '2GB'".into(),
+        format!("SET memory_limit = '{MEMORY_LIMIT}'"),
         "SET threads = 1".into(),
         format!("SET allowed_directories = [{}]", sql_str(&dir)),
         "SET enable_external_access = false".into(),
     ]
 }
 
-/// Locks down `conn` (whose views read the Parquet files under `data`, an absolute path) and
-/// returns `n` connections to its database for the workers, each asking for lossless Arrow.
-pub fn sandbox(conn: Connection, data: &Path, n: usize) -> Result<Vec<Connection>, ServeError> {
-    let fail = |context: String| {
-        move |e: duckdb::Error| ServeError::Sandbox {
-            context,
-            message: one_line(&e.to_string()),
-        }
+/// Opens the queries' in-memory DuckDB with the catalog's views over `store` (whose root,
+/// `data`, is an absolute path), locks it down, and returns `n` workers' connections to it
+/// (each asking for lossless Arrow) with what the views show.
+pub fn open(store: &Store, data: &Path, n: usize) -> Result<(Vec<Duck>, Contents), ServeError> {
+    let sandbox = |context: &str, message: String| ServeError::Sandbox {
+        context: context.to_string(),
+        message,
     };
-    for s in sandbox_settings(data) {
-        conn.execute_batch(&s).map_err(fail(s.clone()))?;
+    let mut db: ffi::duckdb_database = ptr::null_mut();
+    // SAFETY: a null path opens an in-memory database into our out-pointer. It is never
+    // closed: the server's queries use it until the process ends.
+    if unsafe { ffi::duckdb_open(ptr::null(), &mut db) } != ffi::DuckDBSuccess {
+        return Err(sandbox("opening DuckDB", "duckdb_open failed".into()));
     }
-    let mut conns = Vec::with_capacity(n);
+    // SAFETY: a database just opened; the connection does not close it.
+    let conn = unsafe { Connection::open_from_raw(db) }
+        .map_err(|e| sandbox("opening DuckDB", one_line(&e.to_string())))?;
+    let contents = catalog::define_views(&conn, store)?;
+    for s in sandbox_settings(data) {
+        conn.execute_batch(&s)
+            .map_err(|e| sandbox(&s, one_line(&e.to_string())))?;
+    }
+    let mut workers = Vec::with_capacity(n);
     for _ in 0..n {
-        let c = conn
-            .try_clone()
-            .map_err(fail("a worker's connection".into()))?;
-        c.execute_batch(LOSSLESS).map_err(fail(LOSSLESS.into()))?;
-        conns.push(c);
+        let mut con: ffi::duckdb_connection = ptr::null_mut();
+        // SAFETY: the database is open (and stays so); the connection is never closed.
+        if unsafe { ffi::duckdb_connect(db, &mut con) } != ffi::DuckDBSuccess {
+            return Err(sandbox(
+                "a worker's connection",
+                "duckdb_connect failed".into(),
+            ));
+        }
+        let w = Duck { con };
+        w.execute(LOSSLESS).map_err(|m| sandbox(LOSSLESS, m))?;
+        workers.push(w);
     }
     conn.execute_batch("SET lock_configuration = true")
-        .map_err(fail("SET lock_configuration = true".into()))?;
-    Ok(conns)
+        .map_err(|e| sandbox("SET lock_configuration = true", one_line(&e.to_string())))?;
+    Ok((workers, contents))
 }
 
-/// DuckDB's parser on `statement`: `Ok` if it is one `SELECT` (which `json_serialize_sql`
-/// alone serialises), its reason otherwise.
-fn parsed_as_select(conn: &Connection, statement: &str) -> Result<(), ApiError> {
-    let out: String = conn
-        .query_row("SELECT json_serialize_sql(?::VARCHAR)", [statement], |r| {
-            r.get(0)
-        })
-        .map_err(|e| ApiError::new(500, format!("DuckDB's parser: {e}")))?;
-    let v: Value = serde_json::from_str(&out).unwrap_or(Value::Null);
-    if v["error"].as_bool() == Some(false) {
-        return Ok(());
-    }
-    let why = v["error_message"]
-        .as_str()
-        .unwrap_or("not a query")
-        .to_string();
-    Err(ApiError::bad(format!(
-        "refused: only a read-only SELECT runs here ({})",
-        one_line(&why)
-    )))
+/// Why a query's answer stopped short of its result.
+#[derive(Debug, PartialEq)]
+enum Cut {
+    Rows,
+    Bytes,
 }
 
-/// The first `max_rows` rows of `statement` (and whether there were more), fetched chunk by
-/// chunk so that a big result is never held whole; a failure mid-stream is an error, not a
-/// short result.
-fn run_capped(
-    conn: &Connection,
-    statement: &str,
+/// The rows of a result as JSON text (`[…],[…],…`), written chunk by chunk within a row cap
+/// and a byte cap.
+struct RowWriter {
+    /// The reply so far: its head (columns, types), then the rows written.
+    out: Vec<u8>,
+    /// Where the rows begin in `out`.
+    base: usize,
+    rows: usize,
     max_rows: usize,
-) -> Result<(QueryResult, bool), String> {
-    let fail = |e: duckdb::Error| one_line(&e.to_string());
-    let mut stmt = conn.prepare(statement).map_err(fail)?;
-    let schema = stmt.stream_arrow([]).map_err(fail)?.get_schema();
-    let mut batches = Vec::new();
-    let mut rows = 0usize;
-    let mut truncated = false;
-    while let Some(chunk) = stmt.step().map_err(fail)? {
-        let b = RecordBatch::from(&chunk);
-        let keep = b.num_rows().min(max_rows - rows);
-        if keep < b.num_rows() {
-            truncated = true;
+    max_bytes: usize,
+    cut: Option<Cut>,
+    options: EncoderOptions,
+}
+
+impl RowWriter {
+    fn new(max_rows: usize, max_bytes: usize) -> RowWriter {
+        RowWriter {
+            out: Vec::new(),
+            base: 0,
+            rows: 0,
+            max_rows,
+            max_bytes,
+            cut: None,
+            options: EncoderOptions::default().with_explicit_nulls(true),
         }
-        rows += keep;
-        batches.push(b.slice(0, keep));
-        if truncated || rows == max_rows {
+    }
+
+    /// The bytes of rows that may still be written.
+    fn room(&self) -> usize {
+        (self.base + self.max_bytes).saturating_sub(self.out.len())
+    }
+
+    /// Writes the rows of `batch` (already [`printable`]) until a cap is reached; `stop` is
+    /// asked between rows whether the query's time is up.
+    fn write(&mut self, batch: &RecordBatch, stop: &dyn Fn() -> bool) -> Result<(), String> {
+        let fields: Vec<FieldRef> = batch.schema().fields().iter().cloned().collect();
+        let mut encoders = fields
+            .iter()
+            .zip(batch.columns())
+            .map(|(f, c)| make_encoder(f, c.as_ref(), &self.options))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| e.to_string())?;
+        for row in 0..batch.num_rows() {
+            if self.rows == self.max_rows {
+                self.cut = Some(Cut::Rows);
+                return Ok(());
+            }
+            if row % 256 == 0 && stop() {
+                return Err("interrupted".into());
+            }
+            // A row whose values take more memory than the bytes left is not encoded at all
+            // (JSON text is no shorter than the values' bytes, but for numbers).
+            let room = self.room();
+            let size: usize = batch
+                .columns()
+                .iter()
+                .map(|c| {
+                    c.slice(row, 1)
+                        .to_data()
+                        .get_slice_memory_size()
+                        .unwrap_or(0)
+                })
+                .sum();
+            if size > room {
+                self.cut = Some(Cut::Bytes);
+                return Ok(());
+            }
+            let mark = self.out.len();
+            if self.rows > 0 {
+                self.out.push(b',');
+            }
+            self.out.push(b'[');
+            for (i, e) in encoders.iter_mut().enumerate() {
+                if i > 0 {
+                    self.out.push(b',');
+                }
+                if e.is_null(row) {
+                    self.out.extend_from_slice(b"null");
+                } else {
+                    e.encode(row, &mut self.out);
+                }
+            }
+            self.out.push(b']');
+            if self.out.len() > self.base + self.max_bytes {
+                self.out.truncate(mark);
+                self.cut = Some(Cut::Bytes);
+                return Ok(());
+            }
+            self.rows += 1;
+        }
+        Ok(())
+    }
+}
+
+/// Streams the result of `p` (one checked query) into the reply's JSON within the caps: its
+/// columns and types (as printed), then its rows. `stop` says the deadline passed.
+fn run_streamed(p: &Prepared, rows: &mut RowWriter, stop: &dyn Fn() -> bool) -> Result<(), String> {
+    let mut result = Streamed::start(p)?;
+    rows.out =
+        head(&printable(&RecordBatch::new_empty(result.schema.clone()), Target::Json).schema());
+    rows.base = rows.out.len();
+    while let Some((chunk, short)) = result.next(rows.room())? {
+        let batch = printable(&chunk, Target::Json);
+        drop(chunk);
+        rows.write(&batch, stop)?;
+        if stop() {
+            return Err("interrupted".into());
+        }
+        if short && rows.cut.is_none() && rows.rows < rows.max_rows {
+            rows.cut = Some(Cut::Bytes);
+        }
+        if rows.cut.is_some() {
+            break;
+        }
+        if rows.rows == rows.max_rows {
             // One more chunk tells whether anything was cut at exactly the cap.
-            if !truncated {
-                truncated = stmt.step().map_err(fail)?.is_some_and(|c| c.len() > 0);
+            if result.next(0)?.is_some() {
+                rows.cut = Some(Cut::Rows);
             }
             break;
         }
     }
-    Ok((QueryResult { schema, batches }, truncated))
+    Ok(())
 }
 
-/// `{"columns", "types", "rows"}` of a result: each row an array in column order, values as
-/// the CLI's JSON output writes them (numbers, strings, booleans, lists, objects, null).
-fn result_json(result: &QueryResult) -> Result<Value, String> {
-    let columns: Vec<String> = result
-        .schema
-        .fields()
-        .iter()
-        .map(|f| f.name().clone())
-        .collect();
-    let batch = result.concat().map_err(|e| one_line(&e.to_string()))?;
-    let batch = printable(&batch, Target::Json);
-    let types: Vec<String> = batch
-        .schema()
+/// The reply's text up to its rows: `{"columns":[…],"types":[…],"rows":[`.
+fn head(schema: &SchemaRef) -> Vec<u8> {
+    let columns: Vec<&String> = schema.fields().iter().map(|f| f.name()).collect();
+    let types: Vec<String> = schema
         .fields()
         .iter()
         .map(|f| f.data_type().to_string())
         .collect();
-    let mut rows: Vec<Value> = Vec::with_capacity(batch.num_rows());
-    if batch.num_rows() > 0 && batch.num_columns() > 0 {
-        // Named by position, so columns of the same name (SELECT 1, 1) stay apart.
-        let fields: Vec<Field> = batch
-            .schema()
-            .fields()
-            .iter()
-            .enumerate()
-            .map(|(i, f)| f.as_ref().clone().with_name(format!("c{i}")))
-            .collect();
-        let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), batch.columns().to_vec())
-            .map_err(|e| e.to_string())?;
-        let mut buf = Vec::new();
-        {
-            let mut w = arrow::json::WriterBuilder::new()
-                .with_explicit_nulls(true)
-                .build::<_, arrow::json::writer::JsonArray>(&mut buf);
-            w.write(&batch).map_err(|e| e.to_string())?;
-            w.finish().map_err(|e| e.to_string())?;
-        }
-        let objects: Vec<serde_json::Map<String, Value>> =
-            serde_json::from_slice(&buf).map_err(|e| e.to_string())?;
-        for mut o in objects {
-            rows.push(Value::Array(
-                (0..columns.len())
-                    .map(|i| o.remove(&format!("c{i}")).unwrap_or(Value::Null))
-                    .collect(),
-            ));
-        }
-    }
-    Ok(json!({ "columns": columns, "types": types, "rows": rows }))
+    let mut out = json!({ "columns": columns, "types": types })
+        .to_string()
+        .into_bytes();
+    out.pop(); // the closing brace
+    out.extend_from_slice(b",\"rows\":[");
+    out
 }
 
 /// A query waiting for a worker, and where its answer goes.
 struct Job {
     statement: String,
-    answer: Sender<Result<Value, ApiError>>,
+    answer: tokio::sync::oneshot::Sender<Result<Vec<u8>, ApiError>>,
 }
 
 /// Queries that are running, by worker: when each must stop, and how to stop it.
@@ -336,20 +597,30 @@ struct Watchdog {
 
 struct Slot {
     deadline: Option<Instant>,
-    handle: Arc<InterruptHandle>,
+    handle: Interrupter,
     fired: bool,
 }
 
 impl Watchdog {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Slot>> {
+        self.slots.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     fn arm(&self, i: usize, deadline: Instant) {
-        let mut s = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        let mut s = self.lock();
         s[i].deadline = Some(deadline);
         s[i].fired = false;
     }
 
+    /// True once worker `i`'s query was interrupted (or its time is up).
+    fn fired(&self, i: usize) -> bool {
+        let s = self.lock();
+        s[i].fired || s[i].deadline.is_some_and(|d| Instant::now() >= d)
+    }
+
     /// Ends the watch of worker `i`; true if its query was interrupted.
     fn disarm(&self, i: usize) -> bool {
-        let mut s = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        let mut s = self.lock();
         s[i].deadline = None;
         s[i].fired
     }
@@ -358,9 +629,10 @@ impl Watchdog {
         loop {
             std::thread::sleep(Duration::from_millis(20));
             let now = Instant::now();
-            let mut s = self.slots.lock().unwrap_or_else(|p| p.into_inner());
-            for slot in s.iter_mut() {
-                if slot.deadline.is_some_and(|d| now >= d) && !slot.fired {
+            for slot in self.lock().iter_mut() {
+                // Again at every round past the deadline: a query that began to execute after
+                // an interrupt (which DuckDB clears when a query starts) is stopped too.
+                if slot.deadline.is_some_and(|d| now >= d) {
                     slot.handle.interrupt();
                     slot.fired = true;
                 }
@@ -373,6 +645,7 @@ impl Watchdog {
 pub struct Sql {
     jobs: SyncSender<Job>,
     pub max_rows: usize,
+    pub max_bytes: usize,
     pub timeout: Duration,
     pub workers: usize,
 }
@@ -382,7 +655,7 @@ const QUEUE: usize = 32;
 
 impl Sql {
     /// Starts one worker thread a connection of `conns` and the watchdog.
-    pub fn start(conns: Vec<Connection>, max_rows: usize, timeout: Duration) -> Sql {
+    pub fn start(conns: Vec<Duck>, max_rows: usize, max_bytes: usize, timeout: Duration) -> Sql {
         let workers = conns.len();
         let (tx, rx) = sync_channel::<Job>(QUEUE);
         let rx = Arc::new(Mutex::new(rx));
@@ -392,7 +665,7 @@ impl Sql {
                     .iter()
                     .map(|c| Slot {
                         deadline: None,
-                        handle: c.interrupt_handle(),
+                        handle: c.interrupter(),
                         fired: false,
                     })
                     .collect(),
@@ -405,31 +678,40 @@ impl Sql {
                 .spawn(move || w.patrol())
                 .expect("a thread starts");
         }
-        for (i, conn) in conns.into_iter().enumerate() {
+        let limits = Limits {
+            max_rows,
+            max_bytes,
+            timeout,
+        };
+        for (i, duck) in conns.into_iter().enumerate() {
             let rx = rx.clone();
             let watchdog = watchdog.clone();
             std::thread::Builder::new()
                 .name(format!("sql-{i}"))
-                .spawn(move || worker(i, conn, &rx, &watchdog, max_rows, timeout))
+                .spawn(move || worker(i, &duck, &rx, &watchdog, limits))
                 .expect("a thread starts");
         }
         Sql {
             jobs: tx,
             max_rows,
+            max_bytes,
             timeout,
             workers,
         }
     }
 
-    /// Runs the query of `body` (`{"query": "…"}`) on a worker and waits for its answer; a
-    /// query the check refuses, or one beyond the queue, is answered at once.
-    pub fn run(&self, body: &[u8]) -> Result<Value, ApiError> {
+    /// Hands the query of `body` (`{"query": "…"}`) to a worker and returns where its answer
+    /// (the reply's JSON text) will come; a body that is not such JSON, or a query beyond the
+    /// queue, is answered at once.
+    pub fn submit(
+        &self,
+        body: &[u8],
+    ) -> Result<tokio::sync::oneshot::Receiver<Result<Vec<u8>, ApiError>>, ApiError> {
         let statement = serde_json::from_slice::<Value>(body)
             .ok()
             .and_then(|v| v.get("query").and_then(Value::as_str).map(String::from))
-            .ok_or_else(|| ApiError::bad("the body must be JSON: {\"query\": \"SELECT …\"}"))
-            .and_then(|q| check(&q))?;
-        let (tx, rx) = channel();
+            .ok_or_else(|| ApiError::bad("the body must be JSON: {\"query\": \"SELECT …\"}"))?;
+        let (tx, rx) = tokio::sync::oneshot::channel();
         let job = Job {
             statement,
             answer: tx,
@@ -441,19 +723,19 @@ impl Sql {
                 format!("{QUEUE} queries are waiting already; try again in a moment"),
             ));
         }
-        rx.recv()
-            .unwrap_or_else(|_| Err(ApiError::new(500, "the query failed inside the server")))
+        Ok(rx)
     }
 }
 
-fn worker(
-    i: usize,
-    conn: Connection,
-    rx: &Mutex<Receiver<Job>>,
-    watchdog: &Watchdog,
+/// What a query may take.
+#[derive(Clone, Copy)]
+struct Limits {
     max_rows: usize,
+    max_bytes: usize,
     timeout: Duration,
-) {
+}
+
+fn worker(i: usize, duck: &Duck, rx: &Mutex<Receiver<Job>>, watchdog: &Watchdog, limits: Limits) {
     loop {
         let job = {
             let rx = rx.lock().unwrap_or_else(|p| p.into_inner());
@@ -463,7 +745,7 @@ fn worker(
             }
         };
         let reply = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            answer(i, &conn, watchdog, &job.statement, max_rows, timeout)
+            answer(i, duck, watchdog, &job.statement, limits)
         }))
         .unwrap_or_else(|_| Err(ApiError::new(500, "the query failed inside the server")));
         // The client may have gone; its answer goes nowhere then.
@@ -471,94 +753,224 @@ fn worker(
     }
 }
 
-/// Runs one checked statement on worker `i`'s connection.
+/// Checks and runs one statement on worker `i`'s connections: the reply's JSON text.
 fn answer(
     i: usize,
-    conn: &Connection,
+    duck: &Duck,
     watchdog: &Watchdog,
     statement: &str,
-    max_rows: usize,
-    timeout: Duration,
-) -> Result<Value, ApiError> {
-    parsed_as_select(conn, statement)?;
+    limits: Limits,
+) -> Result<Vec<u8>, ApiError> {
     let start = Instant::now();
-    watchdog.arm(i, start + timeout);
-    let result = run_capped(conn, statement, max_rows);
-    let interrupted = watchdog.disarm(i);
+    watchdog.arm(i, start + limits.timeout);
+    let mut rows = RowWriter::new(limits.max_rows, limits.max_bytes);
+    let stop = || watchdog.fired(i);
+    let result = duck.prepare_one(statement).map(|p| {
+        if stop() {
+            // Preparing took the query's time (DuckDB folds constants while preparing).
+            return Err("interrupted".to_string());
+        }
+        run_streamed(&p, &mut rows, &stop)
+    });
+    let interrupted = watchdog.fired(i);
+    watchdog.disarm(i);
     let elapsed = start.elapsed();
-    let (result, truncated) = match result {
-        Ok(r) => r,
-        Err(_) if interrupted => {
+    match result {
+        Ok(Ok(())) => {}
+        Err(_) | Ok(Err(_)) if interrupted => {
             return Err(ApiError::new(
                 408,
                 format!(
                     "the query ran longer than the limit of {} s and was interrupted (narrow it with WHERE board = …, variant = …, age …, or add a LIMIT)",
-                    timeout.as_secs_f64()
+                    limits.timeout.as_secs_f64()
                 ),
             ))
         }
-        Err(m) => return Err(ApiError::bad(m)),
-    };
-    let mut v = result_json(&result).map_err(|m| ApiError::new(500, m))?;
-    let shown = result.num_rows();
-    v["truncated"] = json!(truncated);
-    v["note"] = if truncated {
-        json!(format!(
+        Err(refused) => return Err(refused),
+        Ok(Err(m)) => return Err(ApiError::bad(m)),
+    }
+    let shown = rows.rows;
+    let note = match rows.cut {
+        None => Value::Null,
+        Some(Cut::Rows) => json!(format!(
             "showing the first {shown} rows; the query has more (add a LIMIT, or use age2048 sql for the whole result)"
-        ))
-    } else {
-        Value::Null
+        )),
+        Some(Cut::Bytes) => json!(format!(
+            "showing the first {shown} rows, as many as fit in {} MiB; the query has more (select fewer columns, add a LIMIT, or use age2048 sql for the whole result)",
+            limits.max_bytes / (1024 * 1024)
+        )),
     };
-    v["elapsed_ms"] = json!(elapsed.as_secs_f64() * 1e3);
-    Ok(v)
+    let tail = json!({
+        "truncated": rows.cut.is_some(),
+        "note": note,
+        "elapsed_ms": elapsed.as_secs_f64() * 1e3,
+    })
+    .to_string();
+    // The rows' text stays where it was written: the tail's fields follow it.
+    let mut out = rows.out;
+    out.extend_from_slice(b"],");
+    out.extend_from_slice(&tail.as_bytes()[1..]);
+    Ok(out)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// A parser over a fresh in-memory database (no views: statements on tables are refused
+    /// by the binder, which these tests do not need).
+    fn parser() -> Duck {
+        let mut db: ffi::duckdb_database = ptr::null_mut();
+        let mut con: ffi::duckdb_connection = ptr::null_mut();
+        // SAFETY: out-pointers of ours; the database stays open for the test's life.
+        unsafe {
+            assert_eq!(ffi::duckdb_open(ptr::null(), &mut db), ffi::DuckDBSuccess);
+            assert_eq!(ffi::duckdb_connect(db, &mut con), ffi::DuckDBSuccess);
+        }
+        Duck { con }
+    }
+
     #[test]
-    fn queries_pass_the_check() {
+    fn one_query_by_duckdbs_parser() {
+        let p = parser();
+        let deep_sum = format!("SELECT {}", vec!["1"; 100].join("+"));
+        let deep_nest = format!(
+            "{}SELECT 1{}",
+            "SELECT * FROM (".repeat(100),
+            ")".repeat(100)
+        );
         for q in [
             "SELECT 1",
-            "  -- a comment\n select * from states limit 3;",
+            "  -- a comment\n select 42;",
             "WITH t AS (SELECT 1 AS x) SELECT x FROM t",
-            "FROM ages",
+            "FROM range(3)",
+            "VALUES (1), (2)",
             "(SELECT 1) UNION (SELECT 2)",
-            "DESCRIBE states",
-            "SELECT 'COPY; ATTACH' AS s, \"update\" FROM t",
+            "DESCRIBE SELECT 1 AS x",
+            "SUMMARIZE SELECT 1 AS x",
+            "SELECT 'COPY; ATTACH' AS s, \"update\" FROM (SELECT 1 AS \"update\")",
             "SELECT current_setting('threads')",
+            "SELECT $$'$$ AS a",
+            // A pragma DuckDB rewrites into a query is that query.
+            "PRAGMA version",
+            deep_sum.as_str(),
+            deep_nest.as_str(),
         ] {
-            assert!(check(q).is_ok(), "{q}: {:?}", check(q));
+            assert_eq!(p.one_query(q), Ok(()), "{q}");
         }
     }
 
     #[test]
-    fn writes_and_settings_are_refused() {
+    fn hidden_statements_writes_and_settings_are_refused() {
+        let p = parser();
         for (q, why) in [
-            ("", "empty"),
+            ("", "the query is empty"),
+            ("  -- only a comment\n", "the query is empty"),
             ("SELECT 1; SELECT 2", "2 statements"),
-            ("COPY (SELECT 1) TO 'x.csv'", "not COPY"),
-            ("ATTACH 'x.db'", "not ATTACH"),
-            ("INSTALL httpfs", "not INSTALL"),
-            ("LOAD httpfs", "not LOAD"),
-            ("SET threads = 8", "not SET"),
-            ("PRAGMA version", "not PRAGMA"),
-            ("CREATE TABLE t AS SELECT 1", "not CREATE"),
-            (
-                "WITH t AS (SELECT 1) INSERT INTO x SELECT * FROM t",
-                "INSERT is not allowed",
-            ),
+            ("SELECT $$'$$ AS a; SELECT 42 AS hidden", "2 statements"),
+            ("SELECT E'\\'' AS a; SELECT 43", "2 statements"),
             ("SELECT 1 /* ; */ ; DROP TABLE x", "2 statements"),
-            ("select * from t where x in (select 1); -- ;", "ok"),
+            ("COPY (SELECT 1) TO 'x.csv'", "statement type COPY"),
+            ("ATTACH 'x.db'", "statement type ATTACH"),
+            ("INSTALL httpfs", "statement type LOAD"),
+            ("LOAD httpfs", "statement type LOAD"),
+            ("SET threads = 8", "statement type SET"),
+            ("PRAGMA enable_profiling", "statement type "),
+            ("PRAGMA threads = 4", "statement type "),
+            ("CREATE TABLE t AS SELECT 1", "statement type CREATE"),
+            ("EXPLAIN SELECT 1", "statement type EXPLAIN"),
+            ("SELEC 1", "Parser Error: syntax error at or near \"SELEC\""),
+            ("SELECT * FROM no_such_table", "Catalog Error"),
+            ("SELECT 1\0", "NUL"),
         ] {
-            match check(q) {
-                Ok(_) => assert_eq!(why, "ok", "{q} passed"),
-                Err(e) => {
-                    assert_eq!(e.status, 400);
-                    assert!(e.message.contains(why), "{q}: {}", e.message);
-                }
-            }
+            let e = p.one_query(q).expect_err(q);
+            assert_eq!(e.status, 400, "{q}");
+            assert!(e.message.contains(why), "{q}: {}", e.message);
         }
+    }
+
+    #[test]
+    fn results_stream_as_json_rows() {
+        let duck = parser();
+        duck.execute(LOSSLESS).unwrap();
+        let p = duck
+            .prepare_one(
+                "SELECT range AS n, 'a\"b' AS s, [range, 2] AS l, {'k': range} AS o, NULL AS z, 1.5::DECIMAL(4,1) AS d FROM range(3000)",
+            )
+            .unwrap();
+        let mut w = RowWriter::new(2500, 1 << 20);
+        run_streamed(&p, &mut w, &|| false).unwrap();
+        let text = String::from_utf8(w.out).unwrap();
+        assert!(
+            text.starts_with(r#"{"columns":["n","s","l","o","z","d"],"types":["#),
+            "{text:.200}"
+        );
+        assert!(
+            text.contains(r#""rows":[[0,"a\"b",[0,2],{"k":0},null,"#),
+            "{text:.300}"
+        );
+        assert_eq!((w.rows, w.cut), (2500, Some(Cut::Rows)));
+        // Exactly at the cap: not cut.
+        let p = duck.prepare_one("FROM range(2500)").unwrap();
+        let mut w = RowWriter::new(2500, 1 << 20);
+        run_streamed(&p, &mut w, &|| false).unwrap();
+        assert_eq!((w.rows, w.cut), (2500, None));
+        // Wide strings: only the rows that can fit are copied out of DuckDB's chunk, and the
+        // JSON's own cap cuts the last of them.
+        let p = duck
+            .prepare_one("SELECT repeat('x', 100) AS s, range AS n FROM range(3000)")
+            .unwrap();
+        let mut w = RowWriter::new(100_000, 10_000);
+        run_streamed(&p, &mut w, &|| false).unwrap();
+        let per_row = r#",["xxxx","#.len() - 4 + 100 + ",0]".len();
+        assert_eq!(w.cut, Some(Cut::Bytes));
+        assert!(
+            w.rows >= 10_000 / (per_row + 4) && w.rows <= 10_000 / per_row,
+            "{} rows",
+            w.rows
+        );
+        assert!(w.out.len() - w.base <= 10_000);
+        // A failure mid-stream is an error, not a short result.
+        let p = duck
+            .prepare_one("SELECT CASE WHEN range < 5000 THEN range ELSE error('boom') END AS x FROM range(10000)")
+            .unwrap();
+        let mut w = RowWriter::new(100_000, 1 << 20);
+        let e = run_streamed(&p, &mut w, &|| false).unwrap_err();
+        assert!(e.contains("boom"), "{e}");
+    }
+
+    #[test]
+    fn rows_stop_at_the_byte_cap_whole() {
+        use arrow::array::{Int64Array, StringArray};
+        use arrow::datatypes::{DataType, Field, Schema};
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("n", DataType::Int64, true),
+            Field::new("s", DataType::Utf8, true),
+        ]));
+        let batch = RecordBatch::try_new(
+            schema,
+            vec![
+                Arc::new(Int64Array::from(vec![Some(1), None, Some(3), Some(4)])),
+                Arc::new(StringArray::from(vec![
+                    Some("a\"b"),
+                    Some("c"),
+                    None,
+                    Some("x".repeat(100).as_str()),
+                ])),
+            ],
+        )
+        .unwrap();
+        let mut w = RowWriter::new(10, 40);
+        w.write(&batch, &|| false).unwrap();
+        assert_eq!(
+            String::from_utf8(w.out).unwrap(),
+            r#"[1,"a\"b"],[null,"c"],[3,null]"#
+        );
+        assert_eq!((w.rows, w.cut), (3, Some(Cut::Bytes)));
+        let mut w = RowWriter::new(2, 1 << 20);
+        w.write(&batch, &|| false).unwrap();
+        assert_eq!((w.rows, w.cut), (2, Some(Cut::Rows)));
+        let mut w = RowWriter::new(10, 1 << 20);
+        assert!(w.write(&batch, &|| true).is_err());
     }
 }

@@ -46,14 +46,34 @@ pub use parquet::{ColumnData, PartWriter, StatesColumns, ROWS_PER_GROUP};
 #[derive(Clone, Debug)]
 pub struct Store {
     layout: Layout,
+    /// A reader that must not write (`serve` over published data): the seals of its checks,
+    /// by seal file, kept here instead of on disk.
+    seals: Option<std::sync::Arc<MemorySeals>>,
 }
+
+/// Seals kept in memory, by seal file: their JSON as it would be on disk.
+pub(crate) type MemorySeals = std::sync::Mutex<std::collections::HashMap<PathBuf, Vec<u8>>>;
 
 impl Store {
     /// The store over `root` (which need not exist yet: `solve` creates it).
     pub fn new(root: impl Into<PathBuf>) -> Store {
         Store {
             layout: Layout::new(root),
+            seals: None,
         }
+    }
+
+    /// [`Store::open`] for a reader that writes nothing into the directory (which may be a
+    /// read-only mount): the seals its checks make stay in this process's memory.
+    pub fn open_read_only(root: impl Into<PathBuf>) -> Result<Store> {
+        let mut s = Store::open(root)?;
+        s.seals = Some(Default::default());
+        Ok(s)
+    }
+
+    /// The in-memory seals of a read-only store (`None`: seals are files).
+    pub(crate) fn memory_seals(&self) -> Option<&MemorySeals> {
+        self.seals.as_deref()
     }
 
     /// The store over an existing data directory; [`StoreError::MissingDir`] otherwise.

@@ -443,17 +443,30 @@ struct Seal {
 /// The seal on disk; an empty one if there is none or it cannot be read (every file is then
 /// hashed: a seal only ever spares work).
 fn read_seal(store: &Store, shape: Shape, variant: &str) -> Seal {
-    fs::read(store.layout().seal_file(shape, variant))
-        .ok()
+    let path = store.layout().seal_file(shape, variant);
+    let kept = store
+        .memory_seals()
+        .and_then(|m| m.lock().ok()?.get(&path).cloned());
+    kept.or_else(|| fs::read(&path).ok())
         .and_then(|b| serde_json::from_slice(&b).ok())
         .unwrap_or_default()
 }
 
 /// Writes a seal, if it can: a directory a reader may not write keeps its old seal (and its
-/// files are hashed again next time).
+/// files are hashed again next time). A read-only store keeps it in memory instead.
 fn write_seal(store: &Store, shape: Shape, variant: &str, seal: &Seal) {
     if let Ok(bytes) = serde_json::to_vec(seal) {
-        let _ = atomic::write_batched(&store.layout().seal_file(shape, variant), &bytes);
+        let path = store.layout().seal_file(shape, variant);
+        match store.memory_seals() {
+            Some(m) => {
+                if let Ok(mut m) = m.lock() {
+                    m.insert(path, bytes);
+                }
+            }
+            None => {
+                let _ = atomic::write_batched(&path, &bytes);
+            }
+        }
     }
 }
 

@@ -1,20 +1,26 @@
 // The web app of `age2048 serve` as a person uses it, in a real headless Chromium (Debian's
 // `chromium`, driven by playwright-core, which downloads no browser):
 //   - Play: a seeded 3x3 game played by keys shows the four q-values `best` prints, a zero
-//     regret for optimal moves and the regret of a worse one, and undo takes it back;
+//     regret for optimal moves and the regret of a worse one, and undo takes it back; n and
+//     space play the best move; every variant of the board side by side, each move coloured
+//     by its loss; the moves played coloured by their regret;
 //   - Analyse: a pasted board shows the numbers `best --format json` prints, for every
-//     variant, and a malformed board the CLI's one line;
+//     variant, each move's loss against the best shown and coloured, and a malformed board
+//     the CLI's one line;
+//   - Evaluate: a pasted game log, and a dropped one, give `evaluate`'s numbers (its summary,
+//     each move's regret, the mistakes in order, the regret per age); the URL holds the log;
 //   - SQL: an example query runs, a forbidden statement is refused on the page;
+//   - API: the page documents every route, and its examples answer;
 //   - Figures: the missing report is rendered, its steps shown, then the page shows it.
 // It solves 3x3 and 2x3 into DATA (default WORK/data; reused once solved), serves them on a
-// free port of loopback, and saves screenshots of Play and Analyse into SCREENSHOTS.
+// free port of loopback, and saves screenshots of Play, Analyse and Evaluate into SCREENSHOTS.
 //
 //   AGE2048_BIN=target/debug/age2048 node tests/browser/run.mjs
 //   env: CHROMIUM (default /usr/bin/chromium), WORK (default $TMPDIR/age2048-browser),
 //        DATA (default WORK/data), SCREENSHOTS (default WORK/screenshots)
 import { chromium } from 'playwright-core';
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -154,8 +160,45 @@ await check('Play: a seeded 3x3 game played by keys shows the q-values and zero 
   eq(await again.$eval('#play-grid', (g) => [...g.children].map((c) => c.textContent || '.').join(' ')),
     board.replaceAll('/', ' '), 'the shared URL\'s board');
   await again.close();
+  // n and space play the best move.
+  for (const [n, key] of [[13, 'n'], [14, ' ']]) {
+    const before = best('3x3', 'expectation', await gridText('#play-grid'));
+    await page.keyboard.press(key === ' ' ? 'Space' : key);
+    await page.waitForFunction((m) => document.getElementById('play-moves').textContent === String(m), n);
+    eq(await page.$eval('#play-regret', (e) => e.dataset.value), '0', `regret of the move ${JSON.stringify(key)} played`);
+    const last = await page.$eval('#play-history li:last-child', (li) => li.textContent);
+    eq(last, `${n}. ${before.best}`, `the move ${JSON.stringify(key)} played`);
+  }
+  // The moves played, each coloured by its regret.
+  const hist = await page.$$eval('#play-history li', (lis) => lis.map((li) => li.className));
+  eq(hist.length, 14, 'moves listed');
+  assert(hist.every((c) => c === 'l-best'), `optimal moves coloured as best: ${hist}`);
+  // Every variant of the board side by side (3x3 has one here; 2x3 below has two).
+  const now = await gridText('#play-grid');
+  await page.waitForFunction((b) => document.querySelector('#play-variants tbody').dataset.board === b, now);
+  const rows = await page.$$eval('#play-variants tr[data-variant]', (trs) => trs.map((tr) => tr.dataset.variant));
+  eq(JSON.stringify(rows), JSON.stringify(['expectation']), '3x3 variants');
   await page.click('#play-hint');
   await page.screenshot({ path: join(shots, 'play.png') });
+});
+
+await check('Play: on 2x3 every variant solved is shown side by side, each move with its loss', async () => {
+  await open('#play?board=2x3&variant=goal-128&seed=3&moves=');
+  await page.waitForSelector('#play-variants tr[data-variant="goal-128"]');
+  const board = await gridText('#play-grid');
+  await page.waitForFunction((b) => document.querySelector('#play-variants tbody').dataset.board === b, board);
+  for (const variant of ['expectation', 'goal-128']) {
+    const cli = best('2x3', variant, board);
+    const cells = await page.$$eval(`#play-variants tr[data-variant="${variant}"] td[data-move]`,
+      (tds) => tds.map((td) => [td.dataset.move, td.dataset.value === '' ? null : Number(td.dataset.value), td.dataset.loss]));
+    for (const [d, q, loss] of cells) {
+      eq(q, cli[d], `${variant} q(${d})`);
+      if (q !== null) {
+        const l = cli.value - q <= 1e-9 * Math.max(Math.abs(cli.value), 1) ? 0 : cli.value - q;
+        eq(Number(loss), l, `${variant} loss(${d})`);
+      }
+    }
+  }
 });
 
 await check('Analyse: a pasted board shows the numbers best prints, a malformed one the CLI\'s line', async () => {
@@ -169,13 +212,27 @@ await check('Analyse: a pasted board shows the numbers best prints, a malformed 
     const row = await page.$$eval(`#an-table tr[data-variant="${variant}"] td[data-value]`,
       (tds) => tds.map((td) => (td.dataset.value === '' ? null : Number(td.dataset.value))));
     eq(JSON.stringify(row), JSON.stringify([cli.L, cli.R, cli.U, cli.D, cli.value]), `${variant} row`);
+    // Each move's loss against the best, shown and coloured.
+    const cells = await page.$$eval(`#an-table tr[data-variant="${variant}"] td[data-move]`,
+      (tds) => tds.map((td) => ({ d: td.dataset.move, loss: td.dataset.loss, cls: td.className, text: (td.querySelector('.loss') || {}).textContent })));
+    for (const c of cells) {
+      const q = cli[c.d];
+      if (q === null) { eq(c.cls, 'invalid', `${variant} ${c.d} invalid`); continue; }
+      const l = cli.value - q <= 1e-9 * Math.max(Math.abs(cli.value), 1) ? 0 : cli.value - q;
+      eq(Number(c.loss), l, `${variant} loss of ${c.d}`);
+      eq(c.text, l === 0 ? 'best' : `−${l.toFixed(6)}`, `${variant} loss shown for ${c.d}`);
+      const r = l / Math.max(Math.abs(cli.value), 1e-12);
+      const want = l === 0 ? 'l-best' : (r < 0.01 ? 'l-inacc' : (r < 0.05 ? 'l-mistake' : 'l-blunder'));
+      assert(c.cls.split(' ').includes(want), `${variant} ${c.d}: class ${c.cls}, expected ${want}`);
+    }
   }
+  await page.screenshot({ path: join(shots, 'analyse.png') });
   await open('#analyse?board=3x3');
   await page.fill('#an-text', '. 8 4/4 . ./. . .');
   await page.click('#an-go');
   await page.waitForSelector('#an-table:not([hidden]) tr[data-variant="expectation"]');
   const cli = best('3x3', 'expectation', '. 8 4/4 . ./. . .');
-  const shown = await page.$$eval('#an-table tr[data-variant="expectation"] td[data-value]', (tds) => tds.map((td) => td.textContent));
+  const shown = await page.$$eval('#an-table tr[data-variant="expectation"] td[data-value] .qv', (tds) => tds.map((td) => td.textContent));
   eq(JSON.stringify(shown), JSON.stringify([cli.L, cli.R, cli.U, cli.D, cli.value].map((x) => (x === null ? '–' : x.toFixed(6)))), 'numbers shown');
   // Editing a cell by clicking it analyses the new board.
   await page.click('#an-grid .cell[data-r="2"][data-c="0"]');
@@ -184,11 +241,106 @@ await check('Analyse: a pasted board shows the numbers best prints, a malformed 
   await page.fill('#an-text', '. 8 4/4 . ./. . .');
   await page.click('#an-go');
   await page.waitForFunction(() => /age 16/.test(document.getElementById('an-head').textContent));
-  await page.screenshot({ path: join(shots, 'analyse.png') });
   await page.fill('#an-text', '2 0 4/0 8');
   await page.click('#an-go');
   await page.waitForSelector('#an-error:not([hidden])');
   eq(await page.textContent('#an-error'), cliError(['best', '--data', data, '--board', '3x3', '2 0 4/0 8']), 'the error line');
+});
+
+// A 2x3 game log: the optimal policy's moves with a worse one now and then, as `evaluate`
+// reads it (CSV), from the game route.
+async function gameLog(seed, n) {
+  let moves = '';
+  const lines = ['game,board,move'];
+  for (let i = 0; i < n; i += 1) {
+    const g = await (await fetch(`${url}/api/game?board=2x3&variant=expectation&seed=${seed}&moves=${moves}`)).json();
+    if (!g.now) break;
+    const worse = 'LRUD'.split('').find((d) => d !== g.now.best && g.now[d] !== null);
+    const mv = i % 4 === 3 && worse ? worse : g.now.best;
+    lines.push(`${seed},${g.text},${mv}`);
+    moves += mv;
+  }
+  return lines.join('\n') + '\n';
+}
+
+function evaluateCli(log) {
+  const dir = mkdtempSync(join(tmpdir(), 'age2048-evaluate-'));
+  writeFileSync(join(dir, 'log.csv'), log);
+  const out = execFileSync(bin, ['evaluate', '--data', data, '--board', '2x3', '--log', join(dir, 'log.csv'), '--out', join(dir, 'out'), '--format', 'json']);
+  const csv = readFileSync(join(dir, 'out', 'moves.csv')).toString().trim().split('\n');
+  const header = csv[0].split(',');
+  const moves = csv.slice(1).map((l) => Object.fromEntries(l.split(',').map((v, i) => [header[i], v])));
+  rmSync(dir, { recursive: true, force: true });
+  return { summary: JSON.parse(out.toString()), moves };
+}
+
+await check('Evaluate: a pasted game log gives evaluate\'s numbers, its mistakes in order and the regret per age', async () => {
+  const log = (await gameLog(11, 16)) + (await gameLog(12, 12)).split('\n').slice(1).join('\n');
+  const cli = evaluateCli(log);
+  await open('#evaluate?board=2x3&variant=expectation');
+  await page.fill('#ev-log', log);
+  await page.click('#ev-go');
+  await page.waitForSelector('#ev-result:not([hidden])');
+  eq(Number(await page.$eval('#ev-mean', (e) => e.dataset.value)), cli.summary.mean_regret, 'mean regret');
+  eq(Number(await page.$eval('#ev-game-mean', (e) => e.dataset.value)), cli.summary.mean_game_regret, 'mean total regret per game');
+  eq(await page.textContent('#ev-games'), String(cli.summary.games), 'games');
+  const regrets = await page.$$eval('#ev-moves tbody td.regret', (tds) => tds.map((td) => Number(td.dataset.value)));
+  eq(JSON.stringify(regrets), JSON.stringify(cli.moves.map((m) => Number(m.regret))), 'each move\'s regret');
+  const mistakes = await page.$$eval('#ev-mistakes li[data-line]', (lis) => lis.map((li) => Number(li.dataset.line)));
+  const want = cli.moves.filter((m) => m.optimal !== 'true').map((m) => Number(m.line));
+  assert(want.length > 0, 'the log has mistakes');
+  eq(JSON.stringify(mistakes), JSON.stringify(want), 'the mistakes, in log order');
+  const bars = await page.$$eval('#ev-chart rect', (rs) => rs.length);
+  assert(bars > 0, 'the regret per age is drawn');
+  // The URL holds the log: a fresh page shows the same table.
+  assert(/log=/.test(page.url()), `the URL holds the log: ${page.url()}`);
+  const again = await context.newPage();
+  await again.goto(page.url());
+  await again.waitForSelector('#ev-result:not([hidden])');
+  eq(JSON.stringify(await again.$$eval('#ev-moves tbody td.regret', (tds) => tds.map((td) => Number(td.dataset.value)))), JSON.stringify(regrets), 'the shared URL\'s table');
+  await again.close();
+  await page.screenshot({ path: join(shots, 'evaluate.png'), fullPage: false });
+  // A malformed log: the CLI's line.
+  await page.fill('#ev-log', 'game,board,move\n0,2 4 8/0 0 2,X\n');
+  await page.click('#ev-go');
+  await page.waitForSelector('#ev-error:not([hidden])');
+  assert(/'X' is not a move/.test(await page.textContent('#ev-error')), await page.textContent('#ev-error'));
+});
+
+await check('Evaluate: a dropped log file (JSON lines) is evaluated', async () => {
+  const csv = await gameLog(21, 10);
+  const jsonl = csv.trim().split('\n').slice(1).map((l) => {
+    const [game, board, move] = l.split(',');
+    return JSON.stringify({ game: Number(game), board, move });
+  }).join('\n') + '\n';
+  const cli = evaluateCli(csv);
+  await open('#evaluate?board=2x3&variant=expectation');
+  await page.evaluate((text) => {
+    const dt = new DataTransfer();
+    dt.items.add(new File([text], 'log.jsonl', { type: 'application/json' }));
+    const target = document.getElementById('ev-log');
+    target.dispatchEvent(new DragEvent('dragover', { dataTransfer: dt, bubbles: true, cancelable: true }));
+    target.dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+  }, jsonl);
+  await page.waitForSelector('#ev-result:not([hidden])');
+  eq(await page.inputValue('#ev-log'), jsonl, 'the dropped file fills the log');
+  eq(Number(await page.$eval('#ev-mean', (e) => e.dataset.value)), cli.summary.mean_regret, 'mean regret');
+});
+
+await check('API: the page documents every route, and its examples answer', async () => {
+  await open('#api');
+  const routes = await page.$$eval('#api-routes tr[data-route]', (trs) => trs.map((tr) => tr.dataset.route));
+  for (const r of ['/api/info', '/api/best', '/api/analyse', '/api/game', '/api/evaluate', '/api/sql', '/api/sql/examples', '/api/figures']) {
+    assert(routes.includes(r), `${r} documented`);
+  }
+  const links = await page.$$eval('#api-routes a', (as) => as.map((a) => a.getAttribute('href')));
+  assert(links.length >= 6, `${links.length} examples`);
+  for (const l of links) {
+    const r = await fetch(`${url}${l}`);
+    eq(r.status, 200, `example ${l}`);
+    await r.json();
+  }
+  assert(/request bodies 64 KiB/.test(await page.textContent('#api-limits')), 'the limits are given');
 });
 
 await check('SQL: an example query runs; a forbidden statement is refused on the page', async () => {
@@ -201,11 +353,15 @@ await check('SQL: an example query runs; a forbidden statement is refused on the
   const n = await page.$$eval('#sql-result tbody tr', (trs) => trs.length);
   assert(n > 100, `${n} ages`);
   assert(!(await page.isDisabled('#sql-csv')), 'CSV download offered');
-  await page.fill('#sql-text', "COPY (SELECT 1) TO 'x.csv'");
+  await page.fill('#sql-text', 'CREATE TABLE t AS SELECT 1');
   await page.click('#sql-run');
   await page.waitForSelector('#sql-error:not([hidden])');
   const error = await page.textContent('#sql-error');
-  assert(/^refused: only read-only queries/.test(error), error);
+  assert(/^refused: statement type CREATE/.test(error), error);
+  // Two statements hidden by a dollar-quoted string: DuckDB's parser counts them.
+  await page.fill('#sql-text', "SELECT $$'$$ AS a; SELECT 42 AS hidden");
+  await page.click('#sql-run');
+  await page.waitForFunction(() => /2 statements/.test(document.getElementById('sql-error').textContent));
   eq(await page.$$eval('#sql-result tr', (trs) => trs.length), 0, 'no result shown');
 });
 

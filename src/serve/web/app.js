@@ -1,6 +1,7 @@
-// age2048 serve: the page's script. Four views over the JSON API of /api/; the URL's hash
-// holds each view's state (#play?board=3x3&variant=expectation&seed=7&moves=LLU), so a game
-// or a board can be shared and opened again. No framework, no build step.
+// age2048 serve: the page's script. Six views over the JSON API of /api/; the URL's hash
+// holds each view's state (#play?board=3x3&variant=expectation&seed=7&moves=LLU,
+// #analyse?board=3x3&b=…, #evaluate?board=3x3&variant=…&log=…), so a game, a board or a
+// game log can be shared and opened again. No framework, no build step.
 'use strict';
 
 const $ = (id) => document.getElementById(id);
@@ -72,9 +73,88 @@ function drawGrid(grid, cells, onCell) {
   }));
 }
 
+// What a move loses against the best one (`best`: the state value), and the class that
+// colours it: best (within query::play's tolerance, a billionth of the value), under 1 %,
+// under 5 %, 5 % or more of the value's size.
+function lossOf(q, best) {
+  if (q === null || q === undefined || best === null || best === undefined) return null;
+  const l = best - q;
+  return l <= 1e-9 * Math.max(Math.abs(best), 1) ? 0 : l;
+}
+
+function lossClass(l, best) {
+  if (l === null) return '';
+  if (l === 0) return 'l-best';
+  const r = l / Math.max(Math.abs(best), 1e-12);
+  return r < 0.01 ? 'l-inacc' : (r < 0.05 ? 'l-mistake' : 'l-blunder');
+}
+
+// A move's cell: its q-value, and below it what it loses, coloured.
+function moveCell(d, q, value, best) {
+  if (q === null || q === undefined) return el('td', { class: 'invalid', 'data-move': d, 'data-value': '' }, el('span', { class: 'qv' }, '–'));
+  const l = lossOf(q, value);
+  const td = el('td', { class: `${lossClass(l, value)}${best === d ? ' best' : ''}`, 'data-move': d, 'data-value': q, 'data-loss': l === null ? '' : l },
+    el('span', { class: 'qv' }, fmt(q)));
+  if (l !== null) td.append(el('span', { class: 'loss' }, l === 0 ? 'best' : `−${fmt(l)}`));
+  return td;
+}
+
+// One row a variant of `analyse`'s answer: the four moves coloured by their loss, the value,
+// (and the best move if `withBest`).
+function variantRow(v, withBest) {
+  const tr = el('tr', { 'data-variant': v.variant });
+  tr.append(el('td', {}, v.variant));
+  if (v.error) {
+    tr.append(el('td', { colspan: withBest ? 6 : 5, class: 'error' }, v.error));
+    return tr;
+  }
+  for (const d of 'LRUD') tr.append(moveCell(d, v[d], v.value, v.best));
+  tr.append(el('td', { 'data-value': v.value === null ? '' : v.value, class: 'value' }, el('span', { class: 'qv' }, v.value === null ? '–' : fmt(v.value))));
+  if (withBest) tr.append(el('td', {}, v.best || '–'));
+  return tr;
+}
+
+// A bar chart (inline SVG) of `values` by `labels`.
+function barChart(labels, values, title) {
+  const ns = 'http://www.w3.org/2000/svg';
+  const w = 640, h = 180, pad = 30;
+  const svg = document.createElementNS(ns, 'svg');
+  svg.setAttribute('width', w); svg.setAttribute('height', h + 24);
+  svg.setAttribute('role', 'img'); svg.setAttribute('aria-label', title);
+  const top = Math.max(...values, 1e-12);
+  const bw = (w - pad) / Math.max(values.length, 1);
+  values.forEach((v, i) => {
+    const r = document.createElementNS(ns, 'rect');
+    const bh = (h - 10) * v / top;
+    r.setAttribute('x', pad + i * bw); r.setAttribute('y', h - bh); r.setAttribute('width', Math.max(bw - 1, 1)); r.setAttribute('height', bh);
+    r.setAttribute('fill', '#f59563');
+    r.setAttribute('data-age', labels[i]); r.setAttribute('data-value', v);
+    const t = document.createElementNS(ns, 'title');
+    t.textContent = `age ${labels[i]}: ${fmt(v)}`;
+    r.append(t);
+    svg.append(r);
+  });
+  const text = (x, y, s, anchor) => {
+    const t = document.createElementNS(ns, 'text');
+    t.setAttribute('x', x); t.setAttribute('y', y); t.setAttribute('font-size', 11); t.setAttribute('text-anchor', anchor || 'start');
+    t.textContent = s;
+    svg.append(t);
+  };
+  text(2, 12, fmt(top));
+  text(pad, h + 16, `age ${labels[0]}`);
+  text(w - 2, h + 16, `age ${labels[labels.length - 1]}`, 'end');
+  return svg;
+}
+
+// A board text a game can start from (two 2 tiles on the first row), for examples.
+function startText(board) {
+  const [r, c] = board.split('x').map(Number);
+  return Array.from({ length: r }, (_, i) => Array.from({ length: c }, (_, j) => (i === 0 && j < 2 ? '2' : '.')).join(' ')).join('/');
+}
+
 // --- views -------------------------------------------------------------------------------
 
-const views = ['play', 'analyse', 'figures', 'sql'];
+const views = ['play', 'analyse', 'evaluate', 'figures', 'sql', 'api'];
 
 function show(view) {
   for (const v of views) {
@@ -89,7 +169,9 @@ async function route() {
   show(v);
   if (v === 'play') await Play.open(params);
   else if (v === 'analyse') await Analyse.open(params);
+  else if (v === 'evaluate') await Evaluate.open(params);
   else if (v === 'figures') await Figures.open();
+  else if (v === 'api') Api.open();
   else await Sql.open(params);
 }
 
@@ -178,9 +260,12 @@ const Play = {
     for (const d of 'LRUD') {
       const td = $(`q-${d}`);
       const q = g.now ? g.now[d] : null;
-      td.textContent = q === null ? '–' : fmt(q);
+      const l = g.now ? lossOf(q, g.now.value) : null;
+      td.replaceChildren(el('span', { class: 'qv' }, q === null ? '–' : fmt(q)));
+      if (l !== null) td.append(el('span', { class: 'loss' }, l === 0 ? 'best' : `−${fmt(l)}`));
       td.dataset.value = q === null ? '' : q;
-      td.className = q === null ? 'invalid' : (g.now.best === d ? 'best' : '');
+      td.dataset.loss = l === null ? '' : l;
+      td.className = q === null ? 'invalid' : `${lossClass(l, g.now.value)}${g.now.best === d ? ' best' : ''}`;
       $(`move-${d}`).classList.toggle('hint', this.hint && g.now && g.now.best === d);
       $(`move-${d}`).disabled = !g.now || q === null;
     }
@@ -192,7 +277,32 @@ const Play = {
       p.append(`Move ${g.history.length}: ${last.move} (+${last.reward}), regret `, r,
         last.optimal ? ' — optimal' : ` — the best was ${last.best}`);
     }
+    const hist = $('play-history');
+    hist.replaceChildren(...g.history.map((h, i) => {
+      const best = h.q[h.best === null ? 0 : 'LRUD'.indexOf(h.best)];
+      const l = h.optimal ? 0 : h.regret;
+      return el('li', { class: lossClass(l, best), 'data-regret': h.regret, title: `${h.board}: ${h.move}, best ${h.best}` },
+        `${i + 1}. ${h.move}${h.optimal ? '' : ` −${fmt(h.regret)}`}`);
+    }));
+    hist.scrollTop = hist.scrollHeight;
+    this.variants();
     this.summary();
+  },
+
+  // The board now under every variant solved of its size, side by side.
+  async variants() {
+    const g = this.game;
+    const body = $('play-variants').tBodies[0];
+    if (!g || g.over) { body.replaceChildren(); return; }
+    const text = g.text;
+    try {
+      const a = await api(`/api/analyse?${new URLSearchParams({ board: this.board, b: text })}`);
+      if (this.game !== g) return; // a newer board is shown
+      body.replaceChildren(...a.variants.map((v) => variantRow(v, false)));
+      body.dataset.board = text;
+    } catch (e) {
+      body.replaceChildren(el('tr', {}, el('td', { colspan: 6, class: 'error' }, e.message)));
+    }
   },
 
   summary() {
@@ -272,18 +382,7 @@ const Analyse = {
       body.replaceChildren();
       const notes = new Set();
       for (const v of a.variants) {
-        const tr = el('tr', { 'data-variant': v.variant });
-        tr.append(el('td', {}, v.variant));
-        if (v.error) {
-          tr.append(el('td', { colspan: 6, class: 'error' }, v.error));
-        } else {
-          for (const d of 'LRUD') {
-            const q = v[d];
-            tr.append(el('td', { class: q === null ? 'invalid' : (v.best === d ? 'best' : ''), 'data-move': d, 'data-value': q === null ? '' : q }, q === null ? '–' : fmt(q)));
-          }
-          tr.append(el('td', { 'data-value': v.value === null ? '' : v.value, class: 'value' }, v.value === null ? '–' : fmt(v.value)));
-          tr.append(el('td', {}, v.best || '–'));
-        }
+        const tr = variantRow(v, true);
         if (!v.error && v.value === null) notes.add(`${v.variant}: ${v.layout}; a board the solve did not reach may get any valid move.`);
         else if (!v.state_ids) notes.add(`${v.variant}: ${v.layout}; a board counts as reachable when all its afterstates are.`);
         body.append(tr);
@@ -295,6 +394,128 @@ const Analyse = {
       $('an-table').hidden = true;
       $('an-head').textContent = '';
     }
+  },
+};
+
+// --- Evaluate ----------------------------------------------------------------------------
+
+// The longest log kept in the URL (a longer one is evaluated, but not shared by its link).
+const URL_LOG = 4000;
+
+const Evaluate = {
+  board: null, variant: null, result: null,
+
+  async open(params) {
+    const bs = boards();
+    if (!params.get('board') && this.board) { this.url(); return; } // back to the log under way
+    this.board = bs.includes(params.get('board')) ? params.get('board') : (bs.includes('3x3') ? '3x3' : bs[0]);
+    const vs = variantsOf(this.board).map((s) => s.variant);
+    this.variant = vs.includes(params.get('variant')) ? params.get('variant') : vs[0];
+    fillSelect($('ev-board'), bs, this.board);
+    fillSelect($('ev-variant'), vs, this.variant);
+    const log = params.get('log');
+    if (log) { $('ev-log').value = log; await this.run(); }
+  },
+
+  url() {
+    const log = $('ev-log').value;
+    const p = { board: this.board, variant: this.variant };
+    if (log.trim() && log.length <= URL_LOG) p.log = log;
+    setHash('evaluate', p);
+  },
+
+  async run() {
+    const log = $('ev-log').value;
+    this.url();
+    $('ev-go').disabled = true;
+    $('ev-info').textContent = 'evaluating…';
+    try {
+      const q = new URLSearchParams({ board: this.board, variant: this.variant });
+      const r = await api(`/api/evaluate?${q}`, {
+        method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ log }),
+      });
+      this.result = r;
+      showError('ev-error', '');
+      this.render(r);
+      $('ev-info').textContent = log.length > URL_LOG ? 'the log is too long to be kept in the URL' : '';
+    } catch (e) {
+      this.result = null;
+      showError('ev-error', e.message);
+      $('ev-result').hidden = true;
+      $('ev-info').textContent = '';
+    } finally {
+      $('ev-go').disabled = false;
+    }
+  },
+
+  render(r) {
+    const unit = r.unit;
+    const row = (k, v, id) => el('tr', {}, el('th', {}, k), el('td', id ? { id, 'data-value': v === null ? '' : v } : {}, v === null ? 'not known (policy layout: moves only)' : v));
+    const pct = (x) => `${(100 * x).toFixed(2)} %`;
+    $('ev-summary').replaceChildren(
+      row('board, variant', `${r.board} ${r.variant} (${r.layout})`),
+      row('games', r.games, 'ev-games'),
+      row('moves', r.moves + (r.skipped ? ` (${r.skipped} after the goal tile not evaluated)` : ''), 'ev-n'),
+      row('optimal moves', pct(r.optimal_share), 'ev-optimal'),
+      row(`mean regret (${unit} per move)`, r.mean_regret === null ? null : fmt(r.mean_regret), 'ev-mean'),
+      row(`mean total regret (${unit} per game)`, r.mean_game_regret === null ? null : fmt(r.mean_game_regret), 'ev-game-mean'),
+    );
+    $('ev-summary').querySelector('#ev-mean').dataset.value = r.mean_regret === null ? '' : r.mean_regret;
+    $('ev-summary').querySelector('#ev-game-mean').dataset.value = r.mean_game_regret === null ? '' : r.mean_game_regret;
+    const chart = $('ev-chart');
+    chart.replaceChildren();
+    if (r.values) {
+      chart.append(barChart(r.ages.map((a) => a.age), r.ages.map((a) => a.mean_regret), 'mean regret per age'));
+      const t = el('table', { class: 'result', id: 'ev-ages' }, el('thead', {}, el('tr', {}, ...['age', 'moves', 'optimal', 'mean regret', 'largest regret'].map((h) => el('th', {}, h)))));
+      const body = el('tbody');
+      for (const a of r.ages) {
+        body.append(el('tr', { 'data-age': a.age }, el('td', { class: 'num' }, a.age), el('td', { class: 'num' }, a.moves),
+          el('td', { class: 'num' }, pct(a.optimal_share)), el('td', { class: 'num', 'data-value': a.mean_regret }, fmt(a.mean_regret)),
+          el('td', { class: 'num' }, fmt(a.max_regret))));
+      }
+      t.append(body);
+      chart.append(el('details', {}, el('summary', {}, 'the table'), t));
+    } else {
+      chart.append(el('p', { class: 'muted' }, 'No regret is known over a policy solve: moves only.'));
+    }
+    const link = (m) => el('a', { href: `#analyse?${new URLSearchParams({ board: r.board, b: m.board })}` }, m.board);
+    const mistakes = r.rows.filter((m) => !m.optimal);
+    $('ev-mistakes').replaceChildren(...mistakes.slice(0, 500).map((m) => el('li', { class: lossClass(m.regret, m.best_q), 'data-line': m.line },
+      `game ${m.game}, move ${m.step} (line ${m.line}): ${m.move} instead of ${m.best}${m.regret === null ? '' : `, regret ${fmt(m.regret)} ${unit}`} — `, link(m))));
+    if (!mistakes.length) $('ev-mistakes').append(el('li', {}, 'No mistake: every move was optimal.'));
+    const t = $('ev-moves');
+    t.replaceChildren(el('thead', {}, el('tr', {}, ...['line', 'game', 'move', 'board', 'age', 'played', 'best', 'q', 'best q', 'regret'].map((h) => el('th', {}, h)))));
+    const body = el('tbody');
+    for (const m of r.rows) {
+      const cls = m.regret === null ? (m.optimal ? 'l-best' : 'l-blunder') : lossClass(m.optimal ? 0 : m.regret, m.best_q);
+      body.append(el('tr', { class: cls, 'data-line': m.line },
+        el('td', { class: 'num' }, m.line), el('td', {}, m.game), el('td', { class: 'num' }, m.step), el('td', {}, link(m)),
+        el('td', { class: 'num' }, m.age), el('td', {}, m.move), el('td', {}, m.best),
+        el('td', { class: 'num' }, fmt(m.q)), el('td', { class: 'num' }, fmt(m.best_q)),
+        el('td', { class: 'num regret', 'data-value': m.regret === null ? '' : m.regret }, fmt(m.regret))));
+    }
+    t.append(body);
+    $('ev-result').hidden = false;
+  },
+
+  async drop(file) {
+    $('ev-log').value = await file.text();
+    await this.run();
+  },
+};
+
+// --- API ---------------------------------------------------------------------------------
+
+const Api = {
+  open() {
+    const board = boards().includes('3x3') ? '3x3' : boards()[0];
+    for (const a of document.querySelectorAll('#api-routes a.example')) {
+      const path = a.dataset.path.replace('{board}', encodeURIComponent(board)).replace('{text}', encodeURIComponent(startText(board)));
+      a.href = path;
+      a.textContent = decodeURIComponent(path);
+    }
+    const s = info.sql;
+    $('api-limits').textContent = `Limits of this server: request bodies ${s.max_body_bytes / 1024} KiB (game logs ${s.max_log_bytes / 1048576} MiB); a query runs at most ${s.timeout_s} s on one of ${s.workers} connections and answers at most ${s.max_rows} rows and ${s.max_reply_bytes / 1048576} MiB.`;
   },
 };
 
@@ -422,7 +643,7 @@ function keys() {
     const k = e.key.length === 1 ? e.key.toLowerCase() : e.key;
     if (moves[k]) { e.preventDefault(); Play.stopAuto(); Play.move(moves[k]); }
     else if (k === 'u' || k === 'Backspace') { e.preventDefault(); Play.undo(); }
-    else if (k === 'n') Play.step();
+    else if (k === 'n' || k === ' ') { e.preventDefault(); Play.stopAuto(); Play.step(); }
     else if (k === 'p') Play.toggleAuto();
   });
   // Swipes on the board.
@@ -463,6 +684,27 @@ function wire() {
   $('an-text').addEventListener('keydown', (e) => { if (e.key === 'Enter') Analyse.run(); });
   $('an-clear').addEventListener('click', () => { $('an-text').value = ''; Analyse.blank(); setHash('analyse', { board: Analyse.board }); });
   $('an-board').addEventListener('change', () => { Analyse.board = $('an-board').value; $('an-text').value = ''; Analyse.blank(); });
+
+  $('ev-go').addEventListener('click', () => Evaluate.run());
+  $('ev-clear').addEventListener('click', () => { $('ev-log').value = ''; $('ev-result').hidden = true; showError('ev-error', ''); Evaluate.url(); });
+  $('ev-board').addEventListener('change', () => {
+    Evaluate.board = $('ev-board').value;
+    const vs = variantsOf(Evaluate.board).map((s) => s.variant);
+    fillSelect($('ev-variant'), vs, Evaluate.variant);
+    Evaluate.variant = $('ev-variant').value;
+    Evaluate.url();
+  });
+  $('ev-variant').addEventListener('change', () => { Evaluate.variant = $('ev-variant').value; Evaluate.url(); });
+  const drop = $('ev-log');
+  drop.addEventListener('dragover', (e) => { e.preventDefault(); drop.classList.add('drop'); });
+  drop.addEventListener('dragleave', () => drop.classList.remove('drop'));
+  drop.addEventListener('drop', (e) => {
+    e.preventDefault();
+    drop.classList.remove('drop');
+    const f = e.dataTransfer && e.dataTransfer.files[0];
+    if (f) Evaluate.drop(f);
+  });
+  $('ev-log').addEventListener('keydown', (e) => { if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) { e.preventDefault(); Evaluate.run(); } });
 
   $('fig-render').addEventListener('click', () => Figures.render());
 
