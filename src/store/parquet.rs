@@ -329,3 +329,63 @@ pub fn read_columns(path: &Path, names: &[&str]) -> Result<Vec<ColumnData>> {
     }
     Ok(out)
 }
+
+/// [`read_columns`] of the parts of one age (a distributed solve's parts, or one file), their
+/// rows in ascending `id` order, as one part of a single-process solve holds them: `id`
+/// first, then the named columns. Ids must be distinct across the parts.
+pub fn read_columns_by_id(paths: &[std::path::PathBuf], names: &[&str]) -> Result<Vec<ColumnData>> {
+    let mut with_id = vec!["id"];
+    with_id.extend_from_slice(names);
+    if let [one] = paths {
+        return read_columns(one, &with_id);
+    }
+    let mut parts: Vec<Vec<ColumnData>> = Vec::with_capacity(paths.len());
+    for p in paths {
+        parts.push(read_columns(p, &with_id)?);
+    }
+    // (id, part, row) of every row, sorted by id.
+    let mut order: Vec<(u64, usize, usize)> = Vec::new();
+    for (pi, cols) in parts.iter().enumerate() {
+        if let Some(ColumnData::U64(ids)) = cols.first() {
+            order.extend(
+                ids.iter()
+                    .enumerate()
+                    .map(|(r, id)| (id.unwrap_or(u64::MAX), pi, r)),
+            );
+        }
+    }
+    order.sort_unstable();
+    let mut out = Vec::with_capacity(with_id.len());
+    for c in 0..with_id.len() {
+        out.push(match parts.first().map(|p| &p[c]) {
+            Some(ColumnData::U64(_)) => ColumnData::U64(
+                order
+                    .iter()
+                    .map(|&(_, p, r)| match &parts[p][c] {
+                        ColumnData::U64(v) => v[r],
+                        _ => None,
+                    })
+                    .collect(),
+            ),
+            Some(ColumnData::F64(_)) => ColumnData::F64(
+                order
+                    .iter()
+                    .map(|&(_, p, r)| match &parts[p][c] {
+                        ColumnData::F64(v) => v[r],
+                        _ => None,
+                    })
+                    .collect(),
+            ),
+            _ => ColumnData::Utf8(
+                order
+                    .iter()
+                    .map(|&(_, p, r)| match &parts[p][c] {
+                        ColumnData::Utf8(v) => v[r].clone(),
+                        _ => None,
+                    })
+                    .collect(),
+            ),
+        });
+    }
+    Ok(out)
+}
