@@ -308,3 +308,22 @@ fn a_killed_process_resumes_and_another_count_is_refused() {
     );
     assert!(!data.join(".work").exists(), "work files left behind");
 }
+
+#[test]
+fn a_process_out_of_disk_ends_the_job_with_its_line() {
+    let dir = common::fresh_dir("mpi_disk");
+    // No disk has a petabyte to spare: every process stops before its first layer file, says
+    // why in one line, and the job ends (no process left waiting in a collective).
+    let start = std::time::Instant::now();
+    let o = solve_np(2, &dir, "3x3", "goal-256", &["--min-free", "1000000G"]);
+    assert_eq!(o.status.code(), Some(2), "{}", common::stderr(&o));
+    let err = common::stderr(&o);
+    let ours: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("age2048: error: process "))
+        .collect();
+    assert!(!ours.is_empty(), "{err}");
+    assert!(ours.iter().all(|l| l.contains("age 4")), "{err}");
+    assert!(start.elapsed() < std::time::Duration::from_secs(120));
+    assert!(!common::manifest_path(&dir, "3x3", "goal-256").exists());
+}
