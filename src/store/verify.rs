@@ -601,7 +601,12 @@ fn check_ages(
                     layout.afterstates_file_of(shape, variant, a.age, p)
                 };
                 let rel = layout.relative(&path);
-                if damaged.contains(&rel) || !path.exists() {
+                if damaged.contains(&rel) {
+                    // Reported already; the other parts' rows cannot add up to the count.
+                    first = None;
+                    break;
+                }
+                if !path.exists() {
                     continue;
                 }
                 first.get_or_insert(rel.clone());

@@ -165,6 +165,17 @@ fn two_and_three_processes_solve_what_one_does() {
     let o = solve_np(3, &m, "3x3", "goal-256", &["--parts", "sums"]);
     assert!(o.status.success(), "{}", common::stderr(&o));
     same_solve(goals, &m, goals, 3, "3x3", "goal-256");
+    // A damaged part is reported as damage, by its path.
+    let part = m.join("states/board=3x3/variant=goal-256/age=100/part-2.parquet");
+    let bytes = std::fs::read(&part).unwrap();
+    std::fs::write(&part, &bytes[..bytes.len() / 2]).unwrap();
+    let o = common::run(&["verify", "--data", m.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        common::stdout(&o).contains("age=100/part-2.parquet"),
+        "{}",
+        common::stdout(&o)
+    );
     let m = dir.join("3x3_policy");
     let o = solve_np(2, &m, "3x3", "goal-256", &["--layout", "policy"]);
     assert!(o.status.success(), "{}", common::stderr(&o));
