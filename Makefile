@@ -29,6 +29,10 @@ ifeq ($(strip $(DUCKDB_LIB_DIR)),)
 FEATURES ?= --features bundled
 endif
 BIN      := $(CARGO_TARGET_DIR)/debug/age2048
+# The tests and the lints also build the solve over several processes (feature `mpi`), whose
+# Open MPI and libclang scripts/mpi.sh installs where missing; `make build` and `make solve`
+# need no MPI.
+MPI_FEATURES ?= --features mpi
 
 .PHONY: all build solve report test browser-test serve lint fmt bench clean
 
@@ -51,7 +55,8 @@ report: build
 	$(BIN) report --data $(DATA) --out $(OUT)
 
 test:
-	$(CARGO) test $(FEATURES)
+	scripts/mpi.sh
+	$(CARGO) test $(FEATURES) $(MPI_FEATURES)
 	scripts/browser-test.sh $(BIN)
 
 # The web app in headless Chromium (installs Debian's chromium and the npm lockfile's
@@ -63,8 +68,10 @@ serve: build
 	$(BIN) serve --data $(DATA) --reports $(OUT)
 
 lint:
+	scripts/mpi.sh
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy $(FEATURES) --all-targets -- -D warnings
+	$(CARGO) clippy $(FEATURES) $(MPI_FEATURES) --all-targets -- -D warnings
 
 fmt:
 	$(CARGO) fmt --all

@@ -13,10 +13,13 @@ use super::{set_threads, CliError};
 use crate::index::MAX_FRACTION_BITS;
 use crate::rules::variant::Given;
 use crate::rules::{Group, Shape, Variant};
+use crate::solver::dist::Exchange;
+use crate::solver::run::solve_exchanged;
 use crate::solver::{
-    solve, Event, Precision, SolveConfig, StorageRequest, DEFAULT_MIN_FREE, DEFAULT_WRITE_AHEAD,
+    Event, Precision, SolveConfig, StorageRequest, DEFAULT_MIN_FREE, DEFAULT_WRITE_AHEAD,
 };
 use crate::store::lock::{lock_writer, Wait};
+use crate::store::parts::Scheme;
 use crate::store::verify::{check_variant, Depth};
 use crate::store::{LayoutKind, Manifest, Store, StoreError};
 
@@ -107,6 +110,11 @@ pub struct SolveArgs {
     /// says what each phase holds). Linux only.
     #[arg(long, value_name = "FILE")]
     pub trace_memory: Option<PathBuf>,
+    /// Under `mpirun` (a build with the feature `mpi`): how the boards are split between the
+    /// processes, `hash` (even parts) or `sums` (by the board's line sums, which a move keeps
+    /// along its direction). Any split gives the same values and figures.
+    #[arg(long, default_value = "hash", value_name = "SCHEME")]
+    pub parts: String,
 }
 
 /// A checked `solve` configuration.
@@ -222,19 +230,89 @@ fn storage(a: &SolveArgs) -> Result<StorageRequest, CliError> {
     })
 }
 
+/// The checked `--parts`.
+fn scheme(a: &SolveArgs) -> Result<Scheme, CliError> {
+    Scheme::parse(&a.parts).ok_or_else(|| {
+        CliError::Usage(format!(
+            "--parts {}: not a way to split boards (hash or sums)",
+            a.parts
+        ))
+    })
+}
+
 /// Runs `age2048 solve`: one writer per data directory (the lock is held until the solve is
-/// done), one symmetry group per board, then the solve.
+/// done), one symmetry group per board, then the solve. Started by an MPI launcher (a build
+/// with the feature `mpi`), this process is one of the solve's processes ([`run_mpi`]).
 pub fn run(a: &SolveArgs) -> Result<(), CliError> {
+    scheme(a)?;
+    #[cfg(feature = "mpi")]
+    if crate::solver::dist::mpi::launched() {
+        return run_mpi(a);
+    }
+    let single = Exchange::single(Shape::parse(&a.board)?);
+    run_with(a, &single)
+}
+
+/// One process of `mpirun -np N age2048 solve`: the processes solve together, each its part;
+/// an error in any of them is printed by it in one line and ends the whole job with its
+/// status (`MPI_Abort`), so that no process waits for one that stopped.
+#[cfg(feature = "mpi")]
+fn run_mpi(a: &SolveArgs) -> Result<(), CliError> {
+    use crate::error::ErrorKind;
+    use crate::solver::dist::mpi::Mpi;
+    use crate::solver::dist::Transport;
+    let mpi = Mpi::init()?;
+    // A panic in any thread ends the process at once (after its message), and the launcher
+    // then ends the job: the others must not wait in a collective for it.
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        report(info);
+        std::process::abort();
+    }));
+    if mpi.ranks() == 1 {
+        let single = Exchange::single(Shape::parse(&a.board)?);
+        return run_with(a, &single);
+    }
+    let parts = crate::store::parts::Parts {
+        count: mpi.ranks(),
+        scheme: scheme(a)?,
+    };
+    let result = Exchange::new(&mpi, parts, Shape::parse(&a.board)?)
+        .map_err(CliError::from)
+        .and_then(|ex| run_with(a, &ex));
+    if let Err(e) = &result {
+        if !e.is_broken_pipe() {
+            let _ = writeln!(
+                std::io::stderr().lock(),
+                "age2048: error: process {} of {}: {}",
+                mpi.rank(),
+                mpi.ranks(),
+                super::one_line(e)
+            );
+            mpi.abort(i32::from(e.kind().exit_code()));
+        }
+    }
+    result
+}
+
+/// [`run`] as one of the processes of `ex` (the only one in a single-process solve): process
+/// 0 holds the lock and checks the directory before any process starts.
+fn run_with(a: &SolveArgs, ex: &Exchange) -> Result<(), CliError> {
     let cfg = config(a)?;
-    let store = Store::new(&a.data);
+    let rank = ex.rank();
+    let store = Store::new(&a.data).with_part(rank, ex.parts());
     set_threads(a.threads)?;
     let wait = if a.wait { Wait::Yes } else { Wait::No };
     let dir = a.data.display().to_string();
-    let _lock = lock_writer(store.layout(), wait, &|pid| {
-        let who = pid.map_or_else(|| "another process".to_string(), |p| format!("process {p}"));
-        say(&format!("{dir} is being solved by {who}: waiting for it"));
-    })?;
-    if !cfg.force {
+    let _lock = if rank == 0 {
+        Some(lock_writer(store.layout(), wait, &|pid| {
+            let who = pid.map_or_else(|| "another process".to_string(), |p| format!("process {p}"));
+            say(&format!("{dir} is being solved by {who}: waiting for it"));
+        })?)
+    } else {
+        None
+    };
+    if !cfg.force && rank == 0 {
         one_group_per_board(&store, &cfg)?;
         let depth = if a.verify {
             Depth::Digests
@@ -243,13 +321,16 @@ pub fn run(a: &SolveArgs) -> Result<(), CliError> {
         };
         clear_damaged(&store, &cfg, depth)?;
     }
+    // The others start once process 0 holds the directory and has checked it.
+    ex.all_max(0)?;
+    let quiet = a.quiet || rank != 0;
     let trace = match &a.trace_memory {
         Some(path) => Some(MemoryTrace::create(path)?),
         None => None,
     };
     // The process's allocator keeps what one age frees for the next (`solver::huge`).
     crate::solver::keep_freed_memory();
-    if !a.quiet {
+    if !quiet {
         let given = if a.memory.is_some() {
             "--memory"
         } else {
@@ -261,19 +342,30 @@ pub fn run(a: &SolveArgs) -> Result<(), CliError> {
         ));
     }
     let t = Instant::now();
-    let progress = Progress::new(a.quiet);
+    let progress = Progress::new(quiet);
     let on_event = |e: Event| {
         if let Some(trace) = &trace {
             trace.record(&e);
         }
         progress.event(cfg.shape, e)
     };
-    let manifests = solve(&store, &cfg, &on_event)?;
+    let manifests = solve_exchanged(&store, &cfg, ex, &on_event)?;
     progress.finish();
-    for m in &manifests {
-        say(&summary(m));
+    if rank == 0 {
+        for m in &manifests {
+            say(&summary(m));
+        }
+        say(&format!("solved in {:.1} s", t.elapsed().as_secs_f64()));
     }
-    say(&format!("solved in {:.1} s", t.elapsed().as_secs_f64()));
+    if !ex.is_single() {
+        // What this process sent the others (benches/mpi.sh reads it).
+        let (forward, backward) = ex.sent();
+        say(&format!(
+            "process {rank} of {}: sent {forward} bytes in the forward pass, {backward} in the \
+             backward pass",
+            ex.parts().count
+        ));
+    }
     Ok(())
 }
 

@@ -74,15 +74,16 @@ impl Answer {
     }
 }
 
-/// Evaluates `code` under `variant`. `index` must be the index of the board's age for this
-/// game and variant (`None` if the solve has no board of that age).
+/// Evaluates `code` under `variant`. `index(id)` must be the index of the board's age for
+/// this game and variant that holds board `id` (the age's one index, or in a solve of several
+/// parts the part's; `None` if the solve has no board of that age there).
 ///
 /// For goal variants a board holding the goal tile is terminal with value 1 and no move,
 /// whether or not play could continue from it.
-pub fn evaluate<B: AsRef<[u8]>>(
+pub fn evaluate<'a, B: AsRef<[u8]> + 'a>(
     game: &Game,
     variant: &Variant,
-    index: Option<&AgeIndex<B>>,
+    index: &dyn Fn(u64) -> Result<Option<&'a AgeIndex<B>>>,
     code: u64,
     text: &str,
 ) -> Result<Evaluation> {
@@ -102,20 +103,25 @@ pub fn evaluate<B: AsRef<[u8]>>(
         variant: variant.name(),
         age,
     };
-    let Some(index) = index else {
+    let id = game.canon(code);
+    let Some(own) = index(id)? else {
         return Err(unreachable());
     };
     // Without state ids (the compact layout) a board is taken as reachable when every
     // afterstate of it is; one that is not is an unreachable board, not damage.
-    let states = index.has_state_ids();
-    if states && index.state_rank(game.canon(code)).is_none() {
+    let states = own.has_state_ids();
+    if states && own.state_rank(id).is_none() {
         return Err(unreachable());
     }
     for (i, d) in Dir::ALL.iter().enumerate() {
         let Some((after, reward)) = game.rules.apply(code, *d) else {
             continue;
         };
-        let rank = index.afterstate_rank(game.canon(after));
+        let after = game.canon(after);
+        let Some(index) = index(after)? else {
+            return Err(unreachable());
+        };
+        let rank = index.afterstate_rank(after);
         if rank.is_none() && !states {
             return Err(unreachable());
         }

@@ -30,11 +30,13 @@ pub struct Tablebase {
     ages: HashMap<u32, AgeSlot>,
 }
 
-/// The look-up file of one age (relative path) and, once opened, its index or policy.
+/// The look-up files of one age (relative paths: the age's one file, or in a solve of
+/// several parts one a part, `None` for a part without boards of the age) and, once opened,
+/// their indexes or policies.
 struct AgeSlot {
-    file: String,
-    open: OnceLock<AgeIndex<Mmap>>,
-    policy: OnceLock<Policy<Mmap>>,
+    files: Vec<Option<String>>,
+    open: Vec<OnceLock<AgeIndex<Mmap>>>,
+    policy: Vec<OnceLock<Policy<Mmap>>>,
 }
 
 impl Tablebase {
@@ -44,20 +46,41 @@ impl Tablebase {
     pub fn open(store: &Store, shape: Shape, variant: Variant) -> Result<Tablebase> {
         let manifest = crate::store::verify::trusted(store, shape, &variant.name())?;
         let group = Group::parse(&manifest.symmetry)?;
+        let parts = manifest.parts;
+        let layout = store.layout();
+        let listed: std::collections::HashSet<&str> =
+            manifest.files.iter().map(|f| f.path.as_str()).collect();
+        let name = variant.name();
+        let has_index = manifest.storage.has_index();
         let ages = manifest
             .ages
             .iter()
             .filter(|a| a.n_states > 0 || a.n_afterstates > 0)
             .map(|a| {
-                let file = if manifest.storage.has_index() {
-                    &a.index.file
+                let files: Vec<Option<String>> = if parts.is_one() {
+                    let file = if has_index {
+                        &a.index.file
+                    } else {
+                        &a.policy.file
+                    };
+                    vec![Some(file.clone())]
                 } else {
-                    &a.policy.file
+                    (0..parts.count)
+                        .map(|p| {
+                            let path = if has_index {
+                                layout.index_file_of(shape, &name, a.age, p, parts)
+                            } else {
+                                layout.policy_file_of(shape, &name, a.age, p, parts)
+                            };
+                            let rel = layout.relative(&path);
+                            listed.contains(rel.as_str()).then_some(rel)
+                        })
+                        .collect()
                 };
                 let slot = AgeSlot {
-                    file: file.clone(),
-                    open: OnceLock::new(),
-                    policy: OnceLock::new(),
+                    open: files.iter().map(|_| OnceLock::new()).collect(),
+                    policy: files.iter().map(|_| OnceLock::new()).collect(),
+                    files,
                 };
                 (a.age, slot)
             })
@@ -97,25 +120,38 @@ impl Tablebase {
         }
     }
 
-    /// The index of `age`, or `None` if the solve has no board of that age; an error for a
-    /// solve in the policy layout, which has no index.
-    pub fn index(&self, age: u32) -> Result<Option<&AgeIndex<Mmap>>> {
+    /// The part of the solve holding board `id` (0 in a single-process solve).
+    fn part_of(&self, id: u64) -> usize {
+        self.manifest.parts.of(id, self.game.shape()) as usize
+    }
+
+    /// The index of `age` holding board `id` (the age's, or its part's), or `None` if the
+    /// solve has no board of that age there; an error for a solve in the policy layout, which
+    /// has no index.
+    pub fn index(&self, age: u32, id: u64) -> Result<Option<&AgeIndex<Mmap>>> {
+        self.index_part(age, self.part_of(id))
+    }
+
+    /// Part `part`'s index of `age` (part 0: a single-process solve's).
+    fn index_part(&self, age: u32, part: usize) -> Result<Option<&AgeIndex<Mmap>>> {
         if !self.has_values() {
             return Err(self.lacks_values("q-values and state values"));
         }
         self.opened(
             age,
+            part,
             |s| &s.open,
             AgeIndex::from_bytes,
             |ix, r, c, a, v| ix.expect(r, c, a, v),
         )
     }
 
-    /// The policy file of `age` (the policy layout), or `None` if the solve has no board of
-    /// that age.
-    fn policy(&self, age: u32) -> Result<Option<&Policy<Mmap>>> {
+    /// The policy file of `age` holding board `id` (the policy layout), or `None` if the
+    /// solve has no board of that age there.
+    fn policy(&self, age: u32, id: u64) -> Result<Option<&Policy<Mmap>>> {
         self.opened(
             age,
+            self.part_of(id),
             |s| &s.policy,
             Policy::from_bytes,
             |p, r, c, a, v| p.expect(r, c, a, v),
@@ -128,18 +164,21 @@ impl Tablebase {
     fn opened<T>(
         &self,
         age: u32,
-        cell: impl Fn(&AgeSlot) -> &OnceLock<T>,
+        part: usize,
+        cell: impl Fn(&AgeSlot) -> &[OnceLock<T>],
         parse: impl Fn(Mmap) -> std::result::Result<T, IndexError>,
         expect: impl Fn(&T, u8, u8, u32, &str) -> std::result::Result<(), IndexError>,
     ) -> Result<Option<&T>> {
         let Some(slot) = self.ages.get(&age) else {
             return Ok(None);
         };
-        let cell = cell(slot);
+        let (Some(cell), Some(Some(file))) = (cell(slot).get(part), slot.files.get(part)) else {
+            return Ok(None);
+        };
         if let Some(x) = cell.get() {
             return Ok(Some(x));
         }
-        let (map, path) = self.map(&slot.file)?;
+        let (map, path) = self.map(file)?;
         let damaged = |source| QueryError::Index {
             path: path.clone(),
             source,
@@ -202,7 +241,7 @@ impl Tablebase {
         };
         let id = self.game.canon(code);
         let stored = self
-            .policy(age)?
+            .policy(age, id)?
             .and_then(|p| p.get(id))
             .ok_or_else(unreachable)?;
         // The move is the canonical board's: the board's own move is the first that makes the
@@ -223,21 +262,38 @@ impl Tablebase {
     }
 
     /// The afterstates of `age` with their stored values, in ascending id order (none if the
-    /// solve has no board of that age; an error in the policy layout).
-    pub fn afterstates(&self, age: u32) -> Result<impl Iterator<Item = (u64, f64)> + '_> {
-        let index = self.index(age)?;
-        Ok(index.into_iter().flat_map(|ix| {
+    /// solve has no board of that age; an error in the policy layout). A solve of several
+    /// parts has them in every part: merged.
+    pub fn afterstates(&self, age: u32) -> Result<Box<dyn Iterator<Item = (u64, f64)> + '_>> {
+        fn of(ix: &AgeIndex<Mmap>) -> impl Iterator<Item = (u64, f64)> + '_ {
             ix.afterstate_codes()
                 .enumerate()
                 .map(move |(i, code)| (code, ix.afterstate_value(i)))
-        }))
+        }
+        if self.manifest.parts.is_one() {
+            let index = self.index_part(age, 0)?;
+            return Ok(Box::new(index.into_iter().flat_map(of)));
+        }
+        let mut all = Vec::new();
+        for part in 0..self.manifest.parts.count as usize {
+            if let Some(ix) = self.index_part(age, part)? {
+                all.extend(of(ix));
+            }
+        }
+        all.sort_unstable_by_key(|x| x.0);
+        Ok(Box::new(all.into_iter()))
     }
 
     /// The q-values, value and best move of a board (exactly as given: its orientation names
     /// the moves). `text` is how the board is shown in errors.
     pub fn evaluate(&self, code: u64, text: &str) -> Result<Evaluation> {
         let age = board::age(code);
-        let index = self.index(age)?;
-        evaluate(&self.game, &self.variant, index, code, text)
+        evaluate(
+            &self.game,
+            &self.variant,
+            &|id| self.index(age, id),
+            code,
+            text,
+        )
     }
 }

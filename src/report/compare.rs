@@ -77,8 +77,10 @@ pub struct Comparison {
 /// schema); the ids are checked to be strictly ascending, as the store writes them.
 type StateCols = (Vec<u64>, Vec<Option<f64>>, Vec<Option<String>>);
 
-fn states_columns(path: &Path) -> Result<StateCols, ReportError> {
-    let cols = crate::store::parquet::read_columns(path, &["id", "value", "best"])?;
+fn states_columns(paths: &[PathBuf]) -> Result<StateCols, ReportError> {
+    // The parts of a distributed solve's age merged in id order.
+    let cols = crate::store::parquet::read_columns_by_id(paths, &["value", "best"])?;
+    let path = paths.first().map_or(Path::new(""), |p| p.as_path());
     let mut it = cols.into_iter();
     let (Some(ColumnData::U64(id)), Some(ColumnData::F64(value)), Some(ColumnData::Utf8(best))) =
         (it.next(), it.next(), it.next())
@@ -100,7 +102,7 @@ fn states_columns(path: &Path) -> Result<StateCols, ReportError> {
 
 /// One age: the two variants' states merge-joined on their sorted ids; the differences are
 /// summed in id order (the same bits on every run).
-fn diff_age(base: &Path, other: &Path, age: u64) -> Result<AgeDiff, ReportError> {
+fn diff_age(base: &[PathBuf], other: &[PathBuf], age: u64) -> Result<AgeDiff, ReportError> {
     let (a, b) = rayon::join(|| states_columns(base), || states_columns(other));
     let ((a_id, a_value, a_best), (b_id, b_value, b_best)) = (a?, b?);
     let (mut i, mut j) = (0, 0);
@@ -220,7 +222,7 @@ pub fn compare(
         )));
     }
     let states_dir = |v: &str| partition_dir(store, "states", &board, v);
-    let states_files = |v: &str| -> BTreeMap<u64, PathBuf> {
+    let states_files = |v: &str| -> BTreeMap<u64, Vec<PathBuf>> {
         states_dir(v)
             .map(|d| age_files(&d))
             .unwrap_or_default()

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use polars::prelude::*;
 
 use super::ReportError;
-use crate::store::layout::{ages_in, PART};
+use crate::store::layout::{ages_in, part_files, PART};
 use crate::store::{ColumnData, Store};
 
 /// Quantiles of the state values at each age of one board and variant.
@@ -76,7 +76,11 @@ pub fn state_value_quantiles(
     let rows: Vec<Option<Row>> = files
         .par_iter()
         .map(|(age, f)| -> Result<Option<Row>, ReportError> {
-            let opts = f64_values(f, "value")?;
+            // In id order, as one part holds them: the mean sums them in the same order.
+            let opts = match crate::store::parquet::read_columns_by_id(f, &["value"])?.pop() {
+                Some(ColumnData::F64(v)) => v,
+                _ => f64_values(&f[0], "value")?,
+            };
             let Some(mean) = Column::new("value".into(), &opts)
                 .as_materialized_series()
                 .mean()
@@ -116,12 +120,13 @@ pub fn partition_dir(store: &Store, table: &str, board: &str, variant: &str) -> 
         .map(|p| p.dir)
 }
 
-/// `(age, file)` of every `age=N/part-0.parquet` under a partition folder, sorted by age.
-pub fn age_files(dir: &Path) -> Vec<(u64, PathBuf)> {
+/// `(age, parts)` of every `age=N` folder with Parquet parts under a partition folder (one
+/// part, or one a process of a distributed solve), sorted by age.
+pub fn age_files(dir: &Path) -> Vec<(u64, Vec<PathBuf>)> {
     ages_in(dir, "")
         .into_iter()
-        .map(|(age, d)| (u64::from(age), d.join(PART)))
-        .filter(|(_, f)| f.exists())
+        .map(|(age, d)| (u64::from(age), part_files(&d)))
+        .filter(|(_, f)| !f.is_empty())
         .collect()
 }
 

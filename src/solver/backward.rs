@@ -18,6 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use rayon::prelude::*;
 
+use super::dist::{answer_from, merge_valued, Exchange};
 use super::forward::absorbed;
 use super::records::{FigureSums, StateRec, Summary, NO_MOVE};
 use super::table::{Coding, TableBuilder, ValueTable, Values};
@@ -69,6 +70,11 @@ pub struct Level {
     pub age: u32,
     /// The values by id, for the look-ups of younger ages.
     table: ValueTable,
+    /// In a solve over several processes: the layer this process owns, with its values
+    /// (`[i * k + v]`), from which each younger age builds the table it looks up, with the
+    /// values it fetched of the boards other processes own ([`Backward::ghosted_levels`]);
+    /// `table` is then empty.
+    owned: Option<(Vec<u64>, Vec<f64>)>,
 }
 
 impl Level {
@@ -79,11 +85,16 @@ impl Level {
         Level {
             age,
             table: ValueTable::new(ids, values, k),
+            owned: None,
         }
     }
     /// The level of a table already built.
     pub fn from_table(age: u32, table: ValueTable) -> Level {
-        Level { age, table }
+        Level {
+            age,
+            table,
+            owned: None,
+        }
     }
     fn empty(age: u32) -> Level {
         Level::new(age, &[], &[])
@@ -295,6 +306,8 @@ pub struct Backward<'g> {
     perfect_from: usize,
     phases: Option<PhaseHook<'g>>,
     holding: Holding,
+    /// The processes of a distributed solve ([`Exchange`]); `None` for one process.
+    exchange: Option<&'g Exchange<'g>>,
 }
 
 impl<'g> Backward<'g> {
@@ -316,7 +329,21 @@ impl<'g> Backward<'g> {
             perfect_from: super::table::PERFECT_FROM,
             phases: None,
             holding: Holding::default(),
+            exchange: None,
         })
+    }
+
+    /// The pass as one of the processes of `ex`: each age's boards are the ones this process
+    /// owns, and the values of the boards it looks up that others own are fetched from them
+    /// before each look-up phase (nothing is, in one process).
+    pub fn with_exchange(mut self, ex: &'g Exchange<'g>) -> Backward<'g> {
+        self.exchange = Some(ex);
+        self
+    }
+
+    /// The exchange of a solve over several processes.
+    fn distributed(&self) -> Option<&'g Exchange<'g>> {
+        self.exchange.filter(|ex| !ex.is_single())
     }
 
     /// The pass, telling `hook` the end of each [`Phase`] of each age.
@@ -334,6 +361,13 @@ impl<'g> Backward<'g> {
     /// The level of `ids` with `values[i * k + v]`, its table in the pass's coding.
     pub fn level(&self, age: u32, ids: &[u64], values: &[f64]) -> Level {
         let k = self.k();
+        if self.distributed().is_some() {
+            return Level {
+                age,
+                table: ValueTable::new(&[], &[], k),
+                owned: Some((ids.to_vec(), values.to_vec())),
+            };
+        }
         let table = ValueTable::from_fn_coded(
             ids,
             |j| values[j],
@@ -341,7 +375,11 @@ impl<'g> Backward<'g> {
             self.perfect_from,
             self.holding.coding,
         );
-        Level { age, table }
+        Level {
+            age,
+            table,
+            owned: None,
+        }
     }
 
     /// A builder of a table of `n` ids in the pass's coding.
@@ -377,6 +415,12 @@ impl<'g> Backward<'g> {
             let (states, afterstates) = match load(age)? {
                 Layers::Whole(states, afterstates) => (states, afterstates),
                 Layers::Streamed { file, afterstates } => {
+                    if self.distributed().is_some() {
+                        return Err(SolveError::Budget(format!(
+                            "age {age} would be valued a chunk at a time, and a solve over \
+                             several processes values every age whole"
+                        )));
+                    }
                     let counts = (file.states() as usize, afterstates);
                     let boards = (counts.0 + counts.1) as u64;
                     let mut writer = open(age, counts.0, boards, true)?;
@@ -398,7 +442,7 @@ impl<'g> Backward<'g> {
                     let written = writer.finish(&out)?;
                     sink(out, written)?;
                     hook(Phase::FilesAndLevel);
-                    next4 = std::mem::replace(&mut next2, Level { age, table });
+                    next4 = std::mem::replace(&mut next2, Level::from_table(age, table));
                     if age < 2 {
                         break;
                     }
@@ -413,7 +457,17 @@ impl<'g> Backward<'g> {
                 }
             };
             phase(Phase::Load);
-            let after_values = self.afterstate_values(age, &afterstates, &next2, &next4)?;
+            // Over several processes: the levels with the values of the children others own.
+            let ghosted = match self.distributed() {
+                Some(ex) => Some(self.ghosted_levels(ex, &afterstates, &next2, &next4)?),
+                None => None,
+            };
+            let (n2, n4) = match &ghosted {
+                Some((n2, n4)) => (n2, n4),
+                None => (&next2, &next4),
+            };
+            let after_values = self.afterstate_values(age, &afterstates, n2, n4)?;
+            drop(ghosted);
             // Each table goes as soon as nothing reads it, before the next is built, so that
             // at most two big tables exist at once: age n + 4's is read only by age n's
             // afterstates, the afterstates' only by age n's states.
@@ -421,6 +475,18 @@ impl<'g> Backward<'g> {
             drop(std::mem::replace(&mut next4, Level::empty(age + 4)));
             let boards = (states.len() + afterstates.len()) as u64;
             let mut writer = open(age, states.len(), boards, false)?;
+            // Over several processes: the afterstates' table holds those of this process's
+            // moves that others own too, with the values fetched from them.
+            let ghosted = match self.distributed() {
+                Some(ex) => {
+                    Some(self.ghosted_afterstates(ex, age, &states, &afterstates, &after_values)?)
+                }
+                None => None,
+            };
+            let (table_ids, table_values): (&[u64], &[f64]) = match &ghosted {
+                Some((ids, values)) => (ids, values),
+                None => (&afterstates, &after_values),
+            };
             // The afterstates' files now, if the writer writes them now, while their table is
             // built: then the afterstates' ids and values go before the states are valued and
             // the age's level is built (beside two state tables they made a big age's peak:
@@ -428,15 +494,9 @@ impl<'g> Backward<'g> {
             // were written as the level was built, 905–965 MB since).
             let (after_table, written) = rayon::join(
                 || {
-                    let value = |j| after_values[j];
+                    let value = |j| table_values[j];
                     let coding = self.holding.coding;
-                    ValueTable::from_fn_coded(
-                        &afterstates,
-                        value,
-                        self.k(),
-                        self.perfect_from,
-                        coding,
-                    )
+                    ValueTable::from_fn_coded(table_ids, value, self.k(), self.perfect_from, coding)
                 },
                 || {
                     writer.afterstates(Afterstates {
@@ -448,6 +508,7 @@ impl<'g> Backward<'g> {
                 },
             );
             let written = written?;
+            drop(ghosted);
             phase(Phase::AfterstateTable);
             let (afterstates, after_values) = if written {
                 (Vec::new(), Vec::new())
@@ -466,10 +527,15 @@ impl<'g> Backward<'g> {
                 summary,
                 after_values,
             };
-            // The rest of the age's files while its level is built.
+            // The rest of the age's files while its level is built (over several processes,
+            // each younger age builds its own from the layer this one owns).
+            let distributed = self.distributed().is_some();
             let (written, table) = rayon::join(
                 || writer.finish(&out),
                 || {
+                    if distributed {
+                        return ValueTable::new(&[], &[], self.k());
+                    }
                     let value = |j| out.state_value(j);
                     let coding = self.holding.coding;
                     ValueTable::from_fn_coded(
@@ -481,11 +547,12 @@ impl<'g> Backward<'g> {
                     )
                 },
             );
+            let owned = distributed.then(|| (out.states.clone(), out.summary.values.clone()));
             sink(out, written?)?;
             // Marked once the sink has let go of the age (the peak came before): the next
             // age's load then starts from what the pass keeps.
             phase(Phase::FilesAndLevel);
-            next4 = std::mem::replace(&mut next2, Level { age, table });
+            next4 = std::mem::replace(&mut next2, Level { age, table, owned });
             if age < 2 {
                 break;
             }
@@ -622,12 +689,110 @@ impl<'g> Backward<'g> {
             states: Vec::new(),
             afterstates: Vec::new(),
             summary: Summary {
-                figures: sums.iter().map(FigureSums::figures).collect(),
+                figures: sums,
                 values: Vec::new(),
             },
             after_values: Vec::new(),
         };
         Ok((out, table))
+    }
+
+    /// Over several processes: the levels of ages `age + 2` and `age + 4` as this age's
+    /// afterstates look them up: the boards this process owns and, fetched from their owners,
+    /// the children of its afterstates that others own. Collective.
+    fn ghosted_levels(
+        &self,
+        ex: &Exchange,
+        afterstates: &[u64],
+        next2: &Level,
+        next4: &Level,
+    ) -> Result<(Level, Level)> {
+        let (game, class) = (self.game, self.class);
+        let parts: Vec<[Vec<u64>; 2]> = afterstates
+            .par_chunks(CHUNK)
+            .map(|chunk| {
+                let mut out = [Vec::new(), Vec::new()];
+                for &a in chunk {
+                    super::forward::children_of(game, &class, a, |t, c| {
+                        if !ex.mine(c) {
+                            out[t].push(c);
+                        }
+                    });
+                }
+                out
+            })
+            .collect();
+        let mut wanted = [Vec::new(), Vec::new()];
+        for [two, four] in parts {
+            wanted[0].extend(two);
+            wanted[1].extend(four);
+        }
+        let [two, four] = wanted.map(super::layer::sort_dedup);
+        Ok((
+            self.ghosted(ex, next2, &two)?,
+            self.ghosted(ex, next4, &four)?,
+        ))
+    }
+
+    /// `level` with the values of `wanted` (sorted, others' boards) fetched from their
+    /// owners, as a table. Collective.
+    fn ghosted(&self, ex: &Exchange, level: &Level, wanted: &[u64]) -> Result<Level> {
+        let k = self.k();
+        let shape = self.game.shape();
+        let (ids, values) = match &level.owned {
+            Some((ids, values)) => (&ids[..], &values[..]),
+            None => (&[][..], &[][..]),
+        };
+        let got = ex.fetch(wanted, k, &|asked| {
+            answer_from(ids, values, k, asked, level.age, shape)
+        })?;
+        let (ids, values) = merge_valued(ids, values, wanted, &got, k);
+        let table = ValueTable::from_fn_coded(
+            &ids,
+            |j| values[j],
+            k,
+            self.perfect_from,
+            self.holding.coding,
+        );
+        Ok(Level::from_table(level.age, table))
+    }
+
+    /// Over several processes: this age's afterstates as its states look them up, with their
+    /// values: the ones this process owns and, fetched from their owners, the afterstates of
+    /// its states' moves that others own. Collective.
+    fn ghosted_afterstates(
+        &self,
+        ex: &Exchange,
+        age: u32,
+        states: &[u64],
+        afterstates: &[u64],
+        after_values: &[f64],
+    ) -> Result<(Vec<u64>, Vec<f64>)> {
+        let (game, class, k) = (self.game, self.class, self.k());
+        let wanted: Vec<u64> = states
+            .par_chunks(CHUNK)
+            .flat_map_iter(|chunk| {
+                let mut out = Vec::new();
+                for &s in chunk {
+                    if absorbed(&class, s) {
+                        continue;
+                    }
+                    for (a, _) in game.rules.moves(s).into_iter().flatten() {
+                        let c = game.canon(a);
+                        if !ex.mine(c) {
+                            out.push(c);
+                        }
+                    }
+                }
+                out
+            })
+            .collect();
+        let wanted = super::layer::sort_dedup(wanted);
+        let shape = game.shape();
+        let got = ex.fetch(&wanted, k, &|asked| {
+            answer_from(afterstates, after_values, k, asked, age, shape)
+        })?;
+        Ok(merge_valued(afterstates, after_values, &wanted, &got, k))
     }
 
     fn afterstate_values(
@@ -894,7 +1059,7 @@ impl<'g> Backward<'g> {
         *buffers = [making, made];
         debug_assert_eq!(values.len(), states.len() * k);
         Ok(Summary {
-            figures: sums.iter().map(FigureSums::figures).collect(),
+            figures: sums,
             values,
         })
     }
@@ -1039,8 +1204,8 @@ mod tests {
     use crate::rules::variant::Given;
     use crate::rules::{Group, Shape};
     use crate::solver::forward::{self, AgeLayer, Start};
-    use crate::solver::records::state_figures;
     use crate::solver::records::StateFigures;
+    use crate::solver::records::{state_figures, FigureSums};
 
     /// A writer that keeps every record it is handed, in segments of `segment` states.
     struct Recorder {
@@ -1228,7 +1393,7 @@ mod tests {
                 out.push((
                     o.age,
                     values.iter().map(|v| v.to_bits()).collect(),
-                    o.summary.figures.clone(),
+                    o.summary.figures.iter().map(FigureSums::figures).collect(),
                 ));
                 Ok(())
             },
@@ -1315,7 +1480,8 @@ mod tests {
                     })
                     .count() as u64;
                 assert_eq!(
-                    out.summary.figures[0].n_terminal_states, terminal,
+                    out.summary.figures[0].figures().n_terminal_states,
+                    terminal,
                     "age {}",
                     out.age
                 );
@@ -1432,8 +1598,8 @@ mod tests {
                     continue;
                 }
                 for (vi, v) in variants.iter().enumerate() {
-                    let want = state_figures(recs, f.states.len(), k, vi, v);
-                    let got = s.summary.figures[vi];
+                    let want = state_figures(recs, f.states.len(), k, vi, v).figures();
+                    let got = s.summary.figures[vi].figures();
                     let b = |x: Option<f64>| x.map(f64::to_bits);
                     assert_eq!(got.n_terminal_states, want.n_terminal_states);
                     for (g, w) in [

@@ -32,6 +32,10 @@ pub enum SolveError {
     /// The memory budget (`solve --memory`) cannot be kept to: what it is and what is needed.
     #[error("{0}")]
     Budget(String),
+    /// A solve over several processes that cannot go on as asked (another number of
+    /// processes than its unfinished work files were made by): what differs.
+    #[error("{0}")]
+    Processes(String),
     /// A fault of this program.
     #[error("internal error: {0}")]
     Internal(String),
@@ -42,7 +46,9 @@ impl ErrorKind for SolveError {
         match self {
             SolveError::Store(e) => e.kind(),
             SolveError::Index { .. } | SolveError::Internal(_) => Kind::Internal,
-            SolveError::NoState { .. } | SolveError::Budget(_) => Kind::Input,
+            SolveError::NoState { .. } | SolveError::Budget(_) | SolveError::Processes(_) => {
+                Kind::Input
+            }
             SolveError::Inconsistent { .. } => Kind::Data,
         }
     }

@@ -13,9 +13,10 @@ use std::collections::BTreeMap;
 
 use rayon::prelude::*;
 
+use super::dist::Exchange;
 use super::layer;
 use super::spill::Spilled;
-use super::Result;
+use super::{Result, SolveError};
 use crate::rules::board;
 use crate::rules::{ForwardClass, Game};
 
@@ -257,7 +258,12 @@ fn spawn(
 /// tile: 0 for a 2, 1 for a 4, each made where its spawn can happen. Their ids come from the
 /// afterstate's images where the group has them ([`crate::rules::symmetry`]).
 #[inline(always)]
-fn children_of(game: &Game, class: &ForwardClass, a: u64, mut out: impl FnMut(usize, u64)) {
+pub(super) fn children_of(
+    game: &Game,
+    class: &ForwardClass,
+    a: u64,
+    mut out: impl FnMut(usize, u64),
+) {
     if absorbed(class, a) {
         return;
     }
@@ -310,6 +316,21 @@ pub fn run_planned(
     class: &ForwardClass,
     start: Start,
     plan: ForwardPlan,
+    sink: impl FnMut(AgeLayer) -> Result<()>,
+) -> Result<u32> {
+    let single = Exchange::single(game.shape());
+    run_exchanged(game, class, start, plan, &single, sink)
+}
+
+/// [`run_planned`] as one of the processes of `ex`: each age's states and afterstates are the
+/// ones this process owns, routed to it by [`Exchange::route`] from whichever process made
+/// them (in one process, all of them). Every process goes through the same ages.
+pub fn run_exchanged(
+    game: &Game,
+    class: &ForwardClass,
+    start: Start,
+    plan: ForwardPlan,
+    ex: &Exchange,
     mut sink: impl FnMut(AgeLayer) -> Result<()>,
 ) -> Result<u32> {
     // The partial layers of the ages to come, each grown from its batches' runs.
@@ -336,16 +357,27 @@ pub fn run_planned(
         })?;
         max_age = age;
     }
-    while let Some((age, layer)) = pending.pop_first() {
+    // The next age any process has boards of (in one process, its own next age).
+    while let Some(age) = next_age(ex, &pending)? {
+        let layer = pending
+            .remove(&age)
+            .unwrap_or_else(|| Spilled::new(age, plan.cap));
         if layer.spilled() {
+            if !ex.is_single() {
+                return Err(SolveError::Budget(format!(
+                    "age {age} does not fit the memory budget whole, and a solve over several \
+                     processes values every age whole: give each process more memory, or more \
+                     processes"
+                )));
+            }
             let done = streamed_age(game, class, plan, age, layer, &mut pending)?;
             max_age = age;
             sink(done)?;
             continue;
         }
-        let states = layer.into_layer()?;
+        let states = ex.route(layer.into_layer()?)?;
         debug_assert!(layer::is_layer(&states));
-        let afterstates = expand_in(game, class, &states, plan.batch);
+        let afterstates = ex.route(expand_in(game, class, &states, plan.batch))?;
         spawn_batches(game, class, &afterstates, plan.batch, |two, four| {
             add_run(&mut pending, plan, age + 2, two)?;
             add_run(&mut pending, plan, age + 4, four)
@@ -354,6 +386,13 @@ pub fn run_planned(
         sink(AgeLayer::whole(age, states, afterstates))?;
     }
     Ok(max_age)
+}
+
+/// The smallest age with pending boards in any process, `None` once there is none.
+fn next_age(ex: &Exchange, pending: &BTreeMap<u32, Spilled>) -> Result<Option<u32>> {
+    let mine = pending.keys().next().map_or(u64::MAX, |&a| u64::from(a));
+    let age = ex.all_min(mine)?;
+    Ok((age != u64::MAX).then_some(age as u32))
 }
 
 /// One age whose layer was packed: its states streamed in chunks, each encoded for the work

@@ -4,10 +4,12 @@
 //! - [`layer`]: sorted id layers (radix sort, union) and the rank hash of a layer;
 //! - [`forward`]: the forward pass, by increasing age (three layers kept);
 //! - [`backward`]: the backward pass, by decreasing age (ages n, n+2, n+4 kept);
-//! - [`records`]: what the backward pass finds of a state, and an age's figures, summed in row
-//!   order;
+//! - [`records`]: what the backward pass finds of a state, and an age's figures, summed
+//!   exactly ([`exact`]) so that any order or split of the states gives the same bits;
 //! - [`output`]: one finished age as files (Parquet, index) and per-age figures;
 //! - [`run`]: the orchestration of one solve, resumable after any finished age;
+//! - [`dist`]: a solve spread over processes (MPI): who owns a board, and the one interface
+//!   the passes call to move boards and values between processes;
 //! - [`checkpoint`]: finished ages made durable on a thread of their own;
 //! - [`budget`]: how many bytes of finished ages may wait for the writer;
 //! - [`huge`]: big buffers backed by transparent huge pages;
@@ -19,7 +21,9 @@
 pub mod backward;
 mod budget;
 mod checkpoint;
+pub mod dist;
 mod error;
+pub mod exact;
 pub mod forward;
 pub mod guaranteed;
 mod huge;

@@ -8,7 +8,7 @@
 use rayon::prelude::*;
 
 use super::backward::{AfterFigures, Afterstates, AgeOutput, AgeWriter, Wants};
-use super::records::{clamp_for, state_figures, StateFigures, StateRec, NO_MOVE};
+use super::records::{clamp_for, state_figures, FigureSums, StateRec, NO_MOVE};
 use super::{Result, SolveError};
 use crate::index::{
     encode_age_index_with_stats, max_exponent, AgeIndexMeta, Compaction, IndexOptions,
@@ -169,7 +169,7 @@ impl<'a> AgeFiles<'a> {
             return Ok(vec![(stats, Vec::new()); k]);
         }
         let (pushed, rest) = rayon::join(
-            || -> Result<Vec<StateFigures>> {
+            || -> Result<Vec<FigureSums>> {
                 if !whole {
                     return Ok(out.summary.figures.clone());
                 }
@@ -209,6 +209,9 @@ impl<'a> AgeFiles<'a> {
                 after,
                 index,
             } = after;
+            // The sums go with the figures: a distributed solve merges its processes' shares.
+            stats.state_sums = figures.to_words();
+            let figures = figures.figures();
             stats.n_terminal_states = figures.n_terminal_states;
             stats.mean_state_value = figures.mean_state_value;
             stats.mean_action_gap = figures.mean_action_gap;

@@ -153,8 +153,8 @@ impl Plan {
                         let how = if can_stream {
                             "even with fixed-point values streamed from the work files"
                         } else {
-                            "even with fixed-point values (only the policy layout is valued a \
-                             chunk at a time)"
+                            "even with fixed-point values, valued whole (only the policy layout \
+                             of a one-process solve is valued a chunk at a time)"
                         };
                         return Err(SolveError::Budget(format!(
                             "--memory {}: age {age} needs about {} {how}; the smallest budget \

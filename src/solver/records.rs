@@ -1,9 +1,11 @@
 //! What the backward pass finds of a state ([`StateRec`]), and the figures of one age's states
 //! (its terminal states, mean value, mean action gap and the share of gaps below 1: part of its
-//! row of the `ages` table), summed record by record in row order, so that they are the same
-//! bits whether the records are summed at once or streamed through in pieces (as the backward
-//! pass does at ages no variant keeps in Parquet).
+//! row of the `ages` table), summed exactly ([`ExactSum`]), so that they are the same bits
+//! whether the records are summed at once, streamed through in pieces (as the backward pass
+//! does at ages no variant keeps in Parquet), or summed by several processes, each over its
+//! own states, and merged ([`FigureSums::merge`]).
 
+use super::exact::ExactSum;
 use crate::rules::Variant;
 
 /// `best` when a state has no move to make.
@@ -54,8 +56,8 @@ pub struct StateFigures {
 /// variant instead of a 19-byte record).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Summary {
-    /// Per variant, in the order of the pass.
-    pub figures: Vec<StateFigures>,
+    /// Per variant, in the order of the pass: the sums behind its figures.
+    pub figures: Vec<FigureSums>,
     /// `values[i * k + v]`, as the pass found them (unclamped).
     pub values: Vec<f64>,
 }
@@ -77,34 +79,75 @@ fn clamp(scored: bool, x: f64) -> f64 {
     }
 }
 
-/// Running sums of [`StateFigures`] for one variant, fed records in row order.
+/// Running sums of [`StateFigures`] for one variant, fed records in any order.
 ///
-/// Each sum is a left fold from the neutral element of `f64`'s `Sum`, as
-/// `iter.sum::<f64>()` over the same records would be: streaming in pieces gives the bits of
-/// one pass over all records.
-#[derive(Clone, Copy, Debug)]
+/// The sums of values and gaps are exact ([`ExactSum`]) and rounded once, in
+/// [`FigureSums::figures`]: any order of the records, any split into pieces summed apart and
+/// merged, gives the same bits.
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct FigureSums {
     scored: bool,
     n: u64,
     terminal: u64,
-    values: f64,
+    values: ExactSum,
     gaps: u64,
-    gap_sum: f64,
+    gap_sum: ExactSum,
     gaps_lt_1: u64,
 }
 
 impl FigureSums {
     pub fn new(v: &Variant) -> FigureSums {
-        let zero = std::iter::empty::<f64>().sum::<f64>();
         FigureSums {
             scored: v.scored(),
             n: 0,
             terminal: 0,
-            values: zero,
+            values: ExactSum::new(),
             gaps: 0,
-            gap_sum: zero,
+            gap_sum: ExactSum::new(),
             gaps_lt_1: 0,
         }
+    }
+
+    /// Adds the sums of another share of the age's records (of the same variant).
+    pub fn merge(&mut self, o: &FigureSums) {
+        self.n += o.n;
+        self.terminal += o.terminal;
+        self.values.merge(&o.values);
+        self.gaps += o.gaps;
+        self.gap_sum.merge(&o.gap_sum);
+        self.gaps_lt_1 += o.gaps_lt_1;
+    }
+
+    /// The sums as integers, to be sent to another process or saved
+    /// ([`FigureSums::from_words`] reads them back).
+    pub fn to_words(&self) -> Vec<i64> {
+        let mut out = vec![
+            i64::from(self.scored),
+            self.n as i64,
+            self.terminal as i64,
+            self.gaps as i64,
+            self.gaps_lt_1 as i64,
+        ];
+        out.extend(self.values.limbs());
+        out.extend(self.gap_sum.limbs());
+        out
+    }
+
+    /// The sums [`FigureSums::to_words`] gave `words`; `None` if they are not such words.
+    pub fn from_words(words: &[i64]) -> Option<FigureSums> {
+        let n = super::exact::LIMBS + 1;
+        if words.len() != 5 + 2 * n || words[..5].iter().any(|&w| w < 0) {
+            return None;
+        }
+        Some(FigureSums {
+            scored: words[0] != 0,
+            n: words[1] as u64,
+            terminal: words[2] as u64,
+            gaps: words[3] as u64,
+            gaps_lt_1: words[4] as u64,
+            values: ExactSum::from_limbs(&words[5..5 + n])?,
+            gap_sum: ExactSum::from_limbs(&words[5 + n..])?,
+        })
     }
 
     /// Adds the next record (in row order).
@@ -112,10 +155,10 @@ impl FigureSums {
     pub fn add(&mut self, r: &StateRec) {
         self.n += 1;
         self.terminal += u64::from(r.terminal);
-        self.values += clamp(self.scored, r.value);
+        self.values.add(clamp(self.scored, r.value));
         if r.moves >= 2 {
             self.gaps += 1;
-            self.gap_sum += r.gap;
+            self.gap_sum.add(r.gap);
             self.gaps_lt_1 += u64::from(r.gap < 1.0);
         }
     }
@@ -126,29 +169,24 @@ impl FigureSums {
             ..Default::default()
         };
         if self.n > 0 {
-            f.mean_state_value = Some(self.values / self.n as f64);
+            f.mean_state_value = Some(self.values.value() / self.n as f64);
         }
         if self.gaps > 0 {
-            f.mean_action_gap = Some(self.gap_sum / self.gaps as f64);
+            f.mean_action_gap = Some(self.gap_sum.value() / self.gaps as f64);
             f.frac_gap_lt_1 = Some(self.gaps_lt_1 as f64 / self.gaps as f64);
         }
         f
     }
 }
 
-/// The state figures of variant `vi` of `k`, from `recs[i * k + vi]` (`n` states) at once.
-pub fn state_figures(
-    recs: &[StateRec],
-    n: usize,
-    k: usize,
-    vi: usize,
-    v: &Variant,
-) -> StateFigures {
+/// The sums of the state figures of variant `vi` of `k`, from `recs[i * k + vi]` (`n`
+/// states) at once.
+pub fn state_figures(recs: &[StateRec], n: usize, k: usize, vi: usize, v: &Variant) -> FigureSums {
     let mut sums = FigureSums::new(v);
     for i in 0..n {
         sums.add(&recs[i * k + vi]);
     }
-    sums.figures()
+    sums
 }
 
 #[cfg(test)]
@@ -156,7 +194,14 @@ mod tests {
     use super::*;
     use crate::rules::Kind;
 
-    /// The figures as the writer summed them before streaming: one `sum` per figure.
+    /// One exact sum over all the terms at once.
+    fn exact(xs: impl Iterator<Item = f64>) -> f64 {
+        let mut s = ExactSum::new();
+        xs.for_each(|x| s.add(x));
+        s.value()
+    }
+
+    /// The figures summed apart: one exact sum per figure.
     fn naive(recs: &[StateRec], v: &Variant) -> StateFigures {
         let clamp = clamp_for(v);
         let mut f = StateFigures {
@@ -165,12 +210,12 @@ mod tests {
         };
         if !recs.is_empty() {
             f.mean_state_value =
-                Some(recs.iter().map(|r| clamp(r.value)).sum::<f64>() / recs.len() as f64);
+                Some(exact(recs.iter().map(|r| clamp(r.value))) / recs.len() as f64);
         }
         let gaps = || recs.iter().filter(|r| r.moves >= 2).map(|r| r.gap);
         let n = gaps().count();
         if n > 0 {
-            f.mean_action_gap = Some(gaps().sum::<f64>() / n as f64);
+            f.mean_action_gap = Some(exact(gaps()) / n as f64);
             f.frac_gap_lt_1 = Some(gaps().filter(|&g| g < 1.0).count() as f64 / n as f64);
         }
         f
@@ -211,7 +256,7 @@ mod tests {
             let recs = records(seed, (seed as usize * 37) % 500);
             for v in [&points, &goal] {
                 let want = naive(&recs, v);
-                assert_eq!(state_figures(&recs, recs.len(), 1, 0, v), want);
+                assert_eq!(state_figures(&recs, recs.len(), 1, 0, v).figures(), want);
                 // In pieces of any length, and interleaved with another variant.
                 let mut sums = FigureSums::new(v);
                 for piece in recs.chunks(seed as usize) {
@@ -227,7 +272,18 @@ mod tests {
                     .iter()
                     .flat_map(|&r| [StateRec::default(), r])
                     .collect();
-                assert_eq!(state_figures(&two, recs.len(), 2, 1, v), want);
+                assert_eq!(state_figures(&two, recs.len(), 2, 1, v).figures(), want);
+                // Shares summed apart (as ranks do), sent as words and merged.
+                let mut merged = FigureSums::new(v);
+                for r in 0..3 {
+                    let mut share = FigureSums::new(v);
+                    recs.iter().skip(r).step_by(3).for_each(|x| share.add(x));
+                    merged.merge(&FigureSums::from_words(&share.to_words()).unwrap());
+                }
+                let merged = merged.figures();
+                assert_eq!(bits(merged.mean_state_value), bits(want.mean_state_value));
+                assert_eq!(bits(merged.mean_action_gap), bits(want.mean_action_gap));
+                assert_eq!(merged, want);
             }
         }
     }

@@ -18,9 +18,10 @@ use super::backward::{
 };
 use super::budget::Budget;
 use super::checkpoint::Checkpointer;
+use super::dist::Exchange;
 use super::forward::{self, AgeLayer, ForwardPlan, Start};
 use super::output::{AgeFiles, Files};
-use super::records::StateRec;
+use super::records::{FigureSums, StateRec};
 use super::{Result, SolveError};
 use crate::rules::board;
 use crate::rules::{ForwardClass, Game, Group, Kind, Shape, Symmetry, Variant};
@@ -285,6 +286,20 @@ pub fn solve(
     cfg: &SolveConfig,
     on_event: &(dyn Fn(Event) + Sync),
 ) -> Result<Vec<Manifest>> {
+    let single = Exchange::single(cfg.shape);
+    solve_exchanged(store, cfg, &single, on_event)
+}
+
+/// [`solve`] as one of the processes of `ex` (`mpirun -np N age2048 solve`): each process
+/// solves the boards it owns, keeps its own work files, writes its own part of every age
+/// (`store` is its part's: [`Store::with_part`]); process 0 writes the manifests, which list
+/// every part. Every process returns them.
+pub fn solve_exchanged(
+    store: &Store,
+    cfg: &SolveConfig,
+    ex: &Exchange,
+    on_event: &(dyn Fn(Event) + Sync),
+) -> Result<Vec<Manifest>> {
     let game = Game::new(cfg.shape, cfg.group);
     let mut classes: BTreeMap<ForwardClass, Vec<Variant>> = BTreeMap::new();
     for v in &cfg.variants {
@@ -299,7 +314,7 @@ pub fn solve(
             }
         }
         manifests.extend(solve_class(
-            store, &game, cfg.group, &class, &variants, cfg, on_event,
+            store, &game, cfg.group, &class, &variants, cfg, ex, on_event,
         )?);
     }
     let order = |m: &Manifest| cfg.variants.iter().position(|v| v.name() == m.variant);
@@ -339,6 +354,7 @@ fn already_solved(store: &Store, cfg: &SolveConfig, variants: &[Variant]) -> Opt
     Some(out)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn solve_class(
     store: &Store,
     game: &Game,
@@ -346,6 +362,7 @@ fn solve_class(
     class: &ForwardClass,
     variants: &[Variant],
     cfg: &SolveConfig,
+    ex: &Exchange,
     on_event: &(dyn Fn(Event) + Sync),
 ) -> Result<Vec<Manifest>> {
     let t0 = Instant::now();
@@ -360,13 +377,46 @@ fn solve_class(
         .map(|v| cfg.storage.for_variant(v))
         .collect();
     let shape = game.shape();
-    let can_stream = !storages.iter().any(Storage::has_index);
+    let processes = ex.parts().count;
+    // Work files of an unfinished solve over another number of processes are not this one's
+    // to resume from, nor to remove.
+    if let Some(&other) = store
+        .layout()
+        .work_process_counts(shape, &class.key())
+        .iter()
+        .find(|&&c| c != processes)
+    {
+        let run = |n: u32| {
+            if n == 1 {
+                "one process (without mpirun)".to_string()
+            } else {
+                format!("{n} processes (mpirun -np {n})")
+            }
+        };
+        return Err(SolveError::Processes(format!(
+            "{}: the unfinished solve of board {shape} there was run by {}, this one by {}: \
+             run it again by {}, or remove that folder to start over",
+            store.layout().work_dir(shape, &class.key()).display(),
+            run(other),
+            run(processes),
+            run(other),
+        )));
+    }
+    // Ages are valued a chunk at a time only in the policy layout of a one-process solve (a
+    // solve over several processes values every age whole).
+    let can_stream = ex.is_single() && !storages.iter().any(Storage::has_index);
     // Where an earlier solve of this board gives the counts, a budget too small for the
     // backward pass is refused now, before any work file is touched.
     if let Some(counts) = known_counts(store, shape, group, class) {
-        plan.backward(&counts, variants, can_stream)?;
+        if ex.is_single() {
+            plan.backward(&counts, variants, can_stream)?;
+        }
     }
-    let work = WorkDir::new(store.layout(), shape, &class.key());
+    let work = if ex.is_single() {
+        WorkDir::new(store.layout(), shape, &class.key())
+    } else {
+        WorkDir::of_part(store.layout(), shape, &class.key(), ex.rank(), processes)
+    };
     let meta = WorkMeta {
         version: env!("CARGO_PKG_VERSION").to_string(),
         board: shape.to_string(),
@@ -447,6 +497,21 @@ fn solve_class(
             redo_backward = true;
         }
     }
+    if !ex.is_single() {
+        // Every process resumes its forward pass after the same age: the last one all of
+        // them finished (what was made beyond it is made again).
+        let complete = ex.all_min(u64::from(fwd.complete))? == 1;
+        let done = ex.all_min(fwd.done_age.map_or(0, |a| u64::from(a) + 1))?;
+        if !complete {
+            let keep = |a: u32| u64::from(a) < done;
+            fwd.ages.retain(|&a| keep(a));
+            fwd.counts.retain(|c| keep(c.0));
+            fwd.done_age = fwd.ages.last().copied();
+            fwd.min_age = fwd.ages.first().copied();
+            fwd.complete = false;
+            redo_backward = true;
+        }
+    }
     if !fwd.complete {
         let t = Instant::now();
         let base_seconds = fwd.seconds;
@@ -456,16 +521,19 @@ fn solve_class(
                     pass: "forward",
                     age,
                 });
+                // Over several processes, the afterstates this process owns (its files keep
+                // them whole: no age is streamed).
+                let after = |a: u32| match ex.is_single() {
+                    true => stored_afterstates(game, class, &work, a, plan.forward),
+                    false => match work.open_layers(a)? {
+                        Some(file) => Ok(layers_of(&file, &work, a)?.1),
+                        None => Ok(Vec::new()),
+                    },
+                };
                 Start::After {
                     age,
-                    afterstates: stored_afterstates(game, class, &work, age, plan.forward)?,
-                    afterstates_prev: stored_afterstates(
-                        game,
-                        class,
-                        &work,
-                        age.saturating_sub(2),
-                        plan.forward,
-                    )?,
+                    afterstates: after(age)?,
+                    afterstates_prev: after(age.saturating_sub(2))?,
                 }
             }
             None => Start::Fresh,
@@ -526,19 +594,20 @@ fn solve_class(
                     cp.finish()
                 })
             });
-            let last = forward::run_planned(game, class, start, plan.forward, |layer: AgeLayer| {
-                if cfg.trace_memory {
-                    phase_memory(
-                        on_event,
-                        "forward",
-                        "made",
-                        layer.age,
-                        (layer.n_states, layer.n_afterstates),
-                    );
-                }
-                tx.send(layer)
-                    .map_err(|_| SolveError::Internal("the layer saver stopped".into()))
-            });
+            let last =
+                forward::run_exchanged(game, class, start, plan.forward, ex, |layer: AgeLayer| {
+                    if cfg.trace_memory {
+                        phase_memory(
+                            on_event,
+                            "forward",
+                            "made",
+                            layer.age,
+                            (layer.n_states, layer.n_afterstates),
+                        );
+                    }
+                    tx.send(layer)
+                        .map_err(|_| SolveError::Internal("the layer saver stopped".into()))
+                });
             drop(tx);
             let saved = saver
                 .join()
@@ -626,7 +695,21 @@ fn solve_class(
             }
         }
     }
-    if (redo_backward || !same_pass) && fwd.ages.iter().any(|&a| work.check_layers(a).is_err()) {
+    if !ex.is_single() {
+        // Every process resumes its backward pass after the same age, or every one starts
+        // it over.
+        let mine = if redo_backward || !same_pass {
+            u64::MAX
+        } else {
+            bwd.done_age.map_or(u64::MAX - 1, u64::from)
+        };
+        if ex.all_min(mine)? != ex.all_max(mine)? || mine == u64::MAX {
+            redo_backward = true;
+        }
+    }
+    let restart =
+        (redo_backward || !same_pass) && fwd.ages.iter().any(|&a| work.check_layers(a).is_err());
+    if ex.all_max(u64::from(restart))? == 1 {
         // Starting the backward pass over needs every layer, and a pass under way let go of
         // some: the forward pass is made again.
         damaged(
@@ -637,7 +720,7 @@ fn solve_class(
             "starting the solve over",
         );
         work.remove()?;
-        return solve_class(store, game, group, class, variants, cfg, on_event);
+        return solve_class(store, game, group, class, variants, cfg, ex, on_event);
     }
     if redo_backward || !same_pass {
         bwd = BackwardProgress {
@@ -650,10 +733,14 @@ fn solve_class(
         };
         work.write_json("backward.json", &bwd)?;
         work.clear_backward()?;
-        for n in &names {
-            store.clear_variant(shape, n)?;
+        if ex.rank() == 0 {
+            for n in &names {
+                store.clear_variant(shape, n)?;
+            }
         }
     }
+    // No process writes an age's files before process 0 cleared the old ones.
+    ex.all_max(0)?;
     let phases = |age: u32, phase: Phase, states: usize, afterstates: usize| {
         phase_memory(
             on_event,
@@ -663,10 +750,12 @@ fn solve_class(
             (states, afterstates),
         );
     };
-    let mut backward = Backward::new(game, variants)?.with_holding(Holding {
-        coding: bplan.coding,
-        cap: plan.forward.cap,
-    });
+    let mut backward = Backward::new(game, variants)?
+        .with_holding(Holding {
+            coding: bplan.coding,
+            cap: plan.forward.cap,
+        })
+        .with_exchange(ex);
     if cfg.trace_memory {
         backward = backward.with_phases(&phases);
     }
@@ -890,11 +979,15 @@ fn solve_class(
                             )
                         }
                     };
-                    let afterstates = if afterstates.is_empty() && !states.is_empty() {
-                        stored_afterstates(game, class, work, age, plan.forward)?
-                    } else {
-                        afterstates
-                    };
+                    // A file without afterstates keeps a streamed age's states only: they are
+                    // made again. Over several processes every age is whole, and a process
+                    // may own states of an age but none of its afterstates.
+                    let afterstates =
+                        if afterstates.is_empty() && !states.is_empty() && ex.is_single() {
+                            stored_afterstates(game, class, work, age, plan.forward)?
+                        } else {
+                            afterstates
+                        };
                     Ok(Layers::Whole(states, afterstates))
                 },
                 |mut out: AgeOutput, (files, saved)| {
@@ -934,7 +1027,7 @@ fn solve_class(
     }
 
     // ---- finish: ages table, manifests, then drop the work files
-    let starts = initial_values(game, &work, variants)?;
+    let starts = initial_values(game, &work, variants, ex)?;
     let mut records: Vec<AgeRecord> = Vec::new();
     // One record per age of the pass, every one of them there (a missing one is damage).
     for age in (min_age..=max_age).step_by(2) {
@@ -950,12 +1043,29 @@ fn solve_class(
         }
         records.push(rec);
     }
+    // Over several processes: every process's records, merged age by age into the records
+    // of the whole solve (their figures from the exact sums of each share).
+    let records = merge_records(store, shape, variants, &storages, records, ex)?;
+    if ex.rank() != 0 {
+        // Process 0 writes the manifests; the others read them once it has.
+        ex.all_max(0)?;
+        let manifests = variants
+            .iter()
+            .map(|v| Ok(store.read_manifest(shape, &v.name())?))
+            .collect::<Result<Vec<_>>>()?;
+        work.remove()?;
+        ex.all_max(0)?;
+        return Ok(manifests);
+    }
     let mut manifests = Vec::new();
     for (vi, v) in variants.iter().enumerate() {
         let name = v.name();
         let ages: Vec<AgeStats> = records
             .iter()
-            .map(|r| r.stats[vi].clone())
+            .map(|r| AgeStats {
+                state_sums: Vec::new(),
+                ..r.stats[vi].clone()
+            })
             .filter(|s| s.n_states > 0 || s.n_afterstates > 0)
             .collect();
         let mut files: Vec<FileEntry> = records
@@ -997,6 +1107,7 @@ fn solve_class(
             },
             peak_rss_bytes: super::memory::peak_rss_bytes(),
             storage: storages[vi].clone(),
+            parts: ex.parts(),
             ages,
             files,
             manifest_sha256: String::new(),
@@ -1004,8 +1115,143 @@ fn solve_class(
         store.write_manifest(shape, &manifest)?;
         manifests.push(manifest);
     }
+    if !ex.is_single() {
+        ex.all_max(0)?;
+    }
     work.remove()?;
+    if !ex.is_single() {
+        // Once every process removed its work files, the folders above them.
+        ex.all_max(0)?;
+        WorkDir::remove_empty_parents(store.layout(), shape, &class.key());
+    }
     Ok(manifests)
+}
+
+/// The records of the solve, age by age, from every process's (every process has a record of
+/// every age of the pass): counts summed, figures from the merged exact sums, the largest
+/// afterstate value and compaction base the largest of the shares, every share's files, and
+/// over several processes the age's look-up entry naming the folder of its parts. In one
+/// process the figures too are made again from the exact sums: the floats of a record read
+/// back from its JSON may be an ulp off (serde_json's parser is not correctly rounded), its
+/// integers are not.
+fn merge_records(
+    store: &Store,
+    shape: Shape,
+    variants: &[Variant],
+    storages: &[Storage],
+    mine: Vec<AgeRecord>,
+    ex: &Exchange,
+) -> Result<Vec<AgeRecord>> {
+    let shares: Vec<Vec<AgeRecord>> = if ex.is_single() {
+        vec![mine]
+    } else {
+        let bytes = serde_json::to_vec(&mine)
+            .map_err(|e| SolveError::Internal(format!("encoding the age records: {e}")))?;
+        ex.all_gather(bytes)?
+            .iter()
+            .map(|b| serde_json::from_slice(b))
+            .collect::<std::result::Result<_, _>>()
+            .map_err(|e| SolveError::Internal(format!("an age record from another process: {e}")))?
+    };
+    let mine = &shares[ex.rank() as usize];
+    if shares.iter().any(|s| s.len() != mine.len()) {
+        return Err(SolveError::Internal(
+            "the processes recorded different ages".into(),
+        ));
+    }
+    let layout = store.layout();
+    let mut out = Vec::with_capacity(mine.len());
+    for (i, _) in mine.iter().enumerate() {
+        let mut rec = AgeRecord::default();
+        for (vi, v) in variants.iter().enumerate() {
+            let of = |s: &Vec<AgeRecord>| s[i].stats[vi].clone();
+            let parts: Vec<AgeStats> = shares.iter().map(of).collect();
+            let age = parts[0].age;
+            let mut st = AgeStats {
+                age,
+                ..Default::default()
+            };
+            let mut sums = FigureSums::new(v);
+            let mut empty_cells = 0u64;
+            let mut weighted = (0.0, 0.0);
+            for p in &parts {
+                st.n_states += p.n_states;
+                st.n_afterstates += p.n_afterstates;
+                if !p.state_sums.is_empty() {
+                    let share = FigureSums::from_words(&p.state_sums).ok_or_else(|| {
+                        SolveError::Internal(format!("age {age}: damaged sums from a process"))
+                    })?;
+                    sums.merge(&share);
+                }
+                // The share's empty cells, an integer below 2^51 its mean was divided from:
+                // its product with the count rounds back to it.
+                if let Some(mean) = p.mean_empty_cells_afterstates {
+                    empty_cells += (mean * p.n_afterstates as f64).round() as u64;
+                }
+                st.best_afterstate_value = match (st.best_afterstate_value, p.best_afterstate_value)
+                {
+                    (Some(a), Some(b)) => Some(a.max(b)),
+                    (a, b) => a.or(b),
+                };
+                let ix = &p.index;
+                st.index.base = st.index.base.max(ix.base);
+                st.index.file_bytes += ix.file_bytes;
+                st.index.state_id_bytes += ix.state_id_bytes;
+                st.index.afterstate_id_bytes += ix.afterstate_id_bytes;
+                weighted.0 += ix.bits_per_afterstate_id * p.n_afterstates as f64;
+                weighted.1 += ix.bits_per_state_id * p.n_states as f64;
+                st.policy.file_bytes += p.policy.file_bytes;
+                st.policy.keys += p.policy.keys;
+                st.policy.shards += p.policy.shards;
+            }
+            if st.n_afterstates > 0 {
+                st.mean_empty_cells_afterstates =
+                    Some(empty_cells as f64 / st.n_afterstates as f64);
+                st.index.bits_per_afterstate_id = weighted.0 / st.n_afterstates as f64;
+            }
+            if st.n_states > 0 {
+                st.index.bits_per_state_id = weighted.1 / st.n_states as f64;
+            }
+            // Records without sums: of work files an older build wrote, in one process.
+            let exact = parts
+                .iter()
+                .all(|p| p.n_states == 0 || !p.state_sums.is_empty());
+            if exact {
+                let figures = sums.figures();
+                st.n_terminal_states = figures.n_terminal_states;
+                st.mean_state_value = figures.mean_state_value;
+                st.mean_action_gap = figures.mean_action_gap;
+                st.frac_gap_lt_1 = figures.frac_gap_lt_1;
+            } else if ex.is_single() {
+                let p = &parts[0];
+                st.n_terminal_states = p.n_terminal_states;
+                st.mean_state_value = p.mean_state_value;
+                st.mean_action_gap = p.mean_action_gap;
+                st.frac_gap_lt_1 = p.frac_gap_lt_1;
+            } else {
+                return Err(SolveError::Internal(format!(
+                    "age {age}: a process recorded no sums of its states' figures"
+                )));
+            }
+            let policy = !storages[vi].has_index();
+            if ex.is_single() {
+                st.index = parts[0].index.clone();
+                st.policy = parts[0].policy.clone();
+            } else {
+                let dir = layout.relative(&layout.lookup_dir(shape, &v.name(), age, policy));
+                if policy {
+                    st.policy.file = dir;
+                } else {
+                    st.index.file = dir;
+                }
+            }
+            rec.stats.push(st);
+            rec.files
+                .push(shares.iter().flat_map(|s| s[i].files[vi].clone()).collect());
+        }
+        out.push(rec);
+    }
+    Ok(out)
 }
 
 /// The level of a streamed age for a resumed backward pass: its table built from its work
@@ -1146,8 +1392,14 @@ struct StartValues {
     distinct: Option<f64>,
 }
 
-/// Per variant, its values at the starts, from the state values of ages 4, 6 and 8.
-fn initial_values(game: &Game, work: &WorkDir, variants: &[Variant]) -> Result<Vec<StartValues>> {
+/// Per variant, its values at the starts, from the state values of ages 4, 6 and 8 (over
+/// several processes, every process's share of them).
+fn initial_values(
+    game: &Game,
+    work: &WorkDir,
+    variants: &[Variant],
+    ex: &Exchange,
+) -> Result<Vec<StartValues>> {
     let k = variants.len();
     let mut levels: BTreeMap<u32, (Vec<u64>, Vec<f64>)> = BTreeMap::new();
     for age in [4u32, 6, 8] {
@@ -1160,7 +1412,7 @@ fn initial_values(game: &Game, work: &WorkDir, variants: &[Variant]) -> Result<V
             )
             .into());
         }
-        levels.insert(age, (ids, vals));
+        levels.insert(age, gather_level(ex, ids, vals, k)?);
     }
     let value = |b: u64, vi: usize| -> Option<f64> {
         let (ids, vals) = levels.get(&board::age(b))?;
@@ -1218,6 +1470,40 @@ fn initial_values(game: &Game, work: &WorkDir, variants: &[Variant]) -> Result<V
             }
         })
         .collect())
+}
+
+/// Every process's share of a small layer (`ids` sorted, `values[i * k + v]`), merged.
+fn gather_level(
+    ex: &Exchange,
+    ids: Vec<u64>,
+    values: Vec<f64>,
+    k: usize,
+) -> Result<(Vec<u64>, Vec<f64>)> {
+    if ex.is_single() {
+        return Ok((ids, values));
+    }
+    let mut bytes = Vec::with_capacity(ids.len() * 8 * (k + 1));
+    for (i, id) in ids.iter().enumerate() {
+        bytes.extend_from_slice(&id.to_le_bytes());
+        for v in &values[i * k..(i + 1) * k] {
+            bytes.extend_from_slice(&v.to_le_bytes());
+        }
+    }
+    let mut all: Vec<(u64, Vec<f64>)> = Vec::new();
+    for share in ex.all_gather(bytes)? {
+        let words: Vec<[u8; 8]> = share
+            .chunks_exact(8)
+            .map(|c| c.try_into().unwrap_or([0; 8]))
+            .collect();
+        for row in words.chunks_exact(k + 1) {
+            let values = row[1..].iter().map(|&b| f64::from_le_bytes(b)).collect();
+            all.push((u64::from_le_bytes(row[0]), values));
+        }
+    }
+    all.sort_by_key(|r| r.0);
+    let ids = all.iter().map(|r| r.0).collect();
+    let values = all.into_iter().flat_map(|r| r.1).collect();
+    Ok((ids, values))
 }
 
 /// Reports the peak of a phase of an age of `(states, afterstates)` that ends now

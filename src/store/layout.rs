@@ -7,6 +7,10 @@
 //! ages/board=B/variant=V/part-0.parquet
 //! index/board=B/variant=V/age=N.a2i
 //! policy/board=B/variant=V/age=N.a2p      (the policy layout, instead of index/)
+//!
+//! a solve of P parts (P processes, `store::parts`): part R of every age
+//! states/board=B/variant=V/age=N/part-R.parquet      (and afterstates/ alike)
+//! index/board=B/variant=V/age=N/part-R.a2i           (policy/…/age=N/part-R.a2p)
 //! manifest/board=B/variant=V.json
 //! .work/board=B/<forward class>/          work files of an unfinished solve
 //! .lock                                    held by the process writing the directory
@@ -21,6 +25,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use super::parts::Parts;
 use crate::rules::Shape;
 
 /// The folders holding `board=B/variant=V` partitions: every file of a solved board and
@@ -77,15 +82,35 @@ pub fn parse_kv(name: &str, key: &str, suffix: &str) -> Option<String> {
     Some(unescape(v))
 }
 
-/// Paths of one data directory.
+/// Paths of one data directory, as the writer of one part of a solve sees them (part 0 of one
+/// unless [`Layout::with_part`] says otherwise): `states_file`, `index_file` and the like
+/// name that part's files; the `*_of` forms name any part's.
 #[derive(Clone, Debug)]
 pub struct Layout {
     root: PathBuf,
+    part: u32,
+    parts: Parts,
 }
 
 impl Layout {
     pub fn new(root: impl Into<PathBuf>) -> Layout {
-        Layout { root: root.into() }
+        Layout {
+            root: root.into(),
+            part: 0,
+            parts: Parts::ONE,
+        }
+    }
+
+    /// The layout as the writer of part `part` of `parts` sees it.
+    pub fn with_part(mut self, part: u32, parts: Parts) -> Layout {
+        self.part = part;
+        self.parts = parts;
+        self
+    }
+
+    /// The part this layout writes, and the parts of its solve.
+    pub fn part(&self) -> (u32, Parts) {
+        (self.part, self.parts)
     }
 
     pub fn root(&self) -> &Path {
@@ -110,15 +135,25 @@ impl Layout {
     }
 
     pub fn states_file(&self, board: Shape, variant: &str, age: u32) -> PathBuf {
-        self.partition("states", board, variant)
-            .join(format!("age={age}"))
-            .join(PART)
+        self.states_file_of(board, variant, age, self.part)
     }
 
     pub fn afterstates_file(&self, board: Shape, variant: &str, age: u32) -> PathBuf {
+        self.afterstates_file_of(board, variant, age, self.part)
+    }
+
+    /// Part `part`'s `states` file of an age (`part-0.parquet` of a single-process solve).
+    pub fn states_file_of(&self, board: Shape, variant: &str, age: u32, part: u32) -> PathBuf {
+        self.partition("states", board, variant)
+            .join(format!("age={age}"))
+            .join(format!("part-{part}.parquet"))
+    }
+
+    /// Part `part`'s `afterstates` file of an age.
+    pub fn afterstates_file_of(&self, board: Shape, variant: &str, age: u32, part: u32) -> PathBuf {
         self.partition("afterstates", board, variant)
             .join(format!("age={age}"))
-            .join(PART)
+            .join(format!("part-{part}.parquet"))
     }
 
     pub fn ages_file(&self, board: Shape, variant: &str) -> PathBuf {
@@ -130,14 +165,56 @@ impl Layout {
     }
 
     pub fn index_file(&self, board: Shape, variant: &str, age: u32) -> PathBuf {
-        self.index_dir(board, variant)
-            .join(format!("age={age}.a2i"))
+        self.index_file_of(board, variant, age, self.part, self.parts)
     }
 
     /// The policy file of an age (the policy layout).
     pub fn policy_file(&self, board: Shape, variant: &str, age: u32) -> PathBuf {
-        self.partition("policy", board, variant)
-            .join(format!("age={age}.a2p"))
+        self.policy_file_of(board, variant, age, self.part, self.parts)
+    }
+
+    /// The index of an age, or (a solve of several parts) part `part`'s.
+    pub fn index_file_of(
+        &self,
+        board: Shape,
+        variant: &str,
+        age: u32,
+        part: u32,
+        parts: Parts,
+    ) -> PathBuf {
+        let dir = self.index_dir(board, variant);
+        if parts.is_one() {
+            dir.join(format!("age={age}.a2i"))
+        } else {
+            dir.join(format!("age={age}"))
+                .join(format!("part-{part}.a2i"))
+        }
+    }
+
+    /// The policy file of an age, or (a solve of several parts) part `part`'s.
+    pub fn policy_file_of(
+        &self,
+        board: Shape,
+        variant: &str,
+        age: u32,
+        part: u32,
+        parts: Parts,
+    ) -> PathBuf {
+        let dir = self.partition("policy", board, variant);
+        if parts.is_one() {
+            dir.join(format!("age={age}.a2p"))
+        } else {
+            dir.join(format!("age={age}"))
+                .join(format!("part-{part}.a2p"))
+        }
+    }
+
+    /// The folder of an age's look-up parts (index or policy) in a solve of several parts:
+    /// what its manifest's age entry names.
+    pub fn lookup_dir(&self, board: Shape, variant: &str, age: u32, policy: bool) -> PathBuf {
+        let table = if policy { "policy" } else { "index" };
+        self.partition(table, board, variant)
+            .join(format!("age={age}"))
     }
 
     pub fn manifest_dir(&self) -> PathBuf {
@@ -158,6 +235,34 @@ impl Layout {
         self.work_root()
             .join(kv("board", &board.to_string()))
             .join(class_key)
+    }
+
+    /// The work files of process `part` of a solve over `count` processes.
+    pub fn work_part_dir(&self, board: Shape, class_key: &str, part: u32, count: u32) -> PathBuf {
+        self.work_dir(board, class_key)
+            .join(format!("part-{part}-of-{count}"))
+    }
+
+    /// The process counts of the unfinished solves whose work files lie in a class's work
+    /// folder: 1 for a single process's (its `meta.json` there), N for `part-R-of-N` folders.
+    pub fn work_process_counts(&self, board: Shape, class_key: &str) -> Vec<u32> {
+        let dir = self.work_dir(board, class_key);
+        let mut out: Vec<u32> = dir_entries(&dir)
+            .into_iter()
+            .filter_map(|(name, _)| {
+                if name == "meta.json" {
+                    return Some(1);
+                }
+                name.strip_prefix("part-")?
+                    .split_once("-of-")?
+                    .1
+                    .parse()
+                    .ok()
+            })
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
     }
 
     pub fn lock_file(&self) -> PathBuf {
@@ -251,6 +356,21 @@ pub fn ages_in(dir: &Path, suffix: &str) -> Vec<(u32, PathBuf)> {
         .collect();
     out.sort();
     out
+}
+
+/// The Parquet parts of an age folder (`part-R.parquet`: one, or one a process of a
+/// distributed solve), by part; temporary files are skipped.
+pub fn part_files(age_dir: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<(u32, PathBuf)> = dir_entries(age_dir)
+        .into_iter()
+        .filter(|(name, _)| !super::atomic::is_temp(name))
+        .filter_map(|(name, path)| {
+            let r = name.strip_prefix("part-")?.strip_suffix(".parquet")?;
+            Some((r.parse().ok()?, path))
+        })
+        .collect();
+    out.sort();
+    out.into_iter().map(|(_, p)| p).collect()
 }
 
 /// `(file name, path)` of the entries of `dir` (none if it cannot be read).

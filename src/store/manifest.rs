@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use super::error::{Result, StoreError};
 use super::layout::Layout;
+use super::parts::Parts;
 use crate::rules::Shape;
 
 /// Version of the on-disk layout, recorded in every manifest. 2: partition values are
@@ -70,6 +71,11 @@ pub struct AgeStats {
     /// The policy layout's file of the age; absent in the other layouts.
     #[serde(skip_serializing_if = "PolicyEntry::is_empty")]
     pub policy: PolicyEntry,
+    /// The exact sums behind the state figures, as integers (`solver::records::FigureSums`):
+    /// kept in an unfinished solve's work files, from which a solve over several processes
+    /// merges its processes' shares into the figures above; never in a manifest.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub state_sums: Vec<i64>,
 }
 
 /// Sizes of one age's policy file (the policy layout).
@@ -228,6 +234,11 @@ pub struct Manifest {
     /// that they read as they always did.
     #[serde(skip_serializing_if = "Storage::is_full")]
     pub storage: Storage,
+    /// The parts of a solve run by several processes (`mpirun -np N age2048 solve`): how
+    /// many and by which scheme an id's part is found ([`super::parts::Parts`]); absent for a
+    /// single-process solve, whose files are as they always were.
+    #[serde(skip_serializing_if = "Parts::is_one")]
+    pub parts: Parts,
     /// Per-age figures, ages with states or afterstates only.
     pub ages: Vec<AgeStats>,
     /// Every file of this board and variant, each listed once.

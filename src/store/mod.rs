@@ -5,6 +5,7 @@
 //! - [`schema`]: the columns of the tables, with their Arrow and DuckDB types;
 //! - [`parquet`]: the Parquet writers, and a reader of named columns;
 //! - [`manifest`]: the manifest of a solved board and variant;
+//! - [`parts`]: which part of a distributed solve holds a board;
 //! - [`work`]: the work files of an unfinished solve (its layer files in the compact format of
 //!   `idcodec`);
 //! - [`atomic`]: the one durable, atomic way a file reaches the disk;
@@ -24,6 +25,7 @@ pub mod layout;
 pub mod lock;
 pub mod manifest;
 pub mod parquet;
+pub mod parts;
 pub mod schema;
 pub mod verify;
 pub mod work;
@@ -91,6 +93,13 @@ impl Store {
 
     pub fn layout(&self) -> &Layout {
         &self.layout
+    }
+
+    /// The store as the writer of part `part` of `parts` of a distributed solve sees it: the
+    /// files it writes are that part's ([`Layout::with_part`]).
+    pub fn with_part(mut self, part: u32, parts: parts::Parts) -> Store {
+        self.layout = self.layout.with_part(part, parts);
+        self
     }
 
     /// Path relative to the data directory, as manifests list it.

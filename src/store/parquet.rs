@@ -329,3 +329,120 @@ pub fn read_columns(path: &Path, names: &[&str]) -> Result<Vec<ColumnData>> {
     }
     Ok(out)
 }
+
+/// [`read_columns`] of the parts of one age (a distributed solve's parts, or one file), their
+/// rows in ascending `id` order, as one part of a single-process solve holds them: `id`
+/// first, then the named columns. Ids must be distinct across the parts.
+pub fn read_columns_by_id(paths: &[std::path::PathBuf], names: &[&str]) -> Result<Vec<ColumnData>> {
+    let mut with_id = vec!["id"];
+    with_id.extend_from_slice(names);
+    if let [one] = paths {
+        return read_columns(one, &with_id);
+    }
+    let mut parts: Vec<Vec<ColumnData>> = Vec::with_capacity(paths.len());
+    for p in paths {
+        parts.push(read_columns(p, &with_id)?);
+    }
+    // (id, part, row) of every row, sorted by id.
+    let mut order: Vec<(u64, usize, usize)> = Vec::new();
+    for (pi, cols) in parts.iter().enumerate() {
+        if let Some(ColumnData::U64(ids)) = cols.first() {
+            order.extend(
+                ids.iter()
+                    .enumerate()
+                    .map(|(r, id)| (id.unwrap_or(u64::MAX), pi, r)),
+            );
+        }
+    }
+    order.sort_unstable();
+    let mut out = Vec::with_capacity(with_id.len());
+    for c in 0..with_id.len() {
+        out.push(match parts.first().map(|p| &p[c]) {
+            Some(ColumnData::U64(_)) => ColumnData::U64(
+                order
+                    .iter()
+                    .map(|&(_, p, r)| match &parts[p][c] {
+                        ColumnData::U64(v) => v[r],
+                        _ => None,
+                    })
+                    .collect(),
+            ),
+            Some(ColumnData::F64(_)) => ColumnData::F64(
+                order
+                    .iter()
+                    .map(|&(_, p, r)| match &parts[p][c] {
+                        ColumnData::F64(v) => v[r],
+                        _ => None,
+                    })
+                    .collect(),
+            ),
+            _ => ColumnData::Utf8(
+                order
+                    .iter()
+                    .map(|&(_, p, r)| match &parts[p][c] {
+                        ColumnData::Utf8(v) => v[r].clone(),
+                        _ => None,
+                    })
+                    .collect(),
+            ),
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An afterstates part of `ids` (values: the id over 8) at `path`.
+    fn part(store: &super::super::Store, path: &Path, ids: &[u64]) {
+        let mut p = store.afterstates_part(path).unwrap();
+        p.push_afterstates(
+            ids.to_vec(),
+            ids.iter().map(|&i| i as f64 / 8.0).collect(),
+            ids.iter().map(|&i| (i % 7) as u8).collect(),
+        )
+        .unwrap();
+        store.commit_part(p).unwrap();
+    }
+
+    #[test]
+    fn parts_read_by_id_are_the_one_part_of_their_union() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = super::super::Store::new(dir.path());
+        let all: Vec<u64> = (1..200u64).map(|i| i * 37 % 1009).collect::<Vec<_>>();
+        let mut sorted = all.clone();
+        sorted.sort_unstable();
+        let one = dir.path().join("one.parquet");
+        part(&store, &one, &sorted);
+        // Three parts as three processes own them: by a hash of the id, each sorted.
+        let mut paths = Vec::new();
+        for r in 0..3u64 {
+            let ids: Vec<u64> = sorted
+                .iter()
+                .copied()
+                .filter(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 62 == r % 4)
+                .collect();
+            let path = dir.path().join(format!("part-{r}.parquet"));
+            part(&store, &path, &ids);
+            paths.push(path);
+        }
+        let rest: Vec<u64> = sorted
+            .iter()
+            .copied()
+            .filter(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 62 == 3)
+            .collect();
+        let path = dir.path().join("part-3.parquet");
+        part(&store, &path, &rest);
+        paths.push(path);
+        let whole = read_columns_by_id(&[one], &["value", "empty"]).unwrap();
+        let merged = read_columns_by_id(&paths, &["value", "empty"]).unwrap();
+        assert_eq!(whole, merged);
+        match &merged[0] {
+            ColumnData::U64(ids) => {
+                assert_eq!(ids.iter().map(|x| x.unwrap()).collect::<Vec<_>>(), sorted)
+            }
+            _ => panic!("ids are u64"),
+        }
+    }
+}

@@ -243,9 +243,45 @@ fn check_manifest_with(
     }
     let mut problems = Vec::new();
 
-    // The files the layout gives for the manifest's ages, against the files it lists.
+    // The files the layout gives for the manifest's ages, against the files it lists. A
+    // solve of several parts lists each part's files of an age, but for a part without
+    // boards of that age: they may be listed (`allowed`), and its age entries name the
+    // folder of the parts.
     let mut expected: BTreeSet<String> = BTreeSet::new();
-    for a in &m.ages {
+    let mut allowed: BTreeSet<String> = BTreeSet::new();
+    let parts = m.parts;
+    for a in m.ages.iter().filter(|_| !parts.is_one()) {
+        let policy = !m.storage.has_index();
+        for p in 0..parts.count {
+            let lookup = if policy {
+                layout.policy_file_of(shape, variant, a.age, p, parts)
+            } else {
+                layout.index_file_of(shape, variant, a.age, p, parts)
+            };
+            allowed.insert(layout.relative(&lookup));
+            if m.storage.parquet_at(a.age) {
+                for f in [
+                    layout.states_file_of(shape, variant, a.age, p),
+                    layout.afterstates_file_of(shape, variant, a.age, p),
+                ] {
+                    allowed.insert(layout.relative(&f));
+                }
+            }
+        }
+        let dir = layout.relative(&layout.lookup_dir(shape, variant, a.age, policy));
+        let (named, other) = if policy {
+            (&a.policy.file, &a.index.file)
+        } else {
+            (&a.index.file, &a.policy.file)
+        };
+        if *named != dir || !other.is_empty() {
+            problems.push(bad(format!(
+                "age {} names the files '{}' and '{}', the layout's folder of its parts is {dir}",
+                a.age, a.index.file, a.policy.file
+            )));
+        }
+    }
+    for a in m.ages.iter().filter(|_| parts.is_one()) {
         let lookup = if m.storage.has_index() {
             layout.index_file(shape, variant, a.age)
         } else {
@@ -274,12 +310,13 @@ fn check_manifest_with(
         }
     }
     expected.insert(layout.relative(&layout.ages_file(shape, variant)));
+    allowed.extend(expected.iter().cloned());
     let mut listed: BTreeSet<&str> = BTreeSet::new();
     let mut usable = Vec::new();
     for f in &m.files {
         if !listed.insert(f.path.as_str()) {
             problems.push(bad(format!("lists {} twice", f.path)));
-        } else if !expected.contains(&f.path) {
+        } else if !allowed.contains(&f.path) {
             // Never opened: a manifest names only the files of its own partitions.
             problems.push(bad(format!(
                 "lists '{}', which is not a file of board {board}, variant {variant} at its ages",
@@ -566,24 +603,42 @@ fn check_ages(
         return problems;
     }
     for a in &m.ages {
-        for (path, want) in [
-            (layout.states_file(shape, variant, a.age), a.n_states),
-            (
-                layout.afterstates_file(shape, variant, a.age),
-                a.n_afterstates,
-            ),
-        ] {
-            let rel = layout.relative(&path);
-            if damaged.contains(&rel) || !path.exists() {
-                continue;
+        for (states, want) in [(true, a.n_states), (false, a.n_afterstates)] {
+            // Rows over the parts there are (one in a single-process solve).
+            let mut rows = 0;
+            let mut first = None;
+            for p in 0..m.parts.count.max(1) {
+                let path = if states {
+                    layout.states_file_of(shape, variant, a.age, p)
+                } else {
+                    layout.afterstates_file_of(shape, variant, a.age, p)
+                };
+                let rel = layout.relative(&path);
+                if damaged.contains(&rel) {
+                    // Reported already; the other parts' rows cannot add up to the count.
+                    first = None;
+                    break;
+                }
+                if !path.exists() {
+                    continue;
+                }
+                first.get_or_insert(rel.clone());
+                match parquet_rows(&path) {
+                    Ok(n) => rows += n,
+                    Err(e) => {
+                        problems.push(Problem::new(&board, variant, rel, What::Unreadable(e)));
+                        first = None;
+                        break;
+                    }
+                }
             }
-            match parquet_rows(&path) {
-                Ok(n) if n == want => {}
-                Ok(n) => problems.push(pb(
-                    &rel,
-                    format!("{n} rows, the ages table says {want} at age {}", a.age),
-                )),
-                Err(e) => problems.push(Problem::new(&board, variant, rel, What::Unreadable(e))),
+            if let Some(rel) = first {
+                if rows != want {
+                    problems.push(pb(
+                        &rel,
+                        format!("{rows} rows, the ages table says {want} at age {}", a.age),
+                    ));
+                }
             }
         }
     }

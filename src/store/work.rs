@@ -84,12 +84,32 @@ pub struct BackwardProgress {
 #[derive(Clone, Debug)]
 pub struct WorkDir {
     dir: PathBuf,
+    /// Folders above `dir` up to `.work` (removed with it once empty).
+    above: usize,
 }
 
 impl WorkDir {
     pub fn new(layout: &Layout, board: Shape, class_key: &str) -> WorkDir {
         WorkDir {
             dir: layout.work_dir(board, class_key),
+            above: 2,
+        }
+    }
+
+    /// The work files of process `part` of a solve over `count` processes. Its
+    /// [`WorkDir::remove`] leaves the folders above alone (the other processes create and
+    /// remove theirs there at the same time): [`WorkDir::remove_empty_parents`] removes them
+    /// once every process removed its own.
+    pub fn of_part(
+        layout: &Layout,
+        board: Shape,
+        class_key: &str,
+        part: u32,
+        count: u32,
+    ) -> WorkDir {
+        WorkDir {
+            dir: layout.work_part_dir(board, class_key, part, count),
+            above: 0,
         }
     }
 
@@ -123,10 +143,18 @@ impl WorkDir {
     pub fn remove(&self) -> Result<()> {
         remove_dir(&self.dir)?;
         // Drop `.work/board=B` and `.work` too once empty (remove_dir refuses non-empty ones).
-        for dir in self.dir.ancestors().skip(1).take(2) {
+        for dir in self.dir.ancestors().skip(1).take(self.above) {
             let _ = fs::remove_dir(dir);
         }
         Ok(())
+    }
+
+    /// Removes the work folder of a class and the folders above it, those that are empty.
+    pub fn remove_empty_parents(layout: &Layout, board: Shape, class_key: &str) {
+        let dir = layout.work_dir(board, class_key);
+        for d in dir.ancestors().take(3) {
+            let _ = fs::remove_dir(d);
+        }
     }
 
     /// Removes the backward pass's files (values and records).

@@ -11,6 +11,8 @@ mod budget;
 mod cli;
 mod compact;
 mod goals;
+#[cfg(feature = "mpi")]
+mod mpi;
 mod play;
 mod policy;
 mod report_cli;

@@ -1,0 +1,356 @@
+//! A solve spread over several processes (`mpirun -np N age2048 solve`): the one interface the
+//! passes call to move boards and values between processes ([`Exchange`]), and behind the
+//! feature `mpi` the one transport that does it ([`mpi::Mpi`], through the `mpi` crate).
+//!
+//! Every state and afterstate of an age is owned by one process, the one whose part
+//! ([`Parts::of`], a function of the id alone) it falls in. The forward pass hands each layer
+//! it made to [`Exchange::route`], which sends each id to its owner and returns the ids this
+//! process owns; the backward pass asks [`Exchange::fetch`] for the values of the boards it
+//! looks up that others own. In a single process ([`Exchange::single`]) both move nothing and
+//! every id is owned, so the single-process solve runs the same code.
+//!
+//! Collectives: every process calls the same methods in the same order (the passes go
+//! through the same ages in lockstep); a collective's counts are 32-bit in MPI, so a call
+//! moves its ids in rounds of at most [`ROUND`] ids to a process.
+
+#[cfg(feature = "mpi")]
+pub mod mpi;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use rayon::prelude::*;
+
+use super::{Result, SolveError};
+use crate::rules::Shape;
+use crate::store::parts::Parts;
+
+/// Ids sent to one process in one round of a collective (32 MiB).
+pub const ROUND: usize = 1 << 22;
+
+/// What moves data between the processes of a solve: a few MPI collectives.
+pub trait Transport: Send + Sync {
+    /// This process's rank.
+    fn rank(&self) -> u32;
+    /// The number of processes.
+    fn ranks(&self) -> u32;
+    /// `send[d]` to process `d` (each shorter than 2^31); returns what each process sent to
+    /// this one, by rank.
+    fn all_to_all(&self, send: &[&[u64]]) -> Result<Vec<Vec<u64>>>;
+    /// Every process's `bytes`, by rank.
+    fn all_gather(&self, bytes: &[u8]) -> Result<Vec<Vec<u8>>>;
+    /// The largest of every process's `x`.
+    fn all_max(&self, x: u64) -> Result<u64>;
+    /// Ends every process of the job with status `code` (a process that cannot go on must not
+    /// leave the others waiting in a collective).
+    fn abort(&self, code: i32) -> !;
+}
+
+/// The moves between processes the passes make, and how much they moved.
+pub struct Exchange<'t> {
+    transport: Option<&'t dyn Transport>,
+    parts: Parts,
+    shape: Shape,
+    rank: u32,
+    /// Bytes this process sent to others: the forward pass's ids, the backward pass's
+    /// requests and answers.
+    sent_forward: AtomicU64,
+    sent_backward: AtomicU64,
+}
+
+impl<'t> Exchange<'t> {
+    /// One process: every board is its own, nothing moves.
+    pub fn single(shape: Shape) -> Exchange<'static> {
+        Exchange {
+            transport: None,
+            parts: Parts::ONE,
+            shape,
+            rank: 0,
+            sent_forward: AtomicU64::new(0),
+            sent_backward: AtomicU64::new(0),
+        }
+    }
+
+    /// The processes of `transport`, boards split by `parts` (one part a process).
+    pub fn new(transport: &'t dyn Transport, parts: Parts, shape: Shape) -> Result<Exchange<'t>> {
+        if parts.count != transport.ranks() {
+            return Err(SolveError::Internal(format!(
+                "{} parts over {} processes",
+                parts.count,
+                transport.ranks()
+            )));
+        }
+        Ok(Exchange {
+            rank: transport.rank(),
+            transport: (parts.count > 1).then_some(transport),
+            parts,
+            shape,
+            sent_forward: AtomicU64::new(0),
+            sent_backward: AtomicU64::new(0),
+        })
+    }
+
+    pub fn is_single(&self) -> bool {
+        self.transport.is_none()
+    }
+
+    pub fn rank(&self) -> u32 {
+        self.rank
+    }
+
+    pub fn parts(&self) -> Parts {
+        self.parts
+    }
+
+    /// Whether this process owns board `id`.
+    #[inline]
+    pub fn mine(&self, id: u64) -> bool {
+        self.parts.of(id, self.shape) == self.rank
+    }
+
+    /// Bytes sent to other processes so far: (forward, backward).
+    pub fn sent(&self) -> (u64, u64) {
+        (
+            self.sent_forward.load(Ordering::Relaxed),
+            self.sent_backward.load(Ordering::Relaxed),
+        )
+    }
+
+    /// The largest of every process's `x` (`x` itself in one process).
+    pub fn all_max(&self, x: u64) -> Result<u64> {
+        match self.transport {
+            None => Ok(x),
+            Some(t) => t.all_max(x),
+        }
+    }
+
+    /// The smallest of every process's `x`.
+    pub fn all_min(&self, x: u64) -> Result<u64> {
+        Ok(u64::MAX - self.all_max(u64::MAX - x)?)
+    }
+
+    /// Every process's `bytes`, by rank.
+    pub fn all_gather(&self, bytes: Vec<u8>) -> Result<Vec<Vec<u8>>> {
+        match self.transport {
+            None => Ok(vec![bytes]),
+            Some(t) => t.all_gather(&bytes),
+        }
+    }
+
+    /// Ends the job (every process) with `code`; in one process, returns.
+    pub fn abort(&self, code: i32) {
+        if let Some(t) = self.transport {
+            t.abort(code);
+        }
+    }
+
+    /// `buckets[d]` to process `d`, in rounds of at most [`ROUND`] ids a process; what every
+    /// process sent here, by rank (each in the order it was sent).
+    fn all_to_all(&self, buckets: &[Vec<u64>], forward: bool) -> Result<Vec<Vec<u64>>> {
+        let t = self
+            .transport
+            .ok_or_else(|| SolveError::Internal("an exchange within one process".into()))?;
+        let n = buckets.len();
+        let longest = buckets.iter().map(Vec::len).max().unwrap_or(0);
+        let rounds = self.all_max(longest.div_ceil(ROUND) as u64)? as usize;
+        let sent: usize = buckets
+            .iter()
+            .enumerate()
+            .filter(|&(d, _)| d as u32 != self.rank)
+            .map(|(_, b)| b.len() * 8)
+            .sum();
+        let counter = if forward {
+            &self.sent_forward
+        } else {
+            &self.sent_backward
+        };
+        counter.fetch_add(sent as u64, Ordering::Relaxed);
+        let mut got: Vec<Vec<u64>> = vec![Vec::new(); n];
+        for r in 0..rounds {
+            let send: Vec<&[u64]> = buckets
+                .iter()
+                .map(|b| {
+                    let lo = (r * ROUND).min(b.len());
+                    &b[lo..((r + 1) * ROUND).min(b.len())]
+                })
+                .collect();
+            for (g, part) in got.iter_mut().zip(t.all_to_all(&send)?) {
+                g.extend_from_slice(&part);
+            }
+        }
+        Ok(got)
+    }
+
+    /// `ids` (sorted, distinct) split by owner, each bucket in the order of `ids`.
+    fn buckets(&self, ids: &[u64]) -> Vec<Vec<u64>> {
+        let n = self.parts.count as usize;
+        let owners: Vec<u32> = ids
+            .par_iter()
+            .map(|&id| self.parts.of(id, self.shape))
+            .collect();
+        let mut buckets: Vec<Vec<u64>> = vec![Vec::new(); n];
+        for (&id, &o) in ids.iter().zip(&owners) {
+            buckets[o as usize].push(id);
+        }
+        buckets
+    }
+
+    /// A layer this process made (sorted, distinct; some of it others own) sent to the
+    /// owners: the layer of the ids this process owns that any process made, sorted and
+    /// distinct. Collective.
+    pub fn route(&self, ids: Vec<u64>) -> Result<Vec<u64>> {
+        if self.is_single() {
+            return Ok(ids);
+        }
+        let buckets = self.buckets(&ids);
+        drop(ids);
+        let got = self.all_to_all(&buckets, true)?;
+        drop(buckets);
+        let mut out: Vec<u64> = Vec::with_capacity(got.iter().map(Vec::len).sum());
+        for g in got {
+            out.extend_from_slice(&g);
+        }
+        Ok(super::layer::sort_dedup(out))
+    }
+
+    /// The values (`k` each, `[i * k + v]`) of `wanted` (sorted, distinct, none this
+    /// process's), from their owners, each of which answers the ids asked of it with
+    /// `answer` (their values in the order asked). Collective.
+    pub fn fetch(
+        &self,
+        wanted: &[u64],
+        k: usize,
+        answer: &(dyn Fn(&[u64]) -> Result<Vec<f64>> + Sync),
+    ) -> Result<Vec<f64>> {
+        if self.is_single() {
+            if !wanted.is_empty() {
+                return Err(SolveError::Internal(
+                    "a value asked of another process in a single-process solve".into(),
+                ));
+            }
+            return Ok(Vec::new());
+        }
+        let asked = self.buckets(wanted);
+        let requests = self.all_to_all(&asked, false)?;
+        let answers: Vec<Vec<u64>> = requests
+            .iter()
+            .map(|ids| -> Result<Vec<u64>> {
+                let values = answer(ids)?;
+                if values.len() != ids.len() * k {
+                    return Err(SolveError::Internal(format!(
+                        "{} values answered for {} ids × {k}",
+                        values.len(),
+                        ids.len()
+                    )));
+                }
+                Ok(values.into_iter().map(f64::to_bits).collect())
+            })
+            .collect::<Result<_>>()?;
+        drop(requests);
+        let got = self.all_to_all(&answers, false)?;
+        // Back into the order of `wanted`: each bucket's answers in the order it asked.
+        let mut at = vec![0usize; got.len()];
+        let mut out = Vec::with_capacity(wanted.len() * k);
+        for &id in wanted {
+            let o = self.parts.of(id, self.shape) as usize;
+            let vals = got[o].get(at[o] * k..(at[o] + 1) * k).ok_or_else(|| {
+                SolveError::Internal(format!("process {o} answered too few values"))
+            })?;
+            out.extend(vals.iter().map(|&b| f64::from_bits(b)));
+            at[o] += 1;
+        }
+        Ok(out)
+    }
+}
+
+/// The values (`k` each) of `ids` looked up in a layer (`layer` sorted, `values[i * k + v]`):
+/// how a process answers [`Exchange::fetch`]. An id the layer does not hold is an
+/// inconsistency of the forward layers.
+pub fn answer_from(
+    layer: &[u64],
+    values: &[f64],
+    k: usize,
+    ids: &[u64],
+    age: u32,
+    board: Shape,
+) -> Result<Vec<f64>> {
+    let mut out = Vec::with_capacity(ids.len() * k);
+    for &id in ids {
+        let Ok(r) = layer.binary_search(&id) else {
+            return Err(SolveError::Inconsistent {
+                board: board.to_string(),
+                age,
+                step: "look-up from another process",
+            });
+        };
+        out.extend_from_slice(&values[r * k..(r + 1) * k]);
+    }
+    Ok(out)
+}
+
+/// Two sorted, disjoint layers with their values (`k` each) merged into one.
+pub fn merge_valued(
+    a: &[u64],
+    av: &[f64],
+    b: &[u64],
+    bv: &[f64],
+    k: usize,
+) -> (Vec<u64>, Vec<f64>) {
+    let mut ids = Vec::with_capacity(a.len() + b.len());
+    let mut vals = Vec::with_capacity((a.len() + b.len()) * k);
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() || j < b.len() {
+        if j == b.len() || (i < a.len() && a[i] < b[j]) {
+            ids.push(a[i]);
+            vals.extend_from_slice(&av[i * k..(i + 1) * k]);
+            i += 1;
+        } else {
+            ids.push(b[j]);
+            vals.extend_from_slice(&bv[j * k..(j + 1) * k]);
+            j += 1;
+        }
+    }
+    (ids, vals)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_process_moves_nothing() {
+        let ex = Exchange::single(Shape::new(3, 3).unwrap());
+        assert!(ex.is_single());
+        assert!(ex.mine(12345));
+        assert_eq!(ex.route(vec![1, 5, 9]).unwrap(), vec![1, 5, 9]);
+        assert_eq!(
+            ex.fetch(&[], 2, &|_| Ok(Vec::new())).unwrap(),
+            Vec::<f64>::new()
+        );
+        assert!(ex.fetch(&[3], 1, &|_| Ok(vec![0.0])).is_err());
+        assert_eq!(ex.all_min(7).unwrap(), 7);
+        assert_eq!(ex.all_gather(vec![1, 2]).unwrap(), vec![vec![1, 2]]);
+        assert_eq!(ex.sent(), (0, 0));
+    }
+
+    #[test]
+    fn merged_layers_keep_their_values() {
+        let (ids, vals) = merge_valued(
+            &[1, 4, 9],
+            &[1.0, 1.5, 4.0, 4.5, 9.0, 9.5],
+            &[2, 10],
+            &[2.0, 2.5, 10.0, 10.5],
+            2,
+        );
+        assert_eq!(ids, vec![1, 2, 4, 9, 10]);
+        assert_eq!(
+            vals,
+            vec![1.0, 1.5, 2.0, 2.5, 4.0, 4.5, 9.0, 9.5, 10.0, 10.5]
+        );
+        let shape = Shape::new(2, 2).unwrap();
+        assert_eq!(
+            answer_from(&ids, &vals, 2, &[4, 10], 8, shape).unwrap(),
+            vec![4.0, 4.5, 10.0, 10.5]
+        );
+        assert!(answer_from(&ids, &vals, 2, &[3], 8, shape).is_err());
+    }
+}

@@ -1,0 +1,340 @@
+//! The solve over several processes (`mpirun -np N age2048 solve`, feature `mpi`), run by the
+//! real `mpirun`: the same dataset as one process's solve of the same board, variant and
+//! layout (manifest figures and values at the starts, every age's counts and figures, state
+//! and afterstate rows bit for bit, `best`'s answers), which `verify` passes; a job killed
+//! mid-solve resumes to the same files; a resume with another number of processes is refused.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use super::common::{self, shared_goal_solves, shared_policy_solve, shared_solves, BIN};
+
+/// `mpirun -np N age2048 ARGS…`: as root too, more processes than cores allowed, no binding
+/// to cores (the test threads share the machine).
+fn mpirun(np: usize, args: &[&str]) -> Command {
+    let mut c = Command::new("mpirun");
+    c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .args([
+            "-np",
+            &np.to_string(),
+            "--oversubscribe",
+            "--bind-to",
+            "none",
+        ])
+        .arg(BIN)
+        .args(args);
+    c
+}
+
+/// `solve --quiet` of `board` under `variant` over `np` processes into `data`.
+fn solve_np(np: usize, data: &Path, board: &str, variant: &str, extra: &[&str]) -> Output {
+    let mut args = vec!["solve", "--quiet", "--board", board, "--variant", variant];
+    args.extend(["--data", data.to_str().unwrap(), "--threads", "1"]);
+    args.extend_from_slice(extra);
+    mpirun(np, &args).output().expect("mpirun runs")
+}
+
+/// The manifest without what depends on how the solve ran (its files, timings, threads,
+/// memory, parts, own digest) and its ages without their files' entries.
+fn answer_of(m: &serde_json::Value) -> serde_json::Value {
+    let mut m = m.clone();
+    let o = m.as_object_mut().unwrap();
+    for k in [
+        "files",
+        "timings",
+        "threads",
+        "peak_rss_bytes",
+        "parts",
+        "manifest_sha256",
+    ] {
+        o.remove(k);
+    }
+    for a in o["ages"].as_array_mut().unwrap() {
+        let a = a.as_object_mut().unwrap();
+        a.remove("index");
+        a.remove("policy");
+    }
+    m
+}
+
+/// A digest of every row of the `states` and `afterstates` of a board and variant.
+fn rows_digest(data: &Path, board: &str, variant: &str) -> String {
+    let q = format!(
+        "SELECT bit_xor(hash(id, value, terminal, moves, best, gap, empty)), count(*) FROM states \
+         WHERE board = '{board}' AND variant = '{variant}'; \
+         SELECT bit_xor(hash(id, value, empty)), count(*) FROM afterstates \
+         WHERE board = '{board}' AND variant = '{variant}'"
+    );
+    let o = common::run(&[
+        "sql",
+        "--data",
+        data.to_str().unwrap(),
+        "--format",
+        "csv",
+        &q,
+    ]);
+    assert!(o.status.success(), "sql: {}", common::stderr(&o));
+    common::stdout(&o)
+}
+
+/// Up to 200 live boards of a full solve of `board` and `variant`, as board text.
+fn sample_boards(full: &Path, board: &str, variant: &str) -> String {
+    let q = format!(
+        "SELECT board_text(id, '{board}') FROM (SELECT id FROM states WHERE board = '{board}' \
+         AND variant = '{variant}' AND NOT terminal) USING SAMPLE 200 ROWS (reservoir, 11)"
+    );
+    let o = common::run(&[
+        "sql",
+        "--data",
+        full.to_str().unwrap(),
+        "--format",
+        "csv",
+        &q,
+    ]);
+    assert!(o.status.success(), "sql: {}", common::stderr(&o));
+    common::stdout(&o)
+        .lines()
+        .skip(1)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `best` of `boards` (one a line) in `data`, as CSV.
+fn best(data: &Path, board: &str, variant: &str, boards: &str) -> String {
+    let args = [
+        "best",
+        "--board",
+        board,
+        "--variant",
+        variant,
+        "--data",
+        data.to_str().unwrap(),
+        "--input",
+        "-",
+        "--format",
+        "csv",
+    ];
+    let o = common::run_stdin(&args, boards);
+    assert!(o.status.success(), "best: {}", common::stderr(&o));
+    common::stdout(&o)
+}
+
+/// The solve over `np` processes into `multi` is the one-process solve in `single`: the
+/// manifest's answer and every age's figures bit for bit, its parts, every row where the
+/// layout keeps rows, `best`'s answers on boards sampled from `full` (a full solve of the
+/// same board and variant), and `verify` passes.
+fn same_solve(single: &Path, multi: &Path, full: &Path, np: u64, board: &str, variant: &str) {
+    let (s, m) = (
+        common::manifest(single, board, variant),
+        common::manifest(multi, board, variant),
+    );
+    assert_eq!(m["parts"]["count"], np, "{board} {variant}");
+    assert_eq!(answer_of(&s), answer_of(&m), "{board} {variant} over {np}");
+    let ages = m["ages"].as_array().unwrap();
+    assert!(ages.len() > 10);
+    if s.get("storage").is_none() {
+        assert_eq!(
+            rows_digest(single, board, variant),
+            rows_digest(multi, board, variant)
+        );
+    }
+    let boards = sample_boards(full, board, variant);
+    assert!(boards.lines().count() > 100);
+    assert_eq!(
+        best(single, board, variant, &boards),
+        best(multi, board, variant, &boards)
+    );
+    let o = common::run(&["verify", "--data", multi.to_str().unwrap()]);
+    assert!(o.status.success(), "verify: {}", common::stdout(&o));
+}
+
+#[test]
+fn two_and_three_processes_solve_what_one_does() {
+    let goals = shared_goal_solves();
+    let dir = common::fresh_dir("mpi_layouts");
+    // 2x4 expectation, full layout, hash parts.
+    let m = dir.join("2x4");
+    let o = solve_np(2, &m, "2x4", "expectation", &[]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let full = shared_solves();
+    same_solve(full, &m, full, 2, "2x4", "expectation");
+    // 3x3 goal-256: full over 3 processes by line sums, policy over 2, compact over 3.
+    let m = dir.join("3x3_full");
+    let o = solve_np(3, &m, "3x3", "goal-256", &["--parts", "sums"]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    same_solve(goals, &m, goals, 3, "3x3", "goal-256");
+    // A damaged part is reported as damage, by its path.
+    let part = m.join("states/board=3x3/variant=goal-256/age=100/part-2.parquet");
+    let bytes = std::fs::read(&part).unwrap();
+    std::fs::write(&part, &bytes[..bytes.len() / 2]).unwrap();
+    let o = common::run(&["verify", "--data", m.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        common::stdout(&o).contains("age=100/part-2.parquet"),
+        "{}",
+        common::stdout(&o)
+    );
+    let m = dir.join("3x3_policy");
+    let o = solve_np(2, &m, "3x3", "goal-256", &["--layout", "policy"]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    same_solve(shared_policy_solve(), &m, goals, 2, "3x3", "goal-256");
+    let s = dir.join("3x3_compact_one");
+    common::solve(&s, "3x3", "goal-256", &["--layout", "compact"]);
+    let m = dir.join("3x3_compact");
+    let o = solve_np(3, &m, "3x3", "goal-256", &["--layout", "compact"]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    same_solve(&s, &m, goals, 3, "3x3", "goal-256");
+}
+
+#[test]
+fn a_4x4_goal_over_two_processes_is_the_one_process_solve() {
+    let dir = common::fresh_dir("mpi_4x4");
+    let s = dir.join("one");
+    common::solve(&s, "4x4", "goal-16", &[]);
+    let m = dir.join("two");
+    let o = solve_np(2, &m, "4x4", "goal-16", &["--parts", "sums"]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    same_solve(&s, &m, &s, 2, "4x4", "goal-16");
+}
+
+/// The processes `mpirun` started (its children).
+fn children(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return out;
+    };
+    for t in tasks.flatten() {
+        if let Ok(text) = std::fs::read_to_string(t.path().join("children")) {
+            out.extend(
+                text.split_whitespace()
+                    .filter_map(|p| p.parse::<u32>().ok()),
+            );
+        }
+    }
+    out
+}
+
+/// The files a manifest lists, with their digests.
+fn files_of(data: &Path, board: &str, variant: &str) -> Vec<(String, String)> {
+    let m = common::manifest(data, board, variant);
+    let mut files: Vec<(String, String)> = m["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["path"].as_str().unwrap().to_string(),
+                f["sha256"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn a_killed_process_resumes_and_another_count_is_refused() {
+    use std::io::{BufRead, BufReader};
+    let dir = common::fresh_dir("mpi_resume");
+    let (board, variant) = ("3x3", "goal-256");
+    let whole = dir.join("whole");
+    let o = solve_np(2, &whole, board, variant, &[]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let data = dir.join("killed");
+    let d = data.to_str().unwrap();
+    // Kill one process once the backward pass has finished some ages: the launcher ends the
+    // job.
+    let mut job = mpirun(
+        2,
+        &[
+            "solve",
+            "--board",
+            board,
+            "--variant",
+            variant,
+            "--data",
+            d,
+            "--threads",
+            "1",
+        ],
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let err = job.stderr.take().unwrap();
+    let mut killed = false;
+    let mut backward = 0;
+    for line in BufReader::new(err).lines() {
+        let line = line.unwrap();
+        if line.starts_with("backward: age") {
+            backward += 1;
+            if backward == 40 {
+                let ranks = children(job.id());
+                assert_eq!(ranks.len(), 2, "the processes of the job: {ranks:?}");
+                let kill = Command::new("kill")
+                    .args(["-KILL", &ranks[1].to_string()])
+                    .status()
+                    .unwrap();
+                killed = kill.success();
+                break;
+            }
+        }
+    }
+    let status = job.wait().unwrap();
+    assert!(killed && !status.success(), "the job was killed: {status}");
+    assert!(!common::manifest_path(&data, board, variant).exists());
+
+    // Another number of processes, or one process, is refused in one line, and loses nothing.
+    let o = solve_np(3, &data, board, variant, &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", common::stderr(&o));
+    let err = common::stderr(&o);
+    assert!(
+        err.contains("run by 2 processes (mpirun -np 2), this one by 3"),
+        "{err}"
+    );
+    let o = common::run(&[
+        "solve",
+        "--quiet",
+        "--board",
+        board,
+        "--variant",
+        variant,
+        "--data",
+        d,
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", common::stderr(&o));
+    let err = common::stderr(&o);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("run by 2 processes"), "{err}");
+
+    // The same command resumes and ends with the files of the solve that was not killed.
+    let o = solve_np(2, &data, board, variant, &[]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    assert_eq!(
+        files_of(&data, board, variant),
+        files_of(&whole, board, variant)
+    );
+    assert!(!data.join(".work").exists(), "work files left behind");
+}
+
+#[test]
+fn a_process_out_of_disk_ends_the_job_with_its_line() {
+    let dir = common::fresh_dir("mpi_disk");
+    // No disk has a petabyte to spare: every process stops before its first layer file, says
+    // why in one line, and the job ends (no process left waiting in a collective).
+    let start = std::time::Instant::now();
+    let o = solve_np(2, &dir, "3x3", "goal-256", &["--min-free", "1000000G"]);
+    assert_eq!(o.status.code(), Some(2), "{}", common::stderr(&o));
+    let err = common::stderr(&o);
+    let ours: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("age2048: error: process "))
+        .collect();
+    assert!(!ours.is_empty(), "{err}");
+    assert!(ours.iter().all(|l| l.contains("age 4")), "{err}");
+    assert!(start.elapsed() < std::time::Duration::from_secs(120));
+    assert!(!common::manifest_path(&dir, "3x3", "goal-256").exists());
+}
