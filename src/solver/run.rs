@@ -68,6 +68,9 @@ pub struct StorageRequest {
     pub layout: LayoutKind,
     pub precision: Precision,
     pub parquet_ages: Option<(u32, u32)>,
+    /// Policy layout: keep the moves of the states optimal play reaches only
+    /// ([`super::reach`]).
+    pub reach: bool,
 }
 
 /// The precision of a compact solve's stored values.
@@ -95,6 +98,7 @@ impl StorageRequest {
         layout: LayoutKind::Full,
         precision: Precision::Default,
         parquet_ages: None,
+        reach: false,
     };
 
     /// The storage of variant `v`.
@@ -105,6 +109,7 @@ impl StorageRequest {
                 layout: LayoutKind::Policy,
                 value_fraction_bits: None,
                 parquet_ages: None,
+                reach: self.reach,
             },
             LayoutKind::Compact => Storage {
                 layout: LayoutKind::Compact,
@@ -115,6 +120,7 @@ impl StorageRequest {
                     Precision::Default => Some(DEFAULT_PROBABILITY_FRACTION_BITS),
                 },
                 parquet_ages: self.parquet_ages,
+                reach: false,
             },
         }
     }
@@ -944,6 +950,19 @@ fn solve_class(
             .into());
         }
         records.push(rec);
+    }
+    // A policy solve kept over the reached states: the reach pass writes its files again.
+    for (vi, v) in variants.iter().enumerate() {
+        if storages[vi].reach {
+            let mut slots: Vec<super::reach::AgeSlot<'_>> = records
+                .iter_mut()
+                .map(|r| super::reach::AgeSlot {
+                    stats: &mut r.stats[vi],
+                    files: &mut r.files[vi],
+                })
+                .collect();
+            super::reach::reach(store, game, v, &mut slots)?;
+        }
     }
     let mut manifests = Vec::new();
     for (vi, v) in variants.iter().enumerate() {
