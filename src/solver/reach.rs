@@ -13,9 +13,10 @@
 //!
 //! Tie-breaks, chosen to keep the set small: a state with one optimal move takes it; among
 //! several, a state takes one whose afterstate a state of the age with one optimal move
-//! already takes (its spawns are reached anyway), else the one leaving the fewest empty
-//! cells (the fewest spawns; in a lost position, the quickest end), then the smaller rank in
-//! the file's order (the cheaper symbol). The choice depends on the age's reached states
+//! already takes (its spawns are reached anyway), else one that makes a goal variant's goal
+//! (its spawns end the game and store nothing), else the one leaving the fewest empty cells
+//! (the fewest spawns; in a lost position, the quickest end), then the smaller rank in the
+//! file's order (the cheaper symbol). The choice depends on the age's reached states
 //! alone, so the pass gives the same states and bytes whatever the thread count, and a pass
 //! started again after a kill (some files already written over the reached states, whose
 //! ranks are the moves it took) reaches the same states.
@@ -138,11 +139,12 @@ pub fn step(
         if let Some(d) = candidates().find(|&d| forced.binary_search(&after_of(s, d)).is_ok()) {
             return d;
         }
-        // Fewest empty cells after the move; the first in the order among equals.
+        // A move that makes the goal (its spawns end the game), else the fewest empty cells
+        // after the move; the first in the order among equals.
         candidates()
             .min_by_key(|&d| {
                 let (a, _) = moves[d as usize].expect("a valid move");
-                board::count_empty(a, cells)
+                (!forward::absorbed(class, a), board::count_empty(a, cells))
             })
             .expect("a state with tied moves has some")
     };
