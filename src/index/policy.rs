@@ -68,10 +68,10 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use super::fuse::{self, FuseParams, ARITY};
-use super::ribbon::{self, RibbonParams, BAND};
 use super::raw::{
     check_frame, check_variant, crc_except, expect_file, le_u32, le_u64, Frame, MAX_VARIANT_LEN,
 };
+use super::ribbon::{self, RibbonParams, BAND};
 use super::{corrupted, invalid, IndexError};
 
 const MAGIC: &[u8; 8] = b"A2048POL";
@@ -526,8 +526,8 @@ fn assemble(meta: &PolicyMeta, states: u64, built: Vec<Built>) -> (Vec<u8>, Poli
     out[off::VARIANT..off::VARIANT + meta.variant.len()].copy_from_slice(meta.variant.as_bytes());
     put64(&mut out, off::FILE_LEN, file_len as u64);
     out[off::ORDER] = meta.order;
-    out[off::FLAGS] = if meta.reached { FLAG_REACHED } else { 0 }
-        | if meta.masks { FLAG_MASKS } else { 0 };
+    out[off::FLAGS] =
+        if meta.reached { FLAG_REACHED } else { 0 } | if meta.masks { FLAG_MASKS } else { 0 };
     put64(&mut out, off::STATES, states);
     for (l, &x) in levels.iter().enumerate() {
         put64(&mut out, off::LEVELS + 8 * l, x);
@@ -912,7 +912,12 @@ mod tests {
             assert_eq!(stats.states as usize, keys.len());
             // Levels: one key a state with two moves or more, then those not at rank 0 with
             // three or more, then those at ranks 2 and 3 with four.
-            let at = |l: u8| naive.values().filter(|&&(m, r)| m >= l + 2 && r >= l).count();
+            let at = |l: u8| {
+                naive
+                    .values()
+                    .filter(|&&(m, r)| m >= l + 2 && r >= l)
+                    .count()
+            };
             assert_eq!(stats.levels, [at(0), at(1), at(2)].map(|x| x as u64));
             assert!(stats.shards as usize <= keys.len().div_ceil(shard));
             let p = Policy::from_bytes(&bytes[..]).unwrap();

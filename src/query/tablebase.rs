@@ -217,7 +217,9 @@ impl Tablebase {
                     .header()
                     .order
                     .and_then(Order::from_id)
-                    .ok_or_else(|| self.damaged_policy(age, "an order of moves this reader does not know"))?;
+                    .ok_or_else(|| {
+                        self.damaged_policy(age, "an order of moves this reader does not know")
+                    })?;
                 *rank_moves(order, &moves, self.game.shape())
                     .moves()
                     .get(usize::from(r))

@@ -520,7 +520,9 @@ pub fn build_figures(
 /// solve kept over the reached states (`solve --reach`); none without such a solve. Read from
 /// the manifests (older solves' `ages` tables have no such column).
 pub fn reached_figure(store: &crate::store::Store) -> Result<Option<FigureSpec>, ReportError> {
-    let mut solves: Vec<(String, String, Vec<(u64, u64, u64)>)> = store
+    // Per solve: board, variant, and per age its states and the states reached.
+    type Solve = (String, String, Vec<(u64, u64, u64)>);
+    let mut solves: Vec<Solve> = store
         .manifests()
         .into_iter()
         .filter_map(|(_, m)| m.ok())
@@ -575,15 +577,19 @@ pub fn reached_figure(store: &crate::store::Store) -> Result<Option<FigureSpec>,
     Ok(Some(FigureSpec {
         figure: Figure {
             name: "reached_states_per_age".into(),
-            title: format!("States optimal play reaches, per age — {}", names.join(", ")),
+            title: format!(
+                "States optimal play reaches, per age — {}",
+                names.join(", ")
+            ),
             panels: vec![panel],
             width: 1200,
             height: 760,
         },
-        description: "Per age, every state of the solve (solid) and the states a player reaches who \
+        description:
+            "Per age, every state of the solve (solid) and the states a player reaches who \
                       follows one optimal move of each state from the start (dashed): the states a \
                       policy solve with --reach keeps."
-            .into(),
+                .into(),
         csv: long_csv(&csv_rows, &["n_states", "n_reached"], &[true, true])?,
         source: "manifest, ages[].n_states and ages[].n_reached".into(),
     }))

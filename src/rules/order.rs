@@ -196,7 +196,9 @@ mod tests {
         let rules = Rules::new(shape);
         let mut rng = 0x1234_5678u64;
         for _ in 0..5000 {
-            rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            rng = rng
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             let mut code = 0u64;
             for i in 0..9 {
                 let e = ((rng >> (4 * i + 20)) & 0xF) % 6;

@@ -83,7 +83,12 @@ impl SymbolCounts {
             *a += b;
         }
         self.tied += o.tied;
-        for (a, b) in self.first.iter_mut().flatten().zip(o.first.iter().flatten()) {
+        for (a, b) in self
+            .first
+            .iter_mut()
+            .flatten()
+            .zip(o.first.iter().flatten())
+        {
             *a += b;
         }
         for (a, b) in self
@@ -586,7 +591,11 @@ fn policy_files(
 }
 
 /// The manifest's entry of a policy file written as `file` with sizes `s`.
-pub fn policy_entry(file: &FileEntry, s: &PolicyStats, symbols: Option<PolicySymbols>) -> PolicyEntry {
+pub fn policy_entry(
+    file: &FileEntry,
+    s: &PolicyStats,
+    symbols: Option<PolicySymbols>,
+) -> PolicyEntry {
     PolicyEntry {
         file: file.path.clone(),
         file_bytes: s.file_bytes,

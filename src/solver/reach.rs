@@ -135,7 +135,13 @@ pub fn step(
     let choose = |s: u64, optimal: u8| -> Dir {
         let moves = game.rules.moves(s);
         let ranked = rank_moves(Order::POLICY, &moves, game.shape());
-        let candidates = || ranked.moves().iter().copied().filter(|&d| optimal >> (d as u8) & 1 == 1);
+        let candidates = || {
+            ranked
+                .moves()
+                .iter()
+                .copied()
+                .filter(|&d| optimal >> (d as u8) & 1 == 1)
+        };
         if let Some(d) = candidates().find(|&d| forced.binary_search(&after_of(s, d)).is_ok()) {
             return d;
         }
@@ -370,7 +376,10 @@ mod tests {
         let tied = b("4 . ./. . ./. . 2");
         let states = layer::sort_dedup(vec![one, tied]);
         let optimal = |s: u64| if s == one { 0b0001 } else { 0b1111 };
-        let got = step(&game, &class, &states, |s, _| Ok(Known::Optimal(optimal(s)))).unwrap();
+        let got = step(&game, &class, &states, |s, _| {
+            Ok(Known::Optimal(optimal(s)))
+        })
+        .unwrap();
         for (&s, &r) in states.iter().zip(&got.ranks) {
             let moves = game.rules.moves(s);
             let d = rank_moves(Order::POLICY, &moves, game.shape()).moves()[usize::from(r)];
@@ -388,7 +397,12 @@ mod tests {
             }
         }
         // A move already chosen is kept (the last valid one in L, R, U, D here).
-        let last = |s: u64| *rank_moves(Order::Fixed, &game.rules.moves(s), game.shape()).moves().last().unwrap();
+        let last = |s: u64| {
+            *rank_moves(Order::Fixed, &game.rules.moves(s), game.shape())
+                .moves()
+                .last()
+                .unwrap()
+        };
         let kept = step(&game, &class, &states, |s, _| Ok(Known::Chosen(last(s)))).unwrap();
         for (&s, &r) in states.iter().zip(&kept.ranks) {
             let m = rank_moves(Order::POLICY, &game.rules.moves(s), game.shape());

@@ -202,7 +202,11 @@ mod tests {
                     best: if moves == 0 { 4 } else { (next() % 4) as u8 },
                     moves,
                     terminal: moves == 0,
-                    optimal: if moves == 0 { 0 } else { (next() % 15 + 1) as u8 },
+                    optimal: if moves == 0 {
+                        0
+                    } else {
+                        (next() % 15 + 1) as u8
+                    },
                 }
             })
             .collect()

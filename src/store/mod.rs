@@ -38,8 +38,7 @@ pub use error::{Result, StoreError};
 pub use layout::{Layout, Partition};
 pub use manifest::{
     AgeStats, FileEntry, IndexEntry, LayoutKind, Manifest, PolicyEntry, PolicySymbols, Storage,
-    Timings,
-    LAYOUT_VERSION,
+    Timings, LAYOUT_VERSION,
 };
 pub use parquet::{ColumnData, PartWriter, StatesColumns, ROWS_PER_GROUP};
 
