@@ -65,7 +65,12 @@ pub fn run(a: &BestArgs) -> Result<(), CliError> {
     let store = Store::open(&a.solved.data)?;
     let tb = Tablebase::open(&store, shape, variant)?;
     let storage = &tb.manifest().storage;
-    if !tb.has_values() {
+    if tb.reached_only() {
+        say(&format!(
+            "note: {shape} {} is stored in the policy layout over the states optimal play reaches from the start: the best move only (no q-values, no value), and only on those boards; on any other board the move is not an optimal one, and nothing in the files tells such a board apart",
+            variant.name()
+        ));
+    } else if !tb.has_values() {
         say(&format!(
             "note: {shape} {} is stored in the policy layout: the best move only (no q-values, no value); a board the solve did not reach may get any valid move",
             variant.name()

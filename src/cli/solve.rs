@@ -76,9 +76,16 @@ pub struct SolveArgs {
     /// state ids and f64 values) or `compact` for big boards (per age an index of the
     /// afterstate ids and their values, the `ages` table and the manifest; Parquet only for
     /// `--parquet-ages`; no state ids), or `policy` for a player (per age the optimal move of
-    /// every live state in ≈ 2.2 bits, the `ages` table and the manifest; no values, no ids).
+    /// every live state in about 1.3 bits, the `ages` table and the manifest; no values, no
+    /// ids).
     #[arg(long, default_value = "full", value_name = "LAYOUT")]
     pub layout: String,
+    /// Policy layout: keep the optimal moves of the states optimal play reaches only (a
+    /// forward pass from the starts after the values are known, following one optimal move
+    /// of each state). A player that follows the stored moves never leaves them; any other
+    /// board gets a move that is not an optimal one.
+    #[arg(long)]
+    pub reach: bool,
     /// Compact layout: fraction bits of the stored values (fixed point, within 2^-(BITS+1);
     /// default 16 for points, 32 for probabilities), or `f64` for every bit. An age whose
     /// largest value needs more than 53 bits at BITS is stored as f64 (exact).
@@ -223,10 +230,17 @@ fn storage(a: &SolveArgs) -> Result<StorageRequest, CliError> {
             Some((lo, hi))
         }
     };
+    if a.reach && layout != LayoutKind::Policy {
+        return Err(CliError::Usage(
+            "--reach applies to --layout policy only (it keeps the moves of the states optimal play reaches)"
+                .into(),
+        ));
+    }
     Ok(StorageRequest {
         layout,
         precision,
         parquet_ages,
+        reach: a.reach,
     })
 }
 

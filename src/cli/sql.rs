@@ -20,9 +20,9 @@ use crate::store::{Store, StoreError};
 /// Views: states(board, variant, age, id, value, terminal, moves, best, gap, empty),
 /// afterstates(board, variant, age, id, value, empty) and ages(board, variant, age, n_states,
 /// n_afterstates, n_terminal_states, mean_empty_cells_afterstates, best_afterstate_value,
-/// mean_state_value, mean_action_gap, frac_gap_lt_1), over every board and variant in the data
-/// directory; the macro max_tile(id) gives a board's largest tile. Without QUERY or --file,
-/// statements are read from stdin, one result per statement.
+/// mean_state_value, mean_action_gap, frac_gap_lt_1, n_reached), over every board and
+/// variant in the data directory; the macro max_tile(id) gives a board's largest tile.
+/// Without QUERY or --file, statements are read from stdin, one result per statement.
 #[derive(Debug, Clone, clap::Args)]
 pub struct SqlArgs {
     /// Data directory written by `age2048 solve`.

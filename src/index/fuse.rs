@@ -15,6 +15,9 @@
 //! again with the next seed; every fourth failure adds 2 % of cells, so building always ends,
 //! and the seeds are tried in order, so the same keys and values give the same bytes.
 //!
+//! Version 1 of the policy file (`super::policy`) stores its moves in these graphs; version 2
+//! stores ranks in [`super::ribbon`]'s systems, which need fewer bits a key.
+//!
 //! Why our own and not `sux`'s `VFunc` (which uses the same graphs): the policy file's format
 //! is ours (`super::policy`: header, version, checksum, readable zero-copy from any byte slice
 //! with `Corrupted` instead of a panic, as the age index is), its keys are already distinct

@@ -56,11 +56,14 @@ pub mod elias_fano;
 pub mod fuse;
 pub mod policy;
 pub mod raw;
+pub mod ribbon;
 pub mod select;
 
 pub use compaction::{board_age, max_exponent, CodeSet, Compaction};
 pub use elias_fano::{encode_elias_fano, EfIter, EliasFano};
-pub use policy::{encode_policy, Policy, PolicyBuilder, PolicyMeta, PolicyStats};
+pub use policy::{
+    encode_policy, MovesOf, Policy, PolicyBuilder, PolicyHeader, PolicyMeta, PolicyStats, Stored,
+};
 pub use raw::{
     encode_age_index, encode_age_index_with_stats, AgeIndex, AgeIndexHeader, AgeIndexMeta,
     AgeIndexStats, IndexOptions, ValueCoding, MAX_FRACTION_BITS,

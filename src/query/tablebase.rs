@@ -14,8 +14,9 @@ use memmap2::Mmap;
 
 use super::best::{evaluate, Answer, Evaluation};
 use super::{QueryError, Result};
-use crate::index::{AgeIndex, IndexError, Policy};
+use crate::index::{AgeIndex, IndexError, Policy, Stored};
 use crate::rules::board;
+use crate::rules::order::{rank_moves, Order};
 use crate::rules::{Dir, Game, Group, Shape, Variant};
 use crate::store::{Manifest, Store, StoreError};
 
@@ -215,8 +216,8 @@ impl Tablebase {
 
     /// The best move of a board (exactly as given), in every layout: `None` at a board without
     /// a move (or holding a goal variant's goal tile). In the policy layout a board the solve
-    /// did not reach may get any valid move, or be refused as unreachable when the stored
-    /// answer is not a move it can make.
+    /// did not reach (or, kept over the reached states only, one optimal play does not reach)
+    /// gets some valid move, or is refused as unreachable when its age has no policy.
     pub fn best_move(&self, code: u64, text: &str) -> Result<Option<Dir>> {
         if self.has_values() {
             return Ok(self.evaluate(code, text)?.best);
@@ -240,15 +241,33 @@ impl Tablebase {
             age,
         };
         let id = self.game.canon(code);
-        let stored = self
-            .policy(age, id)?
-            .and_then(|p| p.get(id))
-            .ok_or_else(unreachable)?;
+        let policy = self.policy(age, id)?.ok_or_else(unreachable)?;
+        let moves = rules.moves(id);
+        let valid = moves.iter().filter(|m| m.is_some()).count() as u8;
+        let stored = match policy.stored(id, valid).ok_or_else(unreachable)? {
+            Stored::Move(d) => Dir::ALL[usize::from(d & 3)],
+            // A file of masks is a reach pass's input, never a finished solve's.
+            Stored::Mask(_) => {
+                return Err(self.damaged_policy(age, id, "masks of optimal moves, not a policy"))
+            }
+            Stored::Rank(r) => {
+                // The rank is among the canonical board's valid moves in the file's order.
+                let order = policy
+                    .header()
+                    .order
+                    .and_then(Order::from_id)
+                    .ok_or_else(|| {
+                        self.damaged_policy(age, id, "an order of moves this reader does not know")
+                    })?;
+                *rank_moves(order, &moves, self.game.shape())
+                    .moves()
+                    .get(usize::from(r))
+                    .ok_or_else(unreachable)?
+            }
+        };
         // The move is the canonical board's: the board's own move is the first that makes the
         // same afterstate up to symmetry with the same reward (the same q, so as good).
-        let (after, reward) = rules
-            .apply(id, Dir::ALL[usize::from(stored)])
-            .ok_or_else(unreachable)?;
+        let (after, reward) = rules.apply(id, stored).ok_or_else(unreachable)?;
         let target = self.game.canon(after);
         Dir::ALL
             .into_iter()
@@ -259,6 +278,26 @@ impl Tablebase {
             })
             .map(Some)
             .ok_or_else(unreachable)
+    }
+
+    /// The error of the policy file of `age` that holds `id`, saying `what`.
+    fn damaged_policy(&self, age: u32, id: u64, what: &str) -> QueryError {
+        let file = self
+            .ages
+            .get(&age)
+            .and_then(|s| s.files.get(self.part_of(id))?.as_deref())
+            .unwrap_or("");
+        QueryError::Index {
+            path: self.store.root().join(file),
+            source: IndexError::Corrupted { what: what.into() },
+        }
+    }
+
+    /// Whether the solve keeps the moves of the states optimal play reaches only (`solve
+    /// --reach`): a board outside them gets a move that is not an optimal one, and nothing in
+    /// the files tells such a board apart.
+    pub fn reached_only(&self) -> bool {
+        self.manifest.storage.reach
     }
 
     /// The afterstates of `age` with their stored values, in ascending id order (none if the

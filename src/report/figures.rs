@@ -516,6 +516,85 @@ pub fn build_figures(
     Ok(out)
 }
 
+/// States optimal play reaches against all states, per age (log scale), for every policy
+/// solve kept over the reached states (`solve --reach`); none without such a solve. Read from
+/// the manifests (older solves' `ages` tables have no such column).
+pub fn reached_figure(store: &crate::store::Store) -> Result<Option<FigureSpec>, ReportError> {
+    // Per solve: board, variant, and per age its states and the states reached.
+    type Solve = (String, String, Vec<(u64, u64, u64)>);
+    let mut solves: Vec<Solve> = store
+        .manifests()
+        .into_iter()
+        .filter_map(|(_, m)| m.ok())
+        .filter(|m| m.storage.reach)
+        .map(|m| {
+            let ages = m
+                .ages
+                .iter()
+                .filter(|a| a.n_states > 0)
+                .map(|a| (u64::from(a.age), a.n_states, a.n_reached.unwrap_or(0)))
+                .collect();
+            (m.board, m.variant, ages)
+        })
+        .collect();
+    if solves.is_empty() {
+        return Ok(None);
+    }
+    solves.sort_by(|a, b| {
+        (board_key(&a.0), variant_key(&a.1)).cmp(&(board_key(&b.0), variant_key(&b.1)))
+    });
+    let mut panel = Panel::new("age (sum of the tiles)", "states per age (log scale)");
+    panel.log_y = true;
+    panel.legend = SeriesLabelPosition::UpperRight;
+    let mut csv_rows = Vec::new();
+    for (i, (board, variant, ages)) in solves.iter().enumerate() {
+        csv_rows.extend(ages.iter().map(|&(age, n, r)| {
+            (
+                board.clone(),
+                variant.clone(),
+                age,
+                vec![Some(n as f64), Some(r as f64)],
+            )
+        }));
+        panel.lines.push(Line {
+            label: format!("{board} {variant}: all states"),
+            color: color(i),
+            dashed: false,
+            points: ages.iter().map(|&(a, n, _)| (a as f64, n as f64)).collect(),
+        });
+        panel.lines.push(Line {
+            label: format!("{board} {variant}: reached by optimal play"),
+            color: color(i),
+            dashed: true,
+            points: ages
+                .iter()
+                .filter(|x| x.2 > 0)
+                .map(|&(a, _, r)| (a as f64, r as f64))
+                .collect(),
+        });
+    }
+    let names: Vec<String> = solves.iter().map(|s| format!("{} {}", s.0, s.1)).collect();
+    Ok(Some(FigureSpec {
+        figure: Figure {
+            name: "reached_states_per_age".into(),
+            title: format!(
+                "States optimal play reaches, per age — {}",
+                names.join(", ")
+            ),
+            panels: vec![panel],
+            width: 1200,
+            height: 760,
+        },
+        description:
+            "Per age, every state of the solve (solid) and the states a player reaches who \
+                      follows one optimal move of each state from the start (dashed): the states a \
+                      policy solve with --reach keeps."
+                .into(),
+        csv: long_csv(&csv_rows, &["n_states", "n_reached"], &[true, true])?,
+        source: "manifest, ages[].n_states and ages[].n_reached".into(),
+    }))
+}
+
 /// The board drawn in the quantile figure: the largest board whose main variant has states.
 pub fn quantile_board(boards: &[BoardInfo], store: &crate::store::Store) -> Option<BoardInfo> {
     let mut v: Vec<&BoardInfo> = boards

@@ -228,6 +228,7 @@ pub fn run_report(
         .collect();
     let best = frames::ages_column_by_variant(&store, &pairs, "best_afterstate_value")?;
     let mut specs = figures::build_figures(&rows, &infos, &best)?;
+    specs.extend(figures::reached_figure(&store)?);
     // Every step is counted before the first is shown: the two reads above, the quantiles and
     // their figure (when a board has states), one step a figure, the tables and the pages.
     let quantile_steps = if qboard.is_some() { 2 } else { 0 };

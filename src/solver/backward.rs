@@ -1105,6 +1105,8 @@ impl<'g> Backward<'g> {
         let game = self.game;
         let class = self.class;
         let mut best = vec![(f64::NEG_INFINITY, f64::NEG_INFINITY, NO_MOVE); k];
+        // Per variant, the q of each move of the state at hand (valid moves only are read).
+        let mut qs = vec![[f64::NEG_INFINITY; 4]; k];
         // Per state of the block and move: the canonical afterstate ([`NONE`] if the move is
         // invalid) and its reward.
         let mut after = [[NONE; 4]; BLOCK];
@@ -1166,6 +1168,7 @@ impl<'g> Backward<'g> {
                     for (vi, (b, var)) in best.iter_mut().zip(&self.variants).enumerate() {
                         // Reward plus afterstate value, or γ times it (discounted goal).
                         let q = var.q(reward[j][di], values.get(vi));
+                        qs[vi][di] = q;
                         if q > b.0 {
                             *b = (q, b.0, di as u8);
                         } else if q > b.1 {
@@ -1173,7 +1176,7 @@ impl<'g> Backward<'g> {
                         }
                     }
                 }
-                for (x, b) in r.iter_mut().zip(&best) {
+                for ((x, b), q) in r.iter_mut().zip(&best).zip(&qs) {
                     *x = if moves == 0 {
                         StateRec::default()
                     } else {
@@ -1183,12 +1186,21 @@ impl<'g> Backward<'g> {
                             best: b.2,
                             moves,
                             terminal: false,
+                            optimal: optimal_mask(&after[j], q, b.0),
                         }
                     };
                 }
             }
         }
     }
+}
+
+/// The moves among `after` (valid where not [`NONE`]) whose q in `q` equals `best` exactly.
+#[inline]
+fn optimal_mask(after: &[u64; 4], q: &[f64; 4], best: f64) -> u8 {
+    (0..4)
+        .filter(|&d| after[d] != NONE && q[d] == best)
+        .fold(0u8, |m, d| m | 1 << d)
 }
 
 /// The largest exponent of any cell of `ids`.

@@ -31,6 +31,7 @@ pub mod layer;
 mod memory;
 pub mod output;
 pub mod plan;
+pub mod reach;
 pub mod records;
 pub mod run;
 pub mod spill;

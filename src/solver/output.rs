@@ -11,18 +11,153 @@ use super::backward::{AfterFigures, Afterstates, AgeOutput, AgeWriter, Wants};
 use super::records::{clamp_for, state_figures, FigureSums, StateRec, NO_MOVE};
 use super::{Result, SolveError};
 use crate::index::{
-    encode_age_index_with_stats, max_exponent, AgeIndexMeta, Compaction, IndexOptions,
-    PolicyBuilder, PolicyMeta, ValueCoding,
+    encode_age_index_with_stats, max_exponent, AgeIndexMeta, Compaction, IndexOptions, MovesOf,
+    PolicyBuilder, PolicyMeta, PolicyStats, ValueCoding,
 };
 use crate::rules::board;
-use crate::rules::{Game, Variant};
+use crate::rules::order::{rank_moves, Order};
+use crate::rules::{ForwardClass, Game, Rules, Shape, Variant};
 use crate::store::{
-    AgeStats, FileEntry, IndexEntry, PartWriter, PolicyEntry, StatesColumns, Storage, Store,
-    TempFile, ROWS_PER_GROUP,
+    AgeStats, FileEntry, IndexEntry, PartWriter, PolicyEntry, PolicySymbols, StatesColumns,
+    Storage, Store, TempFile, ROWS_PER_GROUP,
 };
 
-// The policy file and the records mean the same by "no move".
-const _: () = assert!(NO_MOVE == crate::index::policy::NO_MOVE);
+/// The number of valid moves of a state id for the policy file (0 for a state without a
+/// move: no valid move, or absorbed by the class's goal), as the backward pass counts them.
+pub fn moves_of(game: &Game, class: ForwardClass) -> MovesOf {
+    let rules = Rules::new(game.shape());
+    std::sync::Arc::new(move |id| {
+        if super::forward::absorbed(&class, id) {
+            0
+        } else {
+            rules.moves(id).iter().filter(|m| m.is_some()).count() as u8
+        }
+    })
+}
+
+/// The rank a policy file stores for a state whose optimal moves are `optimal` (bit `d` for
+/// move `d`): the smallest rank of one among the valid moves in `order` (0 without a move).
+#[inline]
+pub fn stored_rank(order: Order, moves: &[Option<(u64, u32)>; 4], shape: Shape, optimal: u8) -> u8 {
+    rank_moves(order, moves, shape)
+        .moves()
+        .iter()
+        .position(|&d| optimal >> (d as u8) & 1 == 1)
+        .unwrap_or(0) as u8
+}
+
+/// [`PolicySymbols`] as counted: states by valid moves, tied, and by first optimal move and
+/// smallest optimal rank under each rule, for states of two to four moves.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SymbolCounts {
+    by_moves: [u64; 5],
+    tied: u64,
+    first: [[u64; 4]; 3],
+    ranks: [[[u64; 4]; 3]; Order::ALL.len()],
+}
+
+impl SymbolCounts {
+    /// Counts a state of `moves` valid moves (as the rules give them) and `optimal` ones.
+    #[inline]
+    fn add(&mut self, moves: &[Option<(u64, u32)>; 4], shape: Shape, optimal: u8) {
+        let m = if optimal == 0 {
+            0
+        } else {
+            moves.iter().filter(|x| x.is_some()).count()
+        };
+        self.by_moves[m] += 1;
+        if optimal.count_ones() >= 2 {
+            self.tied += 1;
+        }
+        if m < 2 {
+            return;
+        }
+        self.first[m - 2][optimal.trailing_zeros() as usize] += 1;
+        for (o, order) in Order::ALL.into_iter().enumerate() {
+            self.ranks[o][m - 2][usize::from(stored_rank(order, moves, shape, optimal))] += 1;
+        }
+    }
+
+    fn merge(mut self, o: SymbolCounts) -> SymbolCounts {
+        for (a, b) in self.by_moves.iter_mut().zip(o.by_moves) {
+            *a += b;
+        }
+        self.tied += o.tied;
+        for (a, b) in self
+            .first
+            .iter_mut()
+            .flatten()
+            .zip(o.first.iter().flatten())
+        {
+            *a += b;
+        }
+        for (a, b) in self
+            .ranks
+            .iter_mut()
+            .flatten()
+            .flatten()
+            .zip(o.ranks.iter().flatten().flatten())
+        {
+            *a += b;
+        }
+        self
+    }
+
+    /// As the manifest records them.
+    pub fn symbols(&self) -> PolicySymbols {
+        let rows = |x: &[[u64; 4]; 3]| x.iter().map(|r| r.to_vec()).collect();
+        PolicySymbols {
+            by_moves: self.by_moves.to_vec(),
+            tied: self.tied,
+            first: rows(&self.first),
+            ranks: Order::ALL
+                .into_iter()
+                .zip(&self.ranks)
+                .map(|(o, r)| (o.name().to_string(), rows(r)))
+                .collect(),
+        }
+    }
+}
+
+/// The ranks a policy file stores for `ids` with `optimal` masks (`optimal(i)`), and their
+/// counts, in parallel.
+pub fn ranks_of(
+    game: &Game,
+    ids: &[u64],
+    optimal: impl Fn(usize) -> u8 + Sync,
+) -> (Vec<u8>, SymbolCounts) {
+    const CHUNK: usize = 4096;
+    let shape = game.shape();
+    let parts: Vec<(Vec<u8>, SymbolCounts)> = ids
+        .par_chunks(CHUNK)
+        .enumerate()
+        .map(|(c, part)| {
+            let mut counts = SymbolCounts::default();
+            let ranks = part
+                .iter()
+                .enumerate()
+                .map(|(i, &id)| {
+                    let opt = optimal(c * CHUNK + i);
+                    if opt == 0 {
+                        counts.by_moves[0] += 1;
+                        return 0;
+                    }
+                    let moves = game.rules.moves(id);
+                    counts.add(&moves, shape, opt);
+                    stored_rank(Order::POLICY, &moves, shape, opt)
+                })
+                .collect();
+            (ranks, counts)
+        })
+        .collect();
+    let mut ranks = Vec::with_capacity(ids.len());
+    let mut counts = SymbolCounts::default();
+    for (r, c) in parts {
+        ranks.extend_from_slice(&r);
+        counts = counts.merge(c);
+    }
+    (ranks, counts)
+}
 
 /// What the index files of `storage` hold.
 pub fn index_options(storage: &Storage) -> IndexOptions {
@@ -57,8 +192,9 @@ pub struct AgeFiles<'a> {
     /// A deferred age's records, `[i * k + v]`.
     records: Vec<StateRec>,
     /// Per variant stored in the policy layout, its policy file being built from each
-    /// segment's ids and best moves ([`NO_MOVE`] for a terminal state), a shard at a time.
-    policy: Vec<Option<PolicyBuilder>>,
+    /// segment's ids and the ranks of their optimal moves, a shard at a time, and the
+    /// counts of its symbols.
+    policy: Vec<Option<(PolicyBuilder, SymbolCounts)>>,
     /// Per variant, the age's files but its `states` parts, once written
     /// ([`AgeWriter::afterstates`]: before the states are valued).
     after: Option<Vec<AfterFiles>>,
@@ -98,10 +234,15 @@ impl<'a> AgeFiles<'a> {
                     cols: shape.cols() as u8,
                     age,
                     variant: v.name(),
+                    order: Order::POLICY.id(),
+                    reached: false,
+                    // A solve kept over the reached states writes the optimal moves' masks
+                    // first: the reach pass chooses among them and writes the ranks.
+                    masks: s.reach,
                 };
                 let path = store.layout().policy_file(shape, &v.name(), age);
-                PolicyBuilder::new(meta, n_states)
-                    .map(Some)
+                PolicyBuilder::new(meta, n_states, moves_of(game, v.forward_class()))
+                    .map(|b| Some((b, SymbolCounts::default())))
                     .map_err(|source| SolveError::Index { path, source })
             })
             .collect::<Result<_>>()?;
@@ -314,15 +455,16 @@ impl<'a> AgeWriter for AgeFiles<'a> {
         let k = self.variants.len();
         let n = ids.len() * k;
         for (vi, policy) in self.policy.iter_mut().enumerate() {
-            if let Some(policy) = policy {
-                let moves: Vec<u8> = recs[..n]
-                    .iter()
-                    .skip(vi)
-                    .step_by(k)
-                    .map(|r| r.best)
-                    .collect();
+            if let Some((policy, counts)) = policy {
+                let (mut ranks, c) = ranks_of(self.game, ids, |i| recs[i * k + vi].optimal);
+                *counts = counts.merge(c);
+                if self.storages[vi].reach {
+                    for (i, x) in ranks.iter_mut().enumerate() {
+                        *x = recs[i * k + vi].optimal;
+                    }
+                }
                 policy
-                    .push(ids, &moves)
+                    .push(ids, &ranks)
                     .map_err(|source| SolveError::Index {
                         path: self.store.layout().policy_file(
                             self.game.shape(),
@@ -429,14 +571,14 @@ fn policy_files(
     game: &Game,
     variants: &[Variant],
     age: u32,
-    policy: Vec<Option<PolicyBuilder>>,
+    policy: Vec<Option<(PolicyBuilder, SymbolCounts)>>,
 ) -> Result<Vec<Option<(PolicyEntry, FileEntry)>>> {
     let shape = game.shape();
     variants
         .iter()
         .zip(policy)
         .map(|(v, builder)| {
-            let Some(builder) = builder else {
+            let Some((builder, counts)) = builder else {
                 return Ok(None);
             };
             let path = store.layout().policy_file(shape, &v.name(), age);
@@ -445,15 +587,28 @@ fn policy_files(
                 source,
             })?;
             let file = store.write_file_batched(&path, &bytes)?;
-            let entry = PolicyEntry {
-                file: file.path.clone(),
-                file_bytes: s.file_bytes,
-                keys: s.keys,
-                shards: s.shards,
-            };
+            let entry = policy_entry(&file, &s, Some(counts.symbols()));
             Ok(Some((entry, file)))
         })
         .collect()
+}
+
+/// The manifest's entry of a policy file written as `file` with sizes `s`.
+pub fn policy_entry(
+    file: &FileEntry,
+    s: &PolicyStats,
+    symbols: Option<PolicySymbols>,
+) -> PolicyEntry {
+    PolicyEntry {
+        file: file.path.clone(),
+        file_bytes: s.file_bytes,
+        keys: s.keys,
+        shards: s.shards,
+        states: s.states,
+        levels: s.levels.to_vec(),
+        order: Order::POLICY.name().to_string(),
+        symbols,
+    }
 }
 
 /// [`after_files`] of every variant, in parallel.

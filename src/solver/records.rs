@@ -13,7 +13,7 @@ pub const NO_MOVE: u8 = 4;
 
 /// The solved record of one state for one variant.
 ///
-/// Packed (19 bytes, not 24): an age's records are the largest thing the pass holds in the
+/// Packed (20 bytes, not 24): an age's records are the largest thing the pass holds in the
 /// full layout. Fields are read and written by value only (a reference to a field of a packed
 /// struct may be unaligned, so the compiler refuses one).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -26,6 +26,9 @@ pub struct StateRec {
     pub best: u8,
     /// Number of valid moves (0 for a terminal or absorbed state).
     pub moves: u8,
+    /// The optimal moves: bit `d` for [`crate::rules::Dir::ALL`]`[d]` when its q equals the
+    /// best q exactly (ties the policy layout may choose among); 0 without a move.
+    pub optimal: u8,
     /// No decision left: no valid move, or (goal variants) the goal tile is on the board.
     pub terminal: bool,
 }
@@ -37,6 +40,7 @@ impl Default for StateRec {
             gap: f64::NAN,
             best: NO_MOVE,
             moves: 0,
+            optimal: 0,
             terminal: true,
         }
     }
@@ -53,7 +57,7 @@ pub struct StateFigures {
 
 /// An age's states without their records: the figures per variant and the values, which is
 /// all the writer needs of an age it writes no `states` Parquet for (8 bytes a state and
-/// variant instead of a 19-byte record).
+/// variant instead of a 20-byte record).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Summary {
     /// Per variant, in the order of the pass: the sums behind its figures.
@@ -243,6 +247,11 @@ mod tests {
                     best: if moves == 0 { 4 } else { (next() % 4) as u8 },
                     moves,
                     terminal: moves == 0,
+                    optimal: if moves == 0 {
+                        0
+                    } else {
+                        (next() % 15 + 1) as u8
+                    },
                 }
             })
             .collect()

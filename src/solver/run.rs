@@ -72,6 +72,9 @@ pub struct StorageRequest {
     pub layout: LayoutKind,
     pub precision: Precision,
     pub parquet_ages: Option<(u32, u32)>,
+    /// Policy layout: keep the moves of the states optimal play reaches only
+    /// ([`super::reach`]).
+    pub reach: bool,
 }
 
 /// The precision of a compact solve's stored values.
@@ -99,6 +102,7 @@ impl StorageRequest {
         layout: LayoutKind::Full,
         precision: Precision::Default,
         parquet_ages: None,
+        reach: false,
     };
 
     /// The storage of variant `v`.
@@ -109,6 +113,7 @@ impl StorageRequest {
                 layout: LayoutKind::Policy,
                 value_fraction_bits: None,
                 parquet_ages: None,
+                reach: self.reach,
             },
             LayoutKind::Compact => Storage {
                 layout: LayoutKind::Compact,
@@ -119,6 +124,7 @@ impl StorageRequest {
                     Precision::Default => Some(DEFAULT_PROBABILITY_FRACTION_BITS),
                 },
                 parquet_ages: self.parquet_ages,
+                reach: false,
             },
         }
     }
@@ -405,6 +411,13 @@ fn solve_class(
     // Ages are valued a chunk at a time only in the policy layout of a one-process solve (a
     // solve over several processes values every age whole).
     let can_stream = ex.is_single() && !storages.iter().any(Storage::has_index);
+    if !ex.is_single() && storages.iter().any(|s| s.reach) {
+        return Err(SolveError::Processes(
+            "--reach: the pass over the reached states reads every policy file of an age in one \
+             process; solve it without mpirun, or without --reach"
+                .to_string(),
+        ));
+    }
     // Where an earlier solve of this board gives the counts, a budget too small for the
     // backward pass is refused now, before any work file is touched.
     if let Some(counts) = known_counts(store, shape, group, class) {
@@ -1056,6 +1069,20 @@ fn solve_class(
         work.remove()?;
         ex.all_max(0)?;
         return Ok(manifests);
+    }
+    // A policy solve kept over the reached states: the reach pass writes its files again.
+    let mut records = records;
+    for (vi, v) in variants.iter().enumerate() {
+        if storages[vi].reach {
+            let mut slots: Vec<super::reach::AgeSlot<'_>> = records
+                .iter_mut()
+                .map(|r| super::reach::AgeSlot {
+                    stats: &mut r.stats[vi],
+                    files: &mut r.files[vi],
+                })
+                .collect();
+            super::reach::reach(store, game, v, &mut slots)?;
+        }
     }
     let mut manifests = Vec::new();
     for (vi, v) in variants.iter().enumerate() {

@@ -14,6 +14,7 @@
 //! file as written with that field's value all zeros, so any byte changed in it is caught
 //! when it is read.
 
+use std::collections::BTreeMap;
 use std::fs;
 
 use serde::{Deserialize, Serialize};
@@ -76,6 +77,10 @@ pub struct AgeStats {
     /// merges its processes' shares into the figures above; never in a manifest.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub state_sums: Vec<i64>,
+    /// A policy solve kept over the states optimal play reaches (`solve --reach`): how many
+    /// of the age's states it reaches. Absent otherwise, and in solves made before.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub n_reached: Option<u64>,
 }
 
 /// Sizes of one age's policy file (the policy layout).
@@ -84,9 +89,72 @@ pub struct AgeStats {
 pub struct PolicyEntry {
     pub file: String,
     pub file_bytes: u64,
-    /// Live states whose move it holds.
+    /// States with a stored symbol (two valid moves or more; every live state before
+    /// format 2).
     pub keys: u64,
     pub shards: u64,
+    /// The states the file was built over (all of the age's, or those reached); absent
+    /// before format 2.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub states: u64,
+    /// Keys at each level of the file's unary code; absent before format 2.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub levels: Vec<u64>,
+    /// The rule ordering the moves whose ranks the file stores; absent before format 2.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub order: String,
+    /// What the age's optimal moves are like (over every state of the age, reached or not).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub symbols: Option<PolicySymbols>,
+}
+
+fn is_zero(x: &u64) -> bool {
+    *x == 0
+}
+
+/// An age's optimal moves counted as its policy file is written: what the symbol a file
+/// stores costs at best (its entropy under each rule), against what the file takes.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct PolicySymbols {
+    /// States by their number of valid moves, 0 to 4.
+    pub by_moves: Vec<u64>,
+    /// States with two optimal moves or more.
+    pub tied: u64,
+    /// States of two, three and four valid moves (rows) by their first optimal move in the
+    /// order L, R, U, D.
+    pub first: Vec<Vec<u64>>,
+    /// Per rule of `rules::order`: states of two, three and four valid moves (rows) by the
+    /// smallest rank of an optimal move among the valid ones in the rule's order.
+    pub ranks: BTreeMap<String, Vec<Vec<u64>>>,
+}
+
+impl PolicySymbols {
+    /// Adds another age's (or part's) counts.
+    pub fn add(&mut self, o: &PolicySymbols) {
+        fn add_vec(a: &mut Vec<u64>, b: &[u64]) {
+            if a.len() < b.len() {
+                a.resize(b.len(), 0);
+            }
+            for (x, y) in a.iter_mut().zip(b) {
+                *x += y;
+            }
+        }
+        fn add_rows(a: &mut Vec<Vec<u64>>, b: &[Vec<u64>]) {
+            if a.len() < b.len() {
+                a.resize(b.len(), Vec::new());
+            }
+            for (x, y) in a.iter_mut().zip(b) {
+                add_vec(x, y);
+            }
+        }
+        add_vec(&mut self.by_moves, &o.by_moves);
+        self.tied += o.tied;
+        add_rows(&mut self.first, &o.first);
+        for (k, v) in &o.ranks {
+            add_rows(self.ranks.entry(k.clone()).or_default(), v);
+        }
+    }
 }
 
 impl PolicyEntry {
@@ -115,6 +183,10 @@ pub struct Storage {
     pub value_fraction_bits: Option<u8>,
     /// Compact layout: the first and last age also written as Parquet (`None`: no age).
     pub parquet_ages: Option<(u32, u32)>,
+    /// Policy layout: the moves kept only for the states optimal play reaches from the
+    /// starts, following the stored moves (`solve --reach`); absent (false) otherwise.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub reach: bool,
 }
 
 /// The layouts of a solve.
@@ -133,6 +205,7 @@ impl Storage {
         layout: LayoutKind::Full,
         value_fraction_bits: None,
         parquet_ages: None,
+        reach: false,
     };
 
     pub fn is_full(&self) -> bool {
@@ -181,6 +254,9 @@ impl Storage {
                 };
                 format!("compact layout (afterstate index, {values}, {parquet}, no state ids)")
             }
+            LayoutKind::Policy if self.reach => "policy layout over the states optimal play \
+                 reaches (their optimal moves only: no values, no ids, no other state)"
+                .into(),
             LayoutKind::Policy => {
                 "policy layout (the optimal move of every live state only: no values, no ids)"
                     .into()

@@ -39,8 +39,8 @@ pub use atomic::TempFile;
 pub use error::{Result, StoreError};
 pub use layout::{Layout, Partition};
 pub use manifest::{
-    AgeStats, FileEntry, IndexEntry, LayoutKind, Manifest, PolicyEntry, Storage, Timings,
-    LAYOUT_VERSION,
+    AgeStats, FileEntry, IndexEntry, LayoutKind, Manifest, PolicyEntry, PolicySymbols, Storage,
+    Timings, LAYOUT_VERSION,
 };
 pub use parquet::{ColumnData, PartWriter, StatesColumns, ROWS_PER_GROUP};
 
@@ -154,6 +154,11 @@ impl Store {
             }
         }
         Ok(())
+    }
+
+    /// The bytes of a file of the data directory (a policy file the reach pass reads back).
+    pub fn read_file(&self, path: &Path) -> Result<Vec<u8>> {
+        fs::read(path).map_err(|e| StoreError::io(path, e))
     }
 
     /// Writes a file durably and atomically; returns its manifest entry.

@@ -257,6 +257,9 @@ pub fn ages_parquet(path: &Path, ages: &[AgeStats]) -> Result<Vec<u8>> {
         col(|a| a.mean_state_value),
         col(|a| a.mean_action_gap),
         col(|a| a.frac_gap_lt_1),
+        Arc::new(UInt64Array::from(
+            ages.iter().map(|a| a.n_reached).collect::<Vec<_>>(),
+        )),
     ];
     let b = batch(path, &AGES, cols)?;
     parquet_bytes(path, &b, writer_props(&[], &[]))

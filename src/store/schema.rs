@@ -165,6 +165,12 @@ pub const AGES: Table = Table {
             true,
             "share of those states with a gap below 1",
         ),
+        col(
+            "n_reached",
+            U64,
+            true,
+            "states optimal play reaches (a policy solve kept over them), else null",
+        ),
     ],
 };
 

@@ -1,5 +1,7 @@
 //! The policy layout (`solve --layout policy`) against the full one: the stored move of every
-//! state of 2x3, 2x4 and 3x3 (`goal-256`) is the full layout's best move; `best`, `play`,
+//! state of 2x3, 2x4 and 3x3 (`goal-256`) is an optimal move (its q is the full layout's best
+//! q); kept over the states optimal play reaches (`--reach`), the set holds the starts, is
+//! closed under the stored moves and the spawns, and its moves are optimal; `best`, `play`,
 //! `evaluate`, `verify` and `sql` read it and say what it lacks; a damaged policy file is
 //! damage (exit 2), never a wrong move.
 
@@ -26,12 +28,37 @@ fn solve(data: &Path, board: &str, variant: &str, layout: &str) {
     common::solve(data, board, variant, &["--layout", layout]);
 }
 
-/// Every state of the full solve with its best move: the policy's move for the same id is the
-/// same (ids are canonical boards, whose moves both layouts take from the same record).
+/// The q-values of the full solve `full` make `d` an optimal move of `code` (its q is the best
+/// q, bit for bit), or `d` is `None` where the full solve has no move.
+fn assert_optimal(full: &Tablebase, code: u64, d: Option<age2048::rules::Dir>, what: &str) {
+    let ev = full.evaluate(code, "").unwrap();
+    match (ev.best, d) {
+        (None, None) => {}
+        (Some(_), Some(d)) => {
+            let best =
+                ev.q.iter()
+                    .flatten()
+                    .copied()
+                    .fold(f64::NEG_INFINITY, f64::max);
+            let q = ev.q[d as usize].unwrap_or_else(|| panic!("{what}: {d:?} is not valid"));
+            assert_eq!(
+                q.to_bits(),
+                best.to_bits(),
+                "{what}: {d:?} q {q}, best {best}"
+            );
+        }
+        (want, got) => panic!("{what}: move {got:?}, the full layout's {want:?}"),
+    }
+}
+
+/// Every state of the full solve: the policy's move for the same id is an optimal one (ids are
+/// canonical boards; the policy stores the rank of an optimal move in its order, the full
+/// layout's `best` is the first optimal one in L, R, U, D).
 fn policy_agrees_with_full(full: &Path, policy: &Path, board: &str, variant: &str) -> u64 {
     let shape = Shape::parse(board).unwrap();
     let v = Variant::parse(variant, Given::default()).unwrap();
     let tb = Tablebase::open(&Store::open(policy).unwrap(), shape, v).unwrap();
+    let tf = Tablebase::open(&Store::open(full).unwrap(), shape, v).unwrap();
     assert!(!tb.has_values());
     let layout = Layout::new(full);
     let m = manifest(full, board, variant);
@@ -55,9 +82,10 @@ fn policy_agrees_with_full(full: &Path, policy: &Path, board: &str, variant: &st
                 let best = b.column_by_name("best").unwrap().as_string::<i32>();
                 for i in 0..b.num_rows() {
                     let id = ids.value(i);
-                    let want = (!best.is_null(i)).then(|| best.value(i).chars().next());
-                    let got = tb.best_move(id, "").unwrap().map(|d| Some(d.letter()));
-                    assert_eq!(got, want, "{board} {variant} age {age} id {id:#x}");
+                    let got = tb.best_move(id, "").unwrap();
+                    assert_eq!(got.is_some(), !best.is_null(i), "{board} age {age} {id:#x}");
+                    let what = format!("{board} {variant} age {age} id {id:#x}");
+                    assert_optimal(&tf, id, got, &what);
                     checked += 1;
                 }
             }
@@ -125,7 +153,9 @@ fn the_policy_is_the_full_layouts_best_move_on_every_state() {
             .sum();
         let bits = bytes as f64 * 8.0 / states as f64;
         if board == "3x3" {
-            assert!(bits <= 2.3, "3x3: {bits:.3} bits a state");
+            // The rank of an optimal move in a cheap rule's order, in unary, in ribbon
+            // retrieval: 1.45 bits a state of 3x3 `goal-256` (1.33 of 3x3 expectation).
+            assert!(bits <= 1.5, "3x3: {bits:.3} bits a state");
         }
     }
 
@@ -328,5 +358,230 @@ fn policy_layout_flags_are_checked() {
         assert_eq!(o.status.code(), Some(2));
         assert!(stderr(&o).contains("compact only"), "{}", stderr(&o));
     }
+    assert!(!data.join("manifest").exists());
+}
+
+/// Walks optimal play as the reach solve `reach` stores it, from every start: per age the
+/// states it reaches, each one's stored move checked optimal against the full solve `full`,
+/// and every spawn after it reached. Returns the states reached per age.
+fn walk_reached(
+    full: &Path,
+    reach: &Path,
+    board: &str,
+    variant: &str,
+) -> std::collections::BTreeMap<u32, u64> {
+    use age2048::rules::board as b;
+    use std::collections::BTreeMap;
+    let shape = Shape::parse(board).unwrap();
+    let v = Variant::parse(variant, Given::default()).unwrap();
+    let tr = Tablebase::open(&Store::open(reach).unwrap(), shape, v).unwrap();
+    let tf = Tablebase::open(&Store::open(full).unwrap(), shape, v).unwrap();
+    assert!(tr.reached_only() && !tf.reached_only());
+    let game = tr.game();
+    let class = v.forward_class();
+    let mut pending: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
+    for (code, p) in game.starts(v.p4) {
+        if p > 0.0 {
+            pending
+                .entry(b::age(code))
+                .or_default()
+                .push(game.canon(code));
+        }
+    }
+    let mut counts = BTreeMap::new();
+    while let Some((age, mut states)) = pending.pop_first() {
+        states.sort_unstable();
+        states.dedup();
+        let kids: Vec<Vec<(u32, u64)>> = states
+            .par_iter()
+            .map(|&s| {
+                let d = tr.best_move(s, "").unwrap();
+                assert_optimal(&tf, s, d, &format!("{board} {variant} reached {s:#x}"));
+                let Some(d) = d else {
+                    return Vec::new();
+                };
+                assert!(!age2048::solver::forward::absorbed(&class, s));
+                let (a, _) = game.rules.apply(s, d).unwrap();
+                let mut out = Vec::new();
+                for i in (0..shape.cells()).filter(|&i| b::cell(a, i) == 0) {
+                    for (e, ok) in [(1u8, v.p4 < 1.0), (2, v.p4 > 0.0)] {
+                        if ok {
+                            out.push((age + 2 * u32::from(e), game.canon(b::place(a, i, e))));
+                        }
+                    }
+                }
+                out
+            })
+            .collect();
+        counts.insert(age, states.len() as u64);
+        for (a, k) in kids.into_iter().flatten() {
+            pending.entry(a).or_default().push(k);
+        }
+    }
+    counts
+}
+
+#[test]
+fn the_reached_set_holds_the_starts_is_closed_and_its_moves_are_optimal() {
+    let data = fresh_dir("policy_reach");
+    let d = data.to_str().unwrap();
+    let (goals, shared) = (shared_goal_solves(), shared_solves());
+    for (board, variant, full) in [
+        ("2x3", "expectation", shared),
+        ("2x4", "expectation", shared),
+        ("2x3", "goal-32", goals),
+        ("3x3", "goal-256", goals),
+    ] {
+        common::solve(&data, board, variant, &["--layout", "policy", "--reach"]);
+        let m = manifest(&data, board, variant);
+        assert_eq!(m["storage"]["reach"], true);
+        // The walk from the starts following the stored moves reaches, age by age, the
+        // states the solve says it kept: its set holds the starts and is closed, and every
+        // move stored for it is optimal.
+        let walked = walk_reached(full, &data, board, variant);
+        let kept: std::collections::BTreeMap<u32, u64> = m["ages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|a| a["n_reached"].as_u64().unwrap_or(0) > 0)
+            .map(|a| {
+                (
+                    a["age"].as_u64().unwrap() as u32,
+                    a["n_reached"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(walked, kept, "{board} {variant}");
+        let reached: u64 = kept.values().sum();
+        let states = m["n_states"].as_u64().unwrap();
+        assert!(reached < states, "{board} {variant}: {reached} of {states}");
+        // Every age with states has its file and its count (0 where none is reached).
+        for a in m["ages"].as_array().unwrap() {
+            if a["n_states"].as_u64().unwrap() > 0 {
+                assert!(
+                    a["n_reached"].is_u64(),
+                    "{board} {variant} age {}",
+                    a["age"]
+                );
+                // (A count of 0 is left out of the policy entry.)
+                let states = a["policy"]["states"].as_u64().unwrap_or(0);
+                assert_eq!(Some(states), a["n_reached"].as_u64());
+            }
+        }
+        if board == "3x3" {
+            let bytes: u64 = m["files"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|f| f["bytes"].as_u64().unwrap())
+                .sum();
+            // 0.65 measured on 3x3 `goal-256`, whose ties are a fifth of its states; 3x3
+            // expectation (0.51, reports/bench/policy.md) is too long a solve for this suite.
+            let bits = bytes as f64 * 8.0 / states as f64;
+            assert!(
+                bits <= 0.7,
+                "3x3 {variant}: {bits:.3} bits a state of the space"
+            );
+        }
+    }
+
+    // `best` says the layout covers optimal play only; `play --policy optimal` plays it as
+    // well as the exact value says (it never leaves the set: a board outside it would get a
+    // move that is not optimal, and the walk above checks every board it reaches).
+    let o = run(&[
+        "best",
+        "--board",
+        "3x3",
+        "--variant",
+        "goal-256",
+        "--data",
+        d,
+        "2 2 ./. . ./. . .",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("optimal play"), "{}", stderr(&o));
+    let o = run(&[
+        "play",
+        "--board",
+        "3x3",
+        "--variant",
+        "goal-256",
+        "--games",
+        "2000",
+        "--seed",
+        "3",
+        "--format",
+        "json",
+        "--data",
+        d,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let j: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let exact = manifest(&data, "3x3", "goal-256")["value_initial"]
+        .as_f64()
+        .unwrap();
+    let (mean, se) = (
+        j["success"]["mean"].as_f64().unwrap(),
+        j["success"]["std_error"].as_f64().unwrap(),
+    );
+    assert!(
+        (mean - exact).abs() <= 4.0 * se + 1e-9,
+        "{mean} ± {se} against {exact}"
+    );
+
+    // `verify` checks its files, `sql` shows the counts in `ages`.
+    let o = run(&["verify", "--data", d]);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    let o = run(&[
+        "sql", "--data", d, "--format", "csv",
+        "SELECT sum(n_reached), sum(n_states) FROM ages WHERE board = '3x3' AND variant = 'goal-256'",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let m = manifest(&data, "3x3", "goal-256");
+    let reached: u64 = m["ages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a["n_reached"].as_u64())
+        .sum();
+    assert_eq!(
+        stdout(&o).lines().nth(1).unwrap(),
+        format!("{reached},{}", m["n_states"])
+    );
+
+    // A flipped byte in a reach solve's file is damage too.
+    let age = m["ages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .max_by_key(|a| a["policy"]["file_bytes"].as_u64().unwrap_or(0))
+        .unwrap();
+    let file = data.join(age["policy"]["file"].as_str().unwrap());
+    let bytes = fs::read(&file).unwrap();
+    let mut bad = bytes.clone();
+    bad[bytes.len() / 2] ^= 1;
+    fs::write(&file, &bad).unwrap();
+    let o = run(&["verify", "--data", d]);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    fs::write(&file, &bytes).unwrap();
+}
+
+#[test]
+fn reach_is_for_the_policy_layout_only() {
+    let data = fresh_dir("policy_reach_flags");
+    let o = run(&[
+        "solve",
+        "--board",
+        "2x2",
+        "--reach",
+        "--data",
+        data.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("--layout policy only"),
+        "{}",
+        stderr(&o)
+    );
     assert!(!data.join("manifest").exists());
 }

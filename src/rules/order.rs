@@ -1,0 +1,238 @@
+//! Orders of a board's valid moves by a cheap rule, which the writer and the reader of the
+//! policy layout compute alike from the board: what a policy file stores for a state is the
+//! rank of an optimal move in such an order, a skewed symbol when the rule's first move is
+//! often optimal (and no symbol at all when the board has one valid move).
+//!
+//! Every order lists the valid moves only, best first by its key, equal keys in the order
+//! L, R, U, D. The keys look at the afterstate of each move and nothing else (no search).
+
+use super::board;
+use super::moves::{Dir, Rules};
+use super::shape::Shape;
+
+/// A rule ordering the valid moves of a board.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Order {
+    /// L, R, U, D: the rank among the valid moves in a fixed order.
+    Fixed,
+    /// Largest reward first, then most empty cells after the move.
+    Greedy,
+    /// Largest tiles kept toward cell 0 (the corner canonical boards gather their largest
+    /// tiles in, being the smallest code of their images), then most empty cells.
+    Corner,
+    /// Tiles' values weighted along a snake from cell 0 (row 0 left to right, row 1 right to
+    /// left, …), halving at each cell: the classic heuristic of a big tile in a corner with
+    /// a decreasing chain behind it.
+    Snake,
+    /// Most empty cells, then the smoothest board (smallest sum of exponent differences
+    /// between neighbours).
+    Smooth,
+    /// The smoothest board, then most empty cells.
+    Rough,
+    /// Empty cells and smoothness together: an empty cell outweighs three steps of
+    /// exponent between neighbours.
+    Blend,
+}
+
+impl Order {
+    pub const ALL: [Order; 7] = [
+        Order::Fixed,
+        Order::Greedy,
+        Order::Corner,
+        Order::Snake,
+        Order::Smooth,
+        Order::Rough,
+        Order::Blend,
+    ];
+
+    /// The order the policy layout stores ranks in.
+    pub const POLICY: Order = Order::Blend;
+
+    /// Its number in a policy file's header.
+    pub fn id(self) -> u8 {
+        match self {
+            Order::Fixed => 0,
+            Order::Greedy => 1,
+            Order::Corner => 2,
+            Order::Snake => 3,
+            Order::Smooth => 4,
+            Order::Rough => 5,
+            Order::Blend => 6,
+        }
+    }
+
+    pub fn from_id(id: u8) -> Option<Order> {
+        Order::ALL.into_iter().find(|o| o.id() == id)
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Order::Fixed => "fixed",
+            Order::Greedy => "greedy",
+            Order::Corner => "corner",
+            Order::Snake => "snake",
+            Order::Smooth => "smooth",
+            Order::Rough => "rough",
+            Order::Blend => "blend",
+        }
+    }
+
+    /// The key of a move to `after` with `reward` (larger first), on a board of `cols`
+    /// columns.
+    #[inline]
+    fn key(self, after: u64, reward: u32, cells: usize, cols: usize) -> i64 {
+        let empty = i64::from(board::count_empty(after, cells));
+        match self {
+            Order::Fixed => 0,
+            Order::Greedy => (i64::from(reward) << 8) | empty,
+            Order::Corner => {
+                // Each tile's exponent weighted by its distance from the last cell: a move
+                // that keeps big tiles near cell 0 scores more; empty cells break near-ties.
+                let mut s = 0i64;
+                for i in 0..cells {
+                    s += i64::from(board::cell(after, i)) * (cells - i) as i64;
+                }
+                (s << 5) | empty
+            }
+            Order::Snake => {
+                let mut s = 0i64;
+                for i in 0..cells {
+                    let (r, c) = (i / cols, i % cols);
+                    let along = r * cols + if r % 2 == 0 { c } else { cols - 1 - c };
+                    let e = i64::from(board::cell(after, i));
+                    if e > 0 {
+                        // 2^e / 2^along, in units of 2^-16.
+                        s += 1i64 << (e + 16).saturating_sub(along as i64).clamp(0, 62);
+                    }
+                }
+                s
+            }
+            Order::Smooth => (empty << 16) - roughness(after, cells, cols),
+            Order::Rough => (-roughness(after, cells, cols) << 5) | empty,
+            Order::Blend => 3 * empty - roughness(after, cells, cols),
+        }
+    }
+}
+
+/// The sum of exponent differences between neighbouring cells (empty cells as 0).
+#[inline]
+fn roughness(code: u64, cells: usize, cols: usize) -> i64 {
+    let mut rough = 0i64;
+    for i in 0..cells {
+        let e = i64::from(board::cell(code, i));
+        if i % cols + 1 < cols {
+            rough += (e - i64::from(board::cell(code, i + 1))).abs();
+        }
+        if i + cols < cells {
+            rough += (e - i64::from(board::cell(code, i + cols))).abs();
+        }
+    }
+    rough
+}
+
+/// The valid moves of a board in an order: `dirs[..len]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ranked {
+    pub dirs: [Dir; 4],
+    pub len: u8,
+}
+
+impl Ranked {
+    /// The moves, best first.
+    pub fn moves(&self) -> &[Dir] {
+        &self.dirs[..usize::from(self.len)]
+    }
+
+    /// The rank of `d`, if valid.
+    pub fn rank_of(&self, d: Dir) -> Option<u8> {
+        self.moves().iter().position(|&x| x == d).map(|r| r as u8)
+    }
+}
+
+/// The valid moves of `moves` (as [`Rules::moves`] gives them) in `order`.
+#[inline]
+pub fn rank_moves(order: Order, moves: &[Option<(u64, u32)>; 4], shape: Shape) -> Ranked {
+    let (cells, cols) = (shape.cells(), shape.cols());
+    let mut keyed = [(0i64, Dir::L); 4];
+    let mut len = 0usize;
+    for (d, m) in Dir::ALL.into_iter().zip(moves) {
+        if let Some((after, reward)) = *m {
+            keyed[len] = (order.key(after, reward, cells, cols), d);
+            len += 1;
+        }
+    }
+    // Stable: equal keys keep L, R, U, D.
+    let part = &mut keyed[..len];
+    for i in 1..part.len() {
+        let mut j = i;
+        while j > 0 && part[j - 1].0 < part[j].0 {
+            part.swap(j - 1, j);
+            j -= 1;
+        }
+    }
+    let mut dirs = [Dir::L; 4];
+    for (x, &(_, d)) in dirs.iter_mut().zip(part.iter()) {
+        *x = d;
+    }
+    Ranked {
+        dirs,
+        len: len as u8,
+    }
+}
+
+/// The valid moves of `code` in `order`.
+pub fn ranked(rules: &Rules, order: Order, code: u64) -> Ranked {
+    rank_moves(order, &rules.moves(code), rules.shape())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::parse_board;
+
+    #[test]
+    fn orders_list_the_valid_moves_once() {
+        let shape = Shape::new(3, 3).unwrap();
+        let rules = Rules::new(shape);
+        let mut rng = 0x1234_5678u64;
+        for _ in 0..5000 {
+            rng = rng
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let mut code = 0u64;
+            for i in 0..9 {
+                let e = ((rng >> (4 * i + 20)) & 0xF) % 6;
+                code |= e << (4 * i);
+            }
+            let valid: Vec<Dir> = Dir::ALL
+                .into_iter()
+                .filter(|&d| rules.apply(code, d).is_some())
+                .collect();
+            for order in Order::ALL {
+                let r = ranked(&rules, order, code);
+                let mut got = r.moves().to_vec();
+                got.sort_by_key(|&d| d as u8);
+                assert_eq!(got, valid, "{order:?} {code:#x}");
+                for (i, &d) in r.moves().iter().enumerate() {
+                    assert_eq!(r.rank_of(d), Some(i as u8));
+                }
+            }
+            let fixed = ranked(&rules, Order::Fixed, code);
+            assert_eq!(fixed.moves(), &valid[..]);
+        }
+    }
+
+    #[test]
+    fn greedy_takes_the_merge_first_and_ids_round_trip() {
+        let shape = Shape::new(3, 3).unwrap();
+        let rules = Rules::new(shape);
+        // Up and down merge the 2s of column 0; left and right merge nothing.
+        let code = parse_board("2 0 0/2 0 4/0 0 0", shape).unwrap();
+        let r = ranked(&rules, Order::Greedy, code);
+        assert_eq!(&r.moves()[..2], &[Dir::U, Dir::D]);
+        for o in Order::ALL {
+            assert_eq!(Order::from_id(o.id()), Some(o));
+        }
+        assert_eq!(Order::from_id(9), None);
+    }
+}
