@@ -49,12 +49,8 @@ const SEGMENT: usize = 1 << 18;
 /// Boards whose look-ups are issued together (prefetched) within a chunk: enough to overlap
 /// many cache misses, few enough that the block's ids stay in L1.
 ///
-/// Tried and not kept (2026-11-27): the three steps of two blocks interleaved (the next
-/// block's children made and their pilots asked for between this block's slots being asked
-/// for and read), so that one block's misses would be in flight while the core computes the
-/// other's. The backward pass of 4x3 `goal-128 --layout compact`, resumed from one forward
-/// pass, took 410 s against 409 (medians of 3 alternating pairs, this 2-core machine under
-/// other load; runs spread ±4 %): within a block the misses already overlap enough.
+/// Interleaving two blocks' steps was tried and not kept: within a block the misses already
+/// overlap enough (`reports/bench/profile.md`).
 const BLOCK: usize = 16;
 
 /// Cells of the largest board (4x4).
