@@ -58,15 +58,8 @@ pub fn run(a: &EvaluateArgs) -> Result<(), CliError> {
         ));
     }
     let ev = evaluate_log(&tb, &log, &name)?;
-    if ev.moves.is_empty() {
-        return Err(CliError::Usage(format!(
-            "{name}: no move to evaluate{}",
-            if ev.skipped > 0 {
-                " (every move was made after the goal tile)"
-            } else {
-                ""
-            }
-        )));
+    if let Some(why) = ev.nothing_evaluated(&name) {
+        return Err(CliError::Usage(why));
     }
     // Everything is computed; now the files (each written whole, then renamed).
     let files = crate::store::evaluation::write(&a.out, ev.tables())?;

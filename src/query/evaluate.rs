@@ -258,6 +258,19 @@ pub struct LogEvaluation {
 }
 
 impl LogEvaluation {
+    /// Why a log named `name` gave no move to evaluate, if it gave none (what `evaluate` and
+    /// `serve` refuse it with).
+    pub fn nothing_evaluated(&self, name: &str) -> Option<String> {
+        self.moves.is_empty().then(|| {
+            let why = if self.skipped > 0 {
+                " (every move was made after the goal tile)"
+            } else {
+                ""
+            };
+            format!("{name}: no move to evaluate{why}")
+        })
+    }
+
     /// Share of the evaluated moves that are optimal.
     pub fn optimal_share(&self) -> f64 {
         let n = self.moves.len().max(1) as f64;

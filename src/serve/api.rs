@@ -236,15 +236,8 @@ fn evaluate(app: &App, rq: &Request, t: &Target) -> Result<Value, ApiError> {
     let name = t.get("name").unwrap_or("the log");
     let log = evaluate::parse_log(&text, name)?;
     let ev = evaluate::evaluate_log(tb, &log, name)?;
-    if ev.moves.is_empty() {
-        return Err(ApiError::bad(format!(
-            "{name}: no move to evaluate{}",
-            if ev.skipped > 0 {
-                " (every move was made after the goal tile)"
-            } else {
-                ""
-            }
-        )));
+    if let Some(why) = ev.nothing_evaluated(name) {
+        return Err(ApiError::bad(why));
     }
     let known = |x: f64| if ev.values { json!(x) } else { Value::Null };
     let moves: Vec<Value> = ev

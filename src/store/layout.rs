@@ -182,13 +182,7 @@ impl Layout {
         part: u32,
         parts: Parts,
     ) -> PathBuf {
-        let dir = self.index_dir(board, variant);
-        if parts.is_one() {
-            dir.join(format!("age={age}.a2i"))
-        } else {
-            dir.join(format!("age={age}"))
-                .join(format!("part-{part}.a2i"))
-        }
+        age_file(self.index_dir(board, variant), age, "a2i", part, parts)
     }
 
     /// The policy file of an age, or (a solve of several parts) part `part`'s.
@@ -200,13 +194,13 @@ impl Layout {
         part: u32,
         parts: Parts,
     ) -> PathBuf {
-        let dir = self.partition("policy", board, variant);
-        if parts.is_one() {
-            dir.join(format!("age={age}.a2p"))
-        } else {
-            dir.join(format!("age={age}"))
-                .join(format!("part-{part}.a2p"))
-        }
+        age_file(
+            self.partition("policy", board, variant),
+            age,
+            "a2p",
+            part,
+            parts,
+        )
     }
 
     /// The folder of an age's look-up parts (index or policy) in a solve of several parts:
@@ -341,6 +335,17 @@ pub struct Partition {
     pub board: String,
     pub variant: String,
     pub dir: PathBuf,
+}
+
+/// An age's look-up file in `dir`: `age=N.EXT`, or (a solve of several parts) part `part`'s,
+/// `age=N/part-R.EXT`.
+fn age_file(dir: PathBuf, age: u32, ext: &str, part: u32, parts: Parts) -> PathBuf {
+    if parts.is_one() {
+        dir.join(format!("age={age}.{ext}"))
+    } else {
+        dir.join(format!("age={age}"))
+            .join(format!("part-{part}.{ext}"))
+    }
 }
 
 /// `(age, path)` of every `age=N` entry of a partition folder with the given suffix (`""` for
