@@ -29,6 +29,7 @@ pub mod figures;
 pub mod game;
 pub mod guard;
 pub mod http;
+pub mod pool;
 pub mod server;
 pub mod solved;
 pub mod sql;
