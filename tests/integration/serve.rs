@@ -933,12 +933,142 @@ fn a_policy_solve_answers_its_moves_and_shows_what_it_lacks() {
     let row = &v["variants"][0];
     assert!(row["best"].is_string() && row["value"].is_null(), "{row}");
     assert!(row["layout"].as_str().unwrap().contains("policy"), "{row}");
-    let (status, e) = s.json("/api/game?board=2x3&variant=expectation&seed=3");
-    assert!((400..500).contains(&status), "{status} {e}");
-    assert!(
-        e["error"].as_str().unwrap().contains("policy layout"),
-        "{e}"
+    // A game, which needs q-values for its regrets, has the stored moves instead.
+    let (status, g) = s.json("/api/game?board=2x3&variant=expectation&seed=3");
+    assert_eq!(status, 200, "{g}");
+    assert_eq!(
+        (&g["values"], &g["total_regret"]),
+        (&json!(false), &Value::Null)
     );
+    assert!(
+        g["now"]["best"].is_string() && g["now"]["value"].is_null(),
+        "{g}"
+    );
+    assert!(g["note"].as_str().unwrap().contains("policy layout"), "{g}");
+}
+
+/// A game of `board` `variant` seeded `seed` on `s`, the stored (or best) move played at every
+/// board from the start to the end: the answer at the end, every answer on the way checked.
+fn play_best_to_the_end(s: &Server, board: &str, variant: &str, seed: u64) -> Value {
+    let mut moves = String::new();
+    loop {
+        let (status, g) = s.json(&format!(
+            "/api/game?board={board}&variant={variant}&seed={seed}&moves={moves}"
+        ));
+        assert_eq!(status, 200, "{board} {variant} {seed} {moves}: {g}");
+        assert_eq!(g["moves"], json!(moves), "{g}");
+        let history = g["history"].as_array().unwrap();
+        assert_eq!(history.len(), moves.len());
+        assert_eq!(g["played"], json!(moves.len()));
+        // Every move played was the stored one, so optimal.
+        assert!(history.iter().all(|h| h["optimal"] == true), "{g}");
+        assert_eq!(g["optimal_moves"], g["played"], "{g}");
+        if g["over"] == true {
+            assert!(g["now"].is_null() && g["valid"] == json!([]), "{g}");
+            return g;
+        }
+        let best = g["now"]["best"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no move: {g}"));
+        assert!(
+            g["valid"].as_array().unwrap().contains(&json!(best)),
+            "{best} is not a valid move: {g}"
+        );
+        moves.push_str(best);
+        assert!(moves.len() < 2000, "{board} {variant} {seed}: no end");
+    }
+}
+
+/// Issue 56: Play works over a policy kept for the states optimal play reaches (`solve
+/// --layout policy --reach`), its use case: games follow the stored move from the start to
+/// the end, every answer valid, each move optimal by the full solve of the same variant (the
+/// same spawns: the same boards and score); a move off the stored ones is answered, and the
+/// game is told it may have left the states the policy covers.
+#[test]
+fn play_follows_a_reach_policy_to_the_end() {
+    let dir = fresh_dir("serve_reach");
+    for (board, variant) in [("2x3", "goal-128"), ("3x3", "goal-256")] {
+        let o = run(&[
+            "solve",
+            "--board",
+            board,
+            "--variant",
+            variant,
+            "--layout",
+            "policy",
+            "--reach",
+            "--quiet",
+            "--data",
+            dir.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    let reach = Server::start_on(&dir, &[]);
+    let full = Server::start(&[]);
+    for seed in 0..4 {
+        let g = play_best_to_the_end(&reach, "2x3", "goal-128", seed);
+        assert_eq!(
+            (&g["values"], &g["on_policy"]),
+            (&json!(false), &json!(true)),
+            "{g}"
+        );
+        // The full layout's game after the same moves: the same spawns, and each stored move
+        // is optimal by its q-values.
+        let moves = g["moves"].as_str().unwrap();
+        let (status, f) = full.json(&format!(
+            "/api/game?board=2x3&variant=goal-128&seed={seed}&moves={moves}"
+        ));
+        assert_eq!(status, 200, "{f}");
+        for k in ["text", "score", "played", "won", "over", "optimal_moves"] {
+            assert_eq!(f[k], g[k], "{k}: {f}");
+        }
+        assert_eq!(f["total_regret"], json!(0.0), "{f}");
+    }
+    let mut won = 0;
+    for seed in 0..3 {
+        let g = play_best_to_the_end(&reach, "3x3", "goal-256", seed);
+        won += usize::from(g["won"] == true);
+    }
+    eprintln!("3x3 goal-256 --reach: {won} of 3 games made 256");
+    // A move other than the stored one: answered, and the game is off the policy from then on.
+    let (_, g) = reach.json("/api/game?board=3x3&variant=goal-256&seed=9&moves=");
+    let best = g["now"]["best"].as_str().unwrap();
+    let other = g["valid"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .find(|m| *m != best)
+        .unwrap()
+        .to_string();
+    let (status, g) = reach.json(&format!(
+        "/api/game?board=3x3&variant=goal-256&seed=9&moves={other}"
+    ));
+    assert_eq!(status, 200, "{g}");
+    assert_eq!(g["history"][0]["optimal"], false, "{g}");
+    assert_eq!(g["history"][0]["best"], json!(best), "{g}");
+    assert_eq!(g["on_policy"], false, "{g}");
+    assert!(
+        g["note"].as_str().unwrap().contains("some valid move"),
+        "{g}"
+    );
+    if let Some(b) = g["now"]["best"].as_str() {
+        assert!(g["valid"].as_array().unwrap().contains(&json!(b)), "{g}");
+    }
+    // A move that changes nothing is refused in one line.
+    let invalid = ["L", "R", "U", "D"]
+        .into_iter()
+        .find(|m| !g["valid"].as_array().unwrap().contains(&json!(m)));
+    if let Some(m) = invalid {
+        let (status, e) = reach.json(&format!(
+            "/api/game?board=3x3&variant=goal-256&seed=9&moves={other}{m}"
+        ));
+        assert_eq!(status, 400, "{e}");
+        assert!(
+            e["error"].as_str().unwrap().contains("changes nothing"),
+            "{e}"
+        );
+    }
 }
 
 /// Sends `bytes` as they are on one connection and reads until the server closes it (or 20 s
