@@ -12,7 +12,9 @@
 //! limit, and a process that has not answered by the grace is killed. A process that dies
 //! (out of memory: the allocation that fails aborts it, or DuckDB reports it) or is killed
 //! is started again before the next query, and the client is answered in one line that its
-//! query needed more memory, or more time, than the server allows. The client's request
+//! query needed more memory, or more time, than the server allows. A process that holds more
+//! than [`RECYCLE_AT`] of data after a query (its allocator keeps what a big query took) is
+//! replaced too, so that the next query has the whole limit. The client's request
 //! waits for its answer without holding a thread, and no thread a look-up needs waits on a
 //! query.
 //!
@@ -40,6 +42,9 @@ pub const WORKER_COMMAND: &str = "serve-sql-worker";
 /// not its code or the files it maps): DuckDB's memory limit ([`sql::MEMORY_LIMIT`], 2 GB)
 /// and a margin of 1 GiB for what DuckDB allocates outside it and for the reply.
 pub const DATA_LIMIT: u64 = 2_000_000_000 + (1 << 30);
+
+/// A query process holding more data than this after a query is replaced ([`bloated`]).
+pub const RECYCLE_AT: u64 = 512 << 20;
 
 /// How long after a query's time limit its process may still answer before it is killed.
 pub const GRACE: Duration = Duration::from_secs(2);
@@ -399,23 +404,43 @@ fn feed(mut process: Option<Process>, recipe: &Recipe, rx: &Mutex<Receiver<Job>>
         if process.is_none() {
             process = Process::start(recipe).ok();
         }
-        let reply = match process.as_mut() {
-            None => Err(ApiError::new(
-                503,
-                "no query process could be started; try again in a moment",
-            )),
+        let (reply, replace) = match process.as_mut() {
+            None => (
+                Err(ApiError::new(
+                    503,
+                    "no query process could be started; try again in a moment",
+                )),
+                false,
+            ),
             Some(p) => {
                 let (reply, alive) = run(p, &job.statement, recipe.limits.timeout);
-                if !alive {
-                    // Started again now, so that the next query does not wait for it.
-                    process = Process::start(recipe).ok();
-                }
-                reply
+                (reply, !alive || bloated(&p.child))
             }
         };
         // The client may have gone; its answer goes nowhere then.
         let _ = job.answer.send(reply);
+        if replace {
+            // Started again now, so that the next query does not wait for it.
+            if let Some(mut p) = process.take() {
+                p.kill();
+            }
+            process = Process::start(recipe).ok();
+        }
     }
+}
+
+/// True when a query process holds more than [`RECYCLE_AT`] of data after a query: DuckDB's
+/// allocator keeps the address space a big query took, which counts against the process's
+/// limit and would fail the next query, so the process is replaced.
+fn bloated(child: &Child) -> bool {
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{}/status", child.id())) else {
+        return false;
+    };
+    let kib = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmData:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok());
+    kib.is_some_and(|k| k * 1024 > RECYCLE_AT)
 }
 
 /// Runs `statement` on `p`: the answer, and whether the process can take another query.
