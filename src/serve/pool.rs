@@ -508,3 +508,42 @@ fn ended(status: Option<ExitStatus>) -> ApiError {
         ),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_round_trip_within_their_cap() {
+        let mut wire = Vec::new();
+        write_frame(&mut wire, QUERY, b"SELECT 1").unwrap();
+        write_frame(&mut wire, 200, b"").unwrap();
+        let mut r = &wire[..];
+        assert_eq!(
+            read_frame(&mut r, 8).unwrap(),
+            Some((QUERY, b"SELECT 1".to_vec()))
+        );
+        assert_eq!(read_frame(&mut r, 8).unwrap(), Some((200, Vec::new())));
+        assert_eq!(read_frame(&mut r, 8).unwrap(), None);
+        // Over the cap: refused before anything is allocated for it.
+        let e = read_frame(&mut &wire[..], 7).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData);
+        // Cut short inside a frame: an error, not the end.
+        assert!(read_frame(&mut &wire[..10], 8).is_err());
+    }
+
+    #[test]
+    fn a_process_that_died_is_answered_by_how() {
+        use std::os::unix::process::ExitStatusExt;
+        let abort = ended(Some(ExitStatus::from_raw(libc::SIGABRT)));
+        assert_eq!(abort.status, 422);
+        assert!(abort.message.contains("needed more memory"), "{abort:?}");
+        let killed = ended(Some(ExitStatus::from_raw(libc::SIGKILL)));
+        assert_eq!(killed.status, 422);
+        let segv = ended(Some(ExitStatus::from_raw(libc::SIGSEGV)));
+        assert_eq!(segv.status, 500);
+        assert!(segv.message.contains("ended before answering"), "{segv:?}");
+        let exited = ended(Some(ExitStatus::from_raw(2 << 8)));
+        assert_eq!(exited.status, 500);
+    }
+}
