@@ -21,7 +21,9 @@
 //! The pipes carry frames: a tag (`u16`, little-endian), a length (`u32`) and that many bytes.
 //! The server sends the views' statements (tag [`VIEWS`]) once, then one query a frame (tag
 //! [`QUERY`]); the process answers the views with [`READY`] or its error, and each query
-//! with its HTTP status and the reply's JSON text (200) or the refusal's one line.
+//! with [`STARTED`] as soon as it has read it, then its HTTP status and the reply's JSON text
+//! (200) or the refusal's one line. A process that ends before [`STARTED`] had ended before
+//! the query reached it (killed while idle): the query goes to a new process instead.
 
 use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
@@ -60,6 +62,7 @@ const VIEWS: u16 = 1;
 const QUERY: u16 = 2;
 const READY: u16 = 3;
 const FAILED: u16 = 4;
+const STARTED: u16 = 5;
 
 /// How long a query process may take to start (DuckDB opened, the views defined).
 const START_DEADLINE: Duration = Duration::from_secs(60);
@@ -139,6 +142,7 @@ pub fn worker_main(a: &WorkerArgs) -> Result<(), ServeError> {
         if tag != QUERY {
             continue;
         }
+        write_frame(&mut output, STARTED, b"").map_err(broken)?;
         let statement = String::from_utf8_lossy(&query);
         let (status, body) = match runner.answer(&statement) {
             Ok(json) => (200, json),
@@ -270,8 +274,8 @@ fn own_binary() -> PathBuf {
 }
 
 /// The child's limits, set between `fork` and `exec`: [`DATA_LIMIT`] bytes of data, no core
-/// file (a process that aborts for memory would write gigabytes), and killed if the server's
-/// thread that started it ends (the server dies).
+/// file (a process that aborts for memory would write gigabytes), and killed when the thread
+/// that started it ends (a feeding thread, which ends only with the server).
 fn limit_child(cmd: &mut Command) {
     use std::os::unix::process::CommandExt;
     // SAFETY: only async-signal-safe calls (setrlimit, prctl) between fork and exec.
@@ -333,18 +337,32 @@ impl Sql {
         let (tx, rx) = sync_channel::<Job>(QUEUE);
         let rx = Arc::new(Mutex::new(rx));
         for i in 0..workers {
-            let process = Process::start(&recipe).map_err(|message| ServeError::Sandbox {
-                context: "a query process".into(),
-                message,
-            })?;
+            // Each process is started by its own thread, which lives as long as the server:
+            // the kernel kills a process when the thread that started it ends.
+            let (started_tx, started) = mpsc::channel();
             let rx = rx.clone();
             let recipe = recipe.clone();
             std::thread::Builder::new()
                 .name(format!("sql-{i}"))
-                .spawn(move || feed(Some(process), &recipe, &rx))
+                .spawn(move || match Process::start(&recipe) {
+                    Ok(p) => {
+                        let _ = started_tx.send(Ok(()));
+                        feed(Some(p), &recipe, &rx);
+                    }
+                    Err(e) => {
+                        let _ = started_tx.send(Err(e));
+                    }
+                })
                 .map_err(|e| ServeError::Sandbox {
                     context: "a query process".into(),
                     message: format!("cannot start a thread: {e}"),
+                })?;
+            started
+                .recv()
+                .unwrap_or_else(|_| Err("the query process's thread ended".into()))
+                .map_err(|message| ServeError::Sandbox {
+                    context: "a query process".into(),
+                    message,
                 })?;
         }
         Ok(Sql {
@@ -405,17 +423,22 @@ fn feed(mut process: Option<Process>, recipe: &Recipe, rx: &Mutex<Receiver<Job>>
             process = Process::start(recipe).ok();
         }
         let (reply, replace) = match process.as_mut() {
-            None => (
-                Err(ApiError::new(
-                    503,
-                    "no query process could be started; try again in a moment",
-                )),
-                false,
-            ),
-            Some(p) => {
-                let (reply, alive) = run(p, &job.statement, recipe.limits.timeout);
-                (reply, !alive || bloated(&p.child))
-            }
+            None => (Err(not_started()), false),
+            Some(p) => match run(p, &job.statement, recipe.limits.timeout) {
+                Ran::Answered(reply, alive) => (reply, !alive || bloated(&p.child)),
+                // The process had ended before it read the query: a new one runs it.
+                Ran::NotStarted => {
+                    p.kill();
+                    process = Process::start(recipe).ok();
+                    match process.as_mut() {
+                        Some(p) => match run(p, &job.statement, recipe.limits.timeout) {
+                            Ran::Answered(reply, alive) => (reply, !alive || bloated(&p.child)),
+                            Ran::NotStarted => (Err(not_started()), true),
+                        },
+                        None => (Err(not_started()), false),
+                    }
+                }
+            },
         };
         // The client may have gone; its answer goes nowhere then.
         let _ = job.answer.send(reply);
@@ -443,46 +466,79 @@ fn bloated(child: &Child) -> bool {
     kib.is_some_and(|k| k * 1024 > RECYCLE_AT)
 }
 
-/// Runs `statement` on `p`: the answer, and whether the process can take another query.
-fn run(p: &mut Process, statement: &str, timeout: Duration) -> (Result<Vec<u8>, ApiError>, bool) {
+/// What became of a query handed to a process.
+enum Ran {
+    /// The answer, and whether the process can take another query.
+    Answered(Result<Vec<u8>, ApiError>, bool),
+    /// The process ended before it read the query.
+    NotStarted,
+}
+
+fn not_started() -> ApiError {
+    ApiError::new(
+        503,
+        "no query process could be started; try again in a moment",
+    )
+}
+
+/// Runs `statement` on `p`.
+fn run(p: &mut Process, statement: &str, timeout: Duration) -> Ran {
     let deadline = Instant::now() + timeout + GRACE;
     if write_frame(&mut p.stdin, QUERY, statement.as_bytes()).is_err() {
-        return (Err(ended(p.kill())), false);
+        return Ran::NotStarted;
     }
-    match p
-        .answers
-        .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-    {
-        Ok(Ok((200, json))) => (Ok(json), true),
-        Ok(Ok((status, why))) => (
-            Err(ApiError::new(status, String::from_utf8_lossy(&why))),
-            true,
-        ),
-        // A frame over the cap, or a broken pipe: the process is not trusted again.
-        Ok(Err(e)) => {
-            p.kill();
-            (
-                Err(ApiError::new(
-                    500,
-                    format!("the query's process answered out of bounds ({e})"),
-                )),
-                false,
-            )
-        }
-        Err(RecvTimeoutError::Disconnected) => (Err(ended(p.kill())), false),
-        Err(RecvTimeoutError::Timeout) => {
-            p.kill();
-            (
-                Err(ApiError::new(
-                    408,
-                    format!(
-                        "the query needed more time than the limit of {} s and was stopped (narrow it with WHERE board = …, variant = …, age …, or add a LIMIT)",
-                        timeout.as_secs_f64()
-                    ),
-                )),
-                false,
-            )
-        }
+    let mut started = false;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let reply = match p.answers.recv_timeout(left) {
+            Ok(Ok((STARTED, _))) if !started => {
+                started = true;
+                continue;
+            }
+            Err(RecvTimeoutError::Disconnected) if !started => return Ran::NotStarted,
+            Ok(Ok((200, json))) if started => (Ok(json), true),
+            Ok(Ok((status, why))) if started && status >= 400 => (
+                Err(ApiError::new(status, String::from_utf8_lossy(&why))),
+                true,
+            ),
+            // A frame out of order, over the cap, or a broken pipe: the process is not
+            // trusted again.
+            Ok(Ok((tag, _))) => {
+                p.kill();
+                (
+                    Err(ApiError::new(
+                        500,
+                        format!("the query's process answered out of order (frame {tag})"),
+                    )),
+                    false,
+                )
+            }
+            Ok(Err(e)) => {
+                p.kill();
+                (
+                    Err(ApiError::new(
+                        500,
+                        format!("the query's process answered out of bounds ({e})"),
+                    )),
+                    false,
+                )
+            }
+            Err(RecvTimeoutError::Disconnected) => (Err(ended(p.kill())), false),
+            Err(RecvTimeoutError::Timeout) => {
+                p.kill();
+                (
+                    Err(ApiError::new(
+                        408,
+                        format!(
+                            "the query needed more time than the limit of {} s and was stopped (narrow it with WHERE board = …, variant = …, age …, or add a LIMIT)",
+                            timeout.as_secs_f64()
+                        ),
+                    )),
+                    false,
+                )
+            }
+        };
+        return Ran::Answered(reply.0, reply.1);
     }
 }
 
