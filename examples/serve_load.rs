@@ -1,10 +1,12 @@
 //! A bounded load generator for `age2048 serve`, loopback only: `CLIENTS` clients, each on
 //! its own keep-alive connection, for `SECONDS`, a mix of look-ups (`/api/best` of boards
 //! sampled from the solve), game steps (`/api/game`, a game growing move by move) and
-//! queries (`/api/sql`: a cheap one; on client 0 a slow one over every 3x3 state, on client 1 a
-//! hostile one whose rows take a gigabyte, cut at the reply's 32 MiB). It prints a Markdown
-//! table of latencies by kind (median, p99, max), the requests that failed, and the server's
-//! resident memory sampled every second and its peak (`/proc/PID/status`).
+//! queries (`/api/sql`: a cheap one; on client 0 a slow one over every 3x3 state, on client 1
+//! hostile ones in turn: rows that take a gigabyte, cut at the reply's 32 MiB, and a constant
+//! of 100 million numbers DuckDB folds outside its memory limit). It prints a Markdown table of
+//! latencies by kind (median, p99, max; a hostile query's refusal counts as its answer), the
+//! requests that failed, the server's resident memory sampled every second and its peak
+//! (`/proc/PID/status`), and its query processes' (`serve-sql-worker`, its children).
 //!
 //! ```sh
 //! cargo run --example serve_load -- 127.0.0.1:8048 SERVER_PID 32 60
@@ -116,8 +118,37 @@ fn pct(v: &[f64], p: f64) -> f64 {
     v[((v.len() as f64 - 1.0) * p).round() as usize]
 }
 
-/// A query whose result would take a gigabyte of memory at once (1,000 rows of 1 MB).
-const HOSTILE: &str = "SELECT repeat('x', 1000000) AS s FROM range(1000)";
+/// Queries whose result would take a gigabyte of memory at once (1,000 rows of 1 MB), and
+/// whose constant DuckDB builds while binding, outside its memory limit and its interrupt.
+const HOSTILE: [&str; 2] = [
+    "SELECT repeat('x', 1000000) AS s FROM range(1000)",
+    "SELECT range(100000000) AS r",
+];
+
+/// The resident memory of the server's query processes (its children running
+/// `serve-sql-worker`), summed, in MiB.
+fn workers_rss_mib(pid: u32) -> f64 {
+    let mut total = 0.0;
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(child) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else {
+            continue;
+        };
+        let Some(close) = stat.rfind(')') else {
+            continue;
+        };
+        let ppid = stat[close + 1..].split_whitespace().nth(1);
+        let cmdline = std::fs::read(format!("/proc/{child}/cmdline")).unwrap_or_default();
+        if ppid == Some(pid.to_string().as_str())
+            && String::from_utf8_lossy(&cmdline).contains("serve-sql-worker")
+        {
+            total += rss_mib(child).unwrap_or(0.0);
+        }
+    }
+    total
+}
 
 /// Seconds of DuckDB's work over every 3x3 state: the median state value of each age.
 const SLOW: &str = "SELECT age, quantile_cont(value, 0.5) AS median_value FROM states WHERE board = '3x3' AND variant = 'expectation' GROUP BY age ORDER BY age";
@@ -162,6 +193,8 @@ fn main() {
     let failed: Arc<Mutex<BTreeMap<String, usize>>> = Arc::default();
     let end = Instant::now() + Duration::from_secs(seconds);
     let mut rss: Vec<f64> = Vec::new();
+    let mut workers_rss: Vec<f64> = Vec::new();
+    let mut anon: Vec<f64> = Vec::new();
     let threads: Vec<_> = (0..clients)
         .map(|i| {
             let (addr, boards, lat, failed) =
@@ -171,12 +204,14 @@ fn main() {
                 let mut client = Client::connect(&addr).expect("connect");
                 let mut moves = String::new();
                 let seed = i as u64;
+                let mut hostile = 0usize;
                 while Instant::now() < end {
                     let r = rng.next() % 100;
                     let (kind, method, path, body): (&str, &str, String, String) = if i == 0 {
                         ("slow query", "POST", "/api/sql".into(), serde_json::json!({ "query": SLOW }).to_string())
                     } else if i == 1 {
-                        ("hostile query", "POST", "/api/sql".into(), serde_json::json!({ "query": HOSTILE }).to_string())
+                        hostile += 1;
+                        ("hostile query", "POST", "/api/sql".into(), serde_json::json!({ "query": HOSTILE[hostile % 2] }).to_string())
                     } else if r < 70 {
                         let b = &boards[(rng.next() % boards.len() as u64) as usize];
                         ("look-up", "GET", format!("/api/best?board=3x3&b={}", enc(b)), String::new())
@@ -200,6 +235,12 @@ fn main() {
                                 }
                             }
                         }
+                        // A hostile query's refusal (out of memory, out of time) is its answer.
+                        Ok((400 | 408 | 422, body)) if kind == "hostile query" => {
+                            lat.lock().unwrap().entry(kind).or_default().push(ms);
+                            let why: String = body.chars().take(60).collect();
+                            *failed.lock().unwrap().entry(format!("hostile query refused (expected): {why}")).or_default() += 1;
+                        }
                         Ok((s, body)) => {
                             *failed.lock().unwrap().entry(format!("answered {s}: {kind}: {}", body.chars().take(100).collect::<String>())).or_default() += 1;
                         }
@@ -218,6 +259,10 @@ fn main() {
     while Instant::now() < end {
         if let Some(m) = rss_mib(pid) {
             rss.push(m);
+        }
+        workers_rss.push(workers_rss_mib(pid));
+        if let Some(m) = status_mib(pid, "RssAnon:") {
+            anon.push(m);
         }
         std::thread::sleep(Duration::from_secs(1));
     }
@@ -246,10 +291,15 @@ fn main() {
         .filter(|(k, _)| k.starts_with("not answered"))
         .map(|(_, n)| n)
         .sum();
-    let other: usize = failed.values().sum::<usize>() - unanswered;
+    let expected: usize = failed
+        .iter()
+        .filter(|(k, _)| k.starts_with("hostile query refused"))
+        .map(|(_, n)| n)
+        .sum();
+    let other: usize = failed.values().sum::<usize>() - unanswered - expected;
     println!();
     println!(
-        "{total} requests answered 200 in {seconds} s ({:.0}/s), {other} answered with another status, {unanswered} not answered",
+        "{total} requests answered in {seconds} s ({:.0}/s; {expected} of them hostile queries refused, as expected), {other} answered with another status, {unanswered} not answered",
         total as f64 / seconds as f64
     );
     for (what, n) in failed.iter() {
@@ -262,4 +312,18 @@ fn main() {
     );
     let every10: Vec<String> = rss.iter().step_by(10).map(|m| format!("{m:.0}")).collect();
     println!("resident memory every 10 s, MiB: {}", every10.join(", "));
+    let amax = anon.iter().copied().fold(f64::NAN, f64::max);
+    println!(
+        "of which its own (RssAnon, not the index files it maps): at most {amax:.0} MiB (sampled every second)"
+    );
+    let wmax = workers_rss.iter().copied().fold(f64::NAN, f64::max);
+    let w10: Vec<String> = workers_rss
+        .iter()
+        .step_by(10)
+        .map(|m| format!("{m:.0}"))
+        .collect();
+    println!(
+        "query processes' resident memory, together: at most {wmax:.0} MiB (sampled every second); every 10 s, MiB: {}",
+        w10.join(", ")
+    );
 }

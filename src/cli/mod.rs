@@ -73,6 +73,10 @@ pub enum Command {
     #[cfg(feature = "report")]
     /// Serve the solution in the browser: play, analyse any board, the figures, SQL (and a JSON API).
     Serve(serve::ServeArgs),
+    #[cfg(feature = "report")]
+    /// A query process of `serve` (started by the server, not by hand).
+    #[command(name = "serve-sql-worker", hide = true)]
+    ServeSqlWorker(serve::WorkerArgs),
 }
 
 /// Runs a parsed command line.
@@ -92,6 +96,8 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Compare(a) => report::run_compare(&a),
         #[cfg(feature = "report")]
         Command::Serve(a) => serve::run(&a),
+        #[cfg(feature = "report")]
+        Command::ServeSqlWorker(a) => serve::run_worker(&a),
     }
 }
 

@@ -38,6 +38,35 @@ pub struct ServeArgs {
     pub max_rows: usize,
 }
 
+/// A query process of `serve` ([`crate::serve::pool`]): what the server says on its command
+/// line.
+#[derive(Args, Debug)]
+pub struct WorkerArgs {
+    #[arg(long)]
+    pub data: PathBuf,
+    /// Seconds a query may run.
+    #[arg(long)]
+    pub timeout: f64,
+    #[arg(long)]
+    pub max_rows: usize,
+    #[arg(long)]
+    pub max_bytes: usize,
+}
+
+/// Runs a query process of `serve` until its standard input ends.
+pub fn run_worker(a: &WorkerArgs) -> Result<(), CliError> {
+    if !(a.timeout.is_finite() && a.timeout > 0.0) {
+        return Err(CliError::Usage(format!("bad --timeout {}", a.timeout)));
+    }
+    serve::pool::worker_main(&serve::pool::WorkerArgs {
+        data: a.data.clone(),
+        timeout: Duration::from_secs_f64(a.timeout),
+        max_rows: a.max_rows,
+        max_bytes: a.max_bytes,
+    })?;
+    Ok(())
+}
+
 /// The report's side of the Figures tab.
 fn renderer() -> Renderer {
     fn current(data: &Path, out: &Path) -> Result<bool, String> {

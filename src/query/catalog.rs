@@ -190,10 +190,10 @@ pub fn open_with_contents(store: &Store) -> Result<(Connection, Contents)> {
     Ok((conn, contents))
 }
 
-/// Defines the views over the finished solves of `store` on `conn` (a database the caller
-/// opened, e.g. `serve`'s, which keeps the C API's handle), after checking them; returns what
-/// they show and leave out.
-pub fn define_views(conn: &Connection, store: &Store) -> Result<Contents> {
+/// The statements that define the views over the finished solves of `store` (for a DuckDB
+/// opened elsewhere, e.g. by `serve`'s query processes), after checking them, with what they
+/// show and leave out; [`StoreError::NothingSolved`] if there is none.
+pub fn views(store: &Store) -> Result<(String, Contents)> {
     let contents = contents(store)?;
     if contents.solved.is_empty() {
         let note = if contents.unfinished.is_empty() {
@@ -216,6 +216,13 @@ pub fn define_views(conn: &Connection, store: &Store) -> Result<Contents> {
         .into());
     }
     let sql = views_sql(store, &contents)?;
+    Ok((sql, contents))
+}
+
+/// Defines the views over the finished solves of `store` on `conn` (a database the caller
+/// opened), after checking them; returns what they show and leave out.
+pub fn define_views(conn: &Connection, store: &Store) -> Result<Contents> {
+    let (sql, contents) = views(store)?;
     let duck = |context: &str| {
         let context = context.to_string();
         move |e: duckdb::Error| QueryError::DuckDb {

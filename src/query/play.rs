@@ -590,6 +590,7 @@ pub enum Outcome {
 /// One game played a move at a time by a person, with the regret of each move.
 pub struct Session<'a> {
     player: Player<'a>,
+    seed: u64,
     rng: Rng,
     pub board: u64,
     pub score: u64,
@@ -615,6 +616,7 @@ impl<'a> Session<'a> {
         let board = player.start(&mut rng)?;
         Ok(Session {
             player,
+            seed,
             rng,
             board,
             score: 0,
@@ -626,6 +628,11 @@ impl<'a> Session<'a> {
 
     pub fn tablebase(&self) -> &Tablebase {
         self.player.tablebase()
+    }
+
+    /// The seed the game's random numbers come from.
+    pub fn seed(&self) -> u64 {
+        self.seed
     }
 
     /// The q-values of the current board.
@@ -641,6 +648,22 @@ impl<'a> Session<'a> {
     /// No move can be played: no valid move, or the goal is made.
     pub fn over(&self) -> bool {
         self.won() || self.tablebase().game().rules.moves(self.board) == [None; 4]
+    }
+
+    /// Plays `dir` without asking for values (the policy layout has none): its reward, or
+    /// `None` if it cannot be played; then a tile spawns by the variant's rule. Counted in
+    /// `score` and `moves`, not in `optimal_moves` or `total_regret`, which need q-values.
+    pub fn step(&mut self, dir: Dir) -> Result<Option<u32>> {
+        if self.over() {
+            return Ok(None);
+        }
+        let Some((after, reward)) = self.tablebase().game().rules.apply(self.board, dir) else {
+            return Ok(None);
+        };
+        self.board = self.player.spawn(after, &mut self.rng)?;
+        self.score += u64::from(reward);
+        self.moves += 1;
+        Ok(Some(reward))
     }
 
     /// Plays `dir` if it is valid (then a tile spawns by the variant's rule).

@@ -10,9 +10,12 @@
 //!   every answer carries;
 //! - [`api`]: the routes of `/api/`;
 //! - [`solved`]: the solved boards and variants, opened for look-ups;
-//! - [`game`]: a game replayed from its seed and moves, with the regret of each move;
-//! - [`sql`]: one read-only statement (DuckDB's parser decides) on a sandboxed DuckDB, its
-//!   result streamed to JSON within caps in rows, bytes and time;
+//! - [`game`]: a game replayed from its seed and moves, with the regret of each move (or,
+//!   over a policy solve, the stored move of each board);
+//! - [`pool`]: the query processes the SQL tab's queries run in, each under a data limit,
+//!   killed past its time and started again;
+//! - [`sql`]: what a query process runs: one read-only statement (DuckDB's parser decides) on
+//!   a sandboxed DuckDB, its result streamed to JSON within caps in rows, bytes and time;
 //! - [`figures`]: the report's figures and tables, rendered when stale;
 //! - [`assets`]: the web app's files.
 //!
@@ -21,6 +24,14 @@
 //! mount serves as well): look-ups read the memory-mapped indexes, and queries run on a DuckDB whose external access is off but for the data
 //! directory, its configuration locked. The report is rendered by the caller's [`Renderer`]
 //! (the `report` room, which this room does not import).
+//!
+//! Memory: the server process runs no query and holds no DuckDB. What a query makes DuckDB
+//! allocate, inside its memory limit or outside it (a constant folded while binding), is its
+//! query process's, which the kernel stops at [`pool::DATA_LIMIT`] (DuckDB's 2 GB and a
+//! margin of 1 GiB). The bound of the whole is [`pool::WORKERS`] × that limit (two, 5.7 GiB)
+//! plus the server's own: its code, the index files it maps (clean pages, at most their
+//! size), and its heap, which holds a request's data and an answer at a time for each
+//! connection (an SQL answer at most 32 MiB of rows and 4 MiB of head).
 
 pub mod api;
 pub mod assets;
@@ -29,6 +40,7 @@ pub mod figures;
 pub mod game;
 pub mod guard;
 pub mod http;
+pub mod pool;
 pub mod server;
 pub mod solved;
 pub mod sql;

@@ -7,7 +7,7 @@
 //! Each request: its body read within a size cap and a deadline, the guard first, then the
 //! app's files, the report's files, or an `/api/` route, answered on tokio's blocking pool
 //! (look-ups are synchronous reads of memory-mapped indexes), or by the query pool
-//! ([`super::sql`]) for `POST /api/sql`, whose answer is awaited without holding a thread.
+//! ([`super::pool`]: query processes) for `POST /api/sql`, whose answer is awaited without holding a thread.
 //! Connections are bounded in number, overall and per client address, so threads, sockets and
 //! memory stay bounded whatever the clients do, and no client alone can take every connection.
 
@@ -29,9 +29,11 @@ use super::api::{answer, App, MAX_LOG};
 use super::figures::Figures;
 use super::guard::Guard;
 use super::http::{busy_wire, Reply, Request, Target};
+use super::pool::{Sql, WORKERS};
 use super::solved::Solved;
-use super::sql::{self, Sql, MAX_REPLY_BYTES};
+use super::sql::MAX_REPLY_BYTES;
 use super::{assets, ApiError, Config, ServeError, MAX_BODY};
+use crate::query::catalog;
 use crate::store::{Store, StoreError};
 
 /// Connections served at once; one more is answered 503 and closed.
@@ -50,9 +52,6 @@ pub const BODY_DEADLINE: Duration = Duration::from_secs(15);
 
 /// The largest request head hyper reads (its read buffer).
 const MAX_HEAD: usize = 16 * 1024;
-
-/// Connections of the query pool: queries running at once.
-const SQL_WORKERS: usize = 2;
 
 /// Threads of the blocking pool that answers look-ups and pages.
 const BLOCKING_THREADS: usize = 32;
@@ -92,9 +91,16 @@ pub fn start(config: Config) -> Result<Running, ServeError> {
         })?;
     // Read-only: the seals of the files' checks are kept in memory, never written.
     let store = Store::open_read_only(&data)?;
-    let (conns, contents) = sql::open(&store, &data, SQL_WORKERS)?;
+    let (views, contents) = catalog::views(&store)?;
     let solved = Solved::open(&store, &contents);
-    let sql = Sql::start(conns, config.max_rows, MAX_REPLY_BYTES, config.sql_timeout);
+    let sql = Sql::start(
+        &data,
+        views,
+        WORKERS,
+        config.max_rows,
+        MAX_REPLY_BYTES,
+        config.sql_timeout,
+    )?;
     let bind_error = |e: std::io::Error| ServeError::Bind {
         addr: config.addr,
         message: e.to_string(),

@@ -12,8 +12,12 @@
 //! let DuckDB prepare, is refused by its type before it runs. The Rust client would run every statement but the last while preparing, which is
 //! why the count comes first, from the C API.
 //!
+//! Everything here runs in a query process of the server ([`super::pool`]), never in the
+//! server itself, so that what DuckDB allocates outside its memory limit (a constant folded
+//! while binding, such as `SELECT range(300000000)`) is bounded by that process's limit.
+//!
 //! The sandbox ([`open`]): an in-memory DuckDB opened here (the C API keeps its handle for
-//! the workers' connections) with the catalog's views, then external access off but for the
+//! the queries' connection) with the catalog's views, then external access off but for the
 //! data directory (`allowed_directories`), no extension installed or loaded on demand, no
 //! spilling to a temporary directory, a memory limit, one thread a query, and the
 //! configuration locked, so no statement can change a setting back.
@@ -26,15 +30,12 @@
 //! the conversion runs under the same deadline as the query (the deadline also stops it
 //! between rows).
 //!
-//! The pool ([`Sql`]): a few connections of that database, each on a thread of its own, fed by
-//! a bounded queue (a query beyond it is answered 503 at once); the client's request waits
-//! for its answer without holding a thread, and no thread a look-up needs waits on a query.
-//! A watchdog interrupts a query past its time limit.
+//! The runner ([`Runner`]): the connection's queries one at a time, a watchdog thread
+//! interrupting each at its time limit (the server kills the process if that is not enough).
 
 use std::ffi::{CStr, CString};
 use std::path::Path;
 use std::ptr;
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -46,16 +47,15 @@ use duckdb::{ffi, Connection};
 use serde_json::{json, Value};
 
 use super::{ApiError, ServeError};
-use crate::query::catalog::{self, sql_str, Contents};
+use crate::query::catalog::sql_str;
 use crate::query::error::one_line;
 use crate::query::text::{printable, Target, LOSSLESS};
-use crate::store::Store;
 
 /// The most bytes of rows a query answers with (the rest are cut, with a note).
 pub const MAX_REPLY_BYTES: usize = 32 * 1024 * 1024;
 
-/// DuckDB's memory limit for the queries: with one result chunk in flight (DuckDB's and its
-/// Arrow copy) and the reply, the bound on the server's memory (ARCHITECTURE.md).
+/// DuckDB's memory limit for the queries of one query process; the process's own limit
+/// ([`super::pool::DATA_LIMIT`]) adds a margin for what DuckDB allocates outside it.
 pub const MEMORY_LIMIT: &str = "2GB";
 
 /// The names of DuckDB's statement types (`duckdb_statement_type`), to say what was refused.
@@ -395,45 +395,42 @@ fn sandbox_settings(data: &Path) -> Vec<String> {
     ]
 }
 
-/// Opens the queries' in-memory DuckDB with the catalog's views over `store` (whose root,
-/// `data`, is an absolute path), locks it down, and returns `n` workers' connections to it
-/// (each asking for lossless Arrow) with what the views show.
-pub fn open(store: &Store, data: &Path, n: usize) -> Result<(Vec<Duck>, Contents), ServeError> {
+/// Opens the queries' in-memory DuckDB, defines the catalog's views on it (`views`, the
+/// statements `query::catalog::views` wrote over the data directory `data`, an absolute
+/// path), locks it down, and returns a connection to it that asks for lossless Arrow.
+pub fn open(views: &str, data: &Path) -> Result<Duck, ServeError> {
     let sandbox = |context: &str, message: String| ServeError::Sandbox {
         context: context.to_string(),
         message,
     };
     let mut db: ffi::duckdb_database = ptr::null_mut();
     // SAFETY: a null path opens an in-memory database into our out-pointer. It is never
-    // closed: the server's queries use it until the process ends.
+    // closed: the process's queries use it until the process ends.
     if unsafe { ffi::duckdb_open(ptr::null(), &mut db) } != ffi::DuckDBSuccess {
         return Err(sandbox("opening DuckDB", "duckdb_open failed".into()));
     }
     // SAFETY: a database just opened; the connection does not close it.
     let conn = unsafe { Connection::open_from_raw(db) }
         .map_err(|e| sandbox("opening DuckDB", one_line(&e.to_string())))?;
-    let contents = catalog::define_views(&conn, store)?;
+    conn.execute_batch(views)
+        .map_err(|e| sandbox("defining the views", one_line(&e.to_string())))?;
     for s in sandbox_settings(data) {
         conn.execute_batch(&s)
             .map_err(|e| sandbox(&s, one_line(&e.to_string())))?;
     }
-    let mut workers = Vec::with_capacity(n);
-    for _ in 0..n {
-        let mut con: ffi::duckdb_connection = ptr::null_mut();
-        // SAFETY: the database is open (and stays so); the connection is never closed.
-        if unsafe { ffi::duckdb_connect(db, &mut con) } != ffi::DuckDBSuccess {
-            return Err(sandbox(
-                "a worker's connection",
-                "duckdb_connect failed".into(),
-            ));
-        }
-        let w = Duck { con };
-        w.execute(LOSSLESS).map_err(|m| sandbox(LOSSLESS, m))?;
-        workers.push(w);
+    let mut con: ffi::duckdb_connection = ptr::null_mut();
+    // SAFETY: the database is open (and stays so); the connection is never closed.
+    if unsafe { ffi::duckdb_connect(db, &mut con) } != ffi::DuckDBSuccess {
+        return Err(sandbox(
+            "the queries' connection",
+            "duckdb_connect failed".into(),
+        ));
     }
+    let duck = Duck { con };
+    duck.execute(LOSSLESS).map_err(|m| sandbox(LOSSLESS, m))?;
     conn.execute_batch("SET lock_configuration = true")
         .map_err(|e| sandbox("SET lock_configuration = true", one_line(&e.to_string())))?;
-    Ok((workers, contents))
+    Ok(duck)
 }
 
 /// Why a query's answer stopped short of its result.
@@ -584,12 +581,6 @@ fn head(schema: &SchemaRef) -> Vec<u8> {
     out
 }
 
-/// A query waiting for a worker, and where its answer goes.
-struct Job {
-    statement: String,
-    answer: tokio::sync::oneshot::Sender<Result<Vec<u8>, ApiError>>,
-}
-
 /// Queries that are running, by worker: when each must stop, and how to stop it.
 struct Watchdog {
     slots: Mutex<Vec<Slot>>,
@@ -641,35 +632,31 @@ impl Watchdog {
     }
 }
 
-/// The query pool.
-pub struct Sql {
-    jobs: SyncSender<Job>,
+/// What a query may take.
+#[derive(Clone, Copy)]
+pub struct Limits {
     pub max_rows: usize,
     pub max_bytes: usize,
     pub timeout: Duration,
-    pub workers: usize,
 }
 
-/// Queries waiting beyond those running: more are answered 503 at once.
-const QUEUE: usize = 32;
+/// One connection's queries, answered one at a time, each interrupted at its time limit by a
+/// watchdog thread: what a query process of the server ([`super::pool`]) runs.
+pub struct Runner {
+    duck: Duck,
+    watchdog: Arc<Watchdog>,
+    limits: Limits,
+}
 
-impl Sql {
-    /// Starts one worker thread a connection of `conns` and the watchdog.
-    pub fn start(conns: Vec<Duck>, max_rows: usize, max_bytes: usize, timeout: Duration) -> Sql {
-        let workers = conns.len();
-        let (tx, rx) = sync_channel::<Job>(QUEUE);
-        let rx = Arc::new(Mutex::new(rx));
+impl Runner {
+    /// Starts the watchdog of `duck`'s queries.
+    pub fn start(duck: Duck, limits: Limits) -> Runner {
         let watchdog = Arc::new(Watchdog {
-            slots: Mutex::new(
-                conns
-                    .iter()
-                    .map(|c| Slot {
-                        deadline: None,
-                        handle: c.interrupter(),
-                        fired: false,
-                    })
-                    .collect(),
-            ),
+            slots: Mutex::new(vec![Slot {
+                deadline: None,
+                handle: duck.interrupter(),
+                fired: false,
+            }]),
         });
         {
             let w = watchdog.clone();
@@ -678,78 +665,19 @@ impl Sql {
                 .spawn(move || w.patrol())
                 .expect("a thread starts");
         }
-        let limits = Limits {
-            max_rows,
-            max_bytes,
-            timeout,
-        };
-        for (i, duck) in conns.into_iter().enumerate() {
-            let rx = rx.clone();
-            let watchdog = watchdog.clone();
-            std::thread::Builder::new()
-                .name(format!("sql-{i}"))
-                .spawn(move || worker(i, &duck, &rx, &watchdog, limits))
-                .expect("a thread starts");
-        }
-        Sql {
-            jobs: tx,
-            max_rows,
-            max_bytes,
-            timeout,
-            workers,
+        Runner {
+            duck,
+            watchdog,
+            limits,
         }
     }
 
-    /// Hands the query of `body` (`{"query": "…"}`) to a worker and returns where its answer
-    /// (the reply's JSON text) will come; a body that is not such JSON, or a query beyond the
-    /// queue, is answered at once.
-    pub fn submit(
-        &self,
-        body: &[u8],
-    ) -> Result<tokio::sync::oneshot::Receiver<Result<Vec<u8>, ApiError>>, ApiError> {
-        let statement = serde_json::from_slice::<Value>(body)
-            .ok()
-            .and_then(|v| v.get("query").and_then(Value::as_str).map(String::from))
-            .ok_or_else(|| ApiError::bad("the body must be JSON: {\"query\": \"SELECT …\"}"))?;
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        let job = Job {
-            statement,
-            answer: tx,
-        };
-        if let Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) = self.jobs.try_send(job)
-        {
-            return Err(ApiError::new(
-                503,
-                format!("{QUEUE} queries are waiting already; try again in a moment"),
-            ));
-        }
-        Ok(rx)
-    }
-}
-
-/// What a query may take.
-#[derive(Clone, Copy)]
-struct Limits {
-    max_rows: usize,
-    max_bytes: usize,
-    timeout: Duration,
-}
-
-fn worker(i: usize, duck: &Duck, rx: &Mutex<Receiver<Job>>, watchdog: &Watchdog, limits: Limits) {
-    loop {
-        let job = {
-            let rx = rx.lock().unwrap_or_else(|p| p.into_inner());
-            match rx.recv() {
-                Ok(j) => j,
-                Err(_) => return,
-            }
-        };
-        let reply = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            answer(i, duck, watchdog, &job.statement, limits)
+    /// The answer to `statement`: the reply's JSON text, or the refusal.
+    pub fn answer(&self, statement: &str) -> Result<Vec<u8>, ApiError> {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            answer(0, &self.duck, &self.watchdog, statement, self.limits)
         }))
-        .unwrap_or_else(|_| Err(ApiError::new(500, "the query failed inside the server")));
-        // The client may have gone; its answer goes nowhere then.
-        let _ = job.answer.send(reply);
+        .unwrap_or_else(|_| Err(ApiError::new(500, "the query failed inside the server")))
     }
 }
 

@@ -379,6 +379,43 @@ await check('Figures: a missing report is rendered with its steps shown, then sh
   assert(figures >= 5, `${figures} figures`);
 });
 
+// Issue 56: Play over a policy kept for the states optimal play reaches (`solve --reach`), its
+// use case, served by a second server over a solve of its own.
+const reachData = join(work, 'reach');
+execFileSync(bin, ['solve', '--board', '2x3', '--variant', 'goal-64', '--layout', 'policy', '--reach',
+  '--data', reachData, '--quiet'], { stdio: 'inherit' });
+const reachServer = spawn(bin, ['serve', '--data', reachData, '--port', '0', '--reports', join(work, 'reach-reports')], {
+  stdio: ['ignore', 'pipe', 'inherit'],
+});
+const reachUrl = await new Promise((resolve, reject) => {
+  const lines = createInterface({ input: reachServer.stdout });
+  lines.once('line', (l) => resolve(l.replace(/^age2048 serve: /, '').replace(/\/$/, '')));
+  reachServer.once('exit', (code) => reject(new Error(`serve exited with ${code}`)));
+});
+
+await check('Play over a --reach policy solve: n plays the stored move to the end of the game', async () => {
+  await page.goto(`${reachUrl}/#play?board=2x3&variant=goal-64&seed=5`);
+  await page.waitForSelector('body[data-ready="true"]');
+  await page.waitForFunction(() => document.getElementById('play-moves').textContent === '0');
+  assert(/stored one/.test(await page.textContent('#play-note')), await page.textContent('#play-note'));
+  for (let i = 1; i < 400; i += 1) {
+    if (!(await page.isHidden('#play-summary'))) break;
+    const stored = await page.$eval('#play-q td.best', (td) => td.id.slice(2));
+    assert(!(await page.isDisabled(`#move-${stored}`)), `the stored move ${stored} is playable`);
+    await page.keyboard.press('n');
+    await page.waitForFunction((n) => document.getElementById('play-moves').textContent === String(n), i);
+    assert(/the stored move$/.test(await page.textContent('#play-last')), await page.textContent('#play-last'));
+  }
+  const summary = await page.textContent('#play-summary');
+  assert(/Game over: goal (made|missed) in \d+ moves/.test(summary), summary);
+  const played = Number(await page.textContent('#play-moves'));
+  assert(played > 0, 'moves were played');
+  assert(new RegExp(`${played} of ${played} moves the stored one`).test(summary), summary);
+  eq(await page.$$eval('#play-history li.l-best', (li) => li.length), played, 'every move the stored one');
+  assert(/moves=[LRUD]+/.test(page.url()), `the URL holds the game: ${page.url()}`);
+});
+
+reachServer.kill();
 await context.close();
 rmSync(profile, { recursive: true, force: true });
 server.kill();

@@ -216,8 +216,8 @@ const Play = {
 
   async move(letter) {
     if (this.busy || !this.game || this.game.over) return;
-    const now = this.game.now;
-    if (now && now[letter] === null) { // a move that changes nothing is not sent
+    const g = this.game;
+    if (!g.valid.includes(letter)) { // a move that changes nothing is not sent
       $('play-last').textContent = `${letter} changes nothing here`;
       return;
     }
@@ -254,9 +254,10 @@ const Play = {
     $('play-score').textContent = g.score;
     $('play-moves').textContent = g.played;
     $('play-optimal').textContent = g.played ? `${g.optimal_moves} (${(100 * g.optimal_moves / g.played).toFixed(1)} %)` : '0';
-    $('play-total-regret').textContent = fmt(g.total_regret);
-    $('play-total-regret').dataset.value = g.total_regret;
-    $('play-value').textContent = g.now ? fmt(g.now.value) : (g.won ? '1 (goal made)' : '0 (game over)');
+    $('play-total-regret').textContent = g.values ? fmt(g.total_regret) : 'not known (policy layout: moves only)';
+    $('play-total-regret').dataset.value = g.total_regret === null ? '' : g.total_regret;
+    $('play-value').textContent = g.now ? (g.values ? fmt(g.now.value) : 'not known (policy layout: moves only)') : (g.won ? '1 (goal made)' : '0 (game over)');
+    $('play-note').textContent = g.values ? '' : g.note;
     for (const d of 'LRUD') {
       const td = $(`q-${d}`);
       const q = g.now ? g.now[d] : null;
@@ -267,21 +268,30 @@ const Play = {
       td.dataset.loss = l === null ? '' : l;
       td.className = q === null ? 'invalid' : `${lossClass(l, g.now.value)}${g.now.best === d ? ' best' : ''}`;
       $(`move-${d}`).classList.toggle('hint', this.hint && g.now && g.now.best === d);
-      $(`move-${d}`).disabled = !g.now || q === null;
+      $(`move-${d}`).disabled = !g.valid.includes(d);
+      if (!g.values && g.valid.includes(d)) {
+        // Moves only: the stored move is marked, the others are valid moves of unknown value.
+        td.className = g.now.best === d ? 'l-best best' : '';
+        if (g.now.best === d) td.append(el('span', { class: 'loss' }, 'stored'));
+      }
     }
     const last = g.history[g.history.length - 1];
     const p = $('play-last');
     p.replaceChildren();
-    if (last) {
+    if (last && !g.values) {
+      p.append(`Move ${g.history.length}: ${last.move} (+${last.reward}) — `,
+        last.optimal ? 'the stored move' : `the stored move was ${last.best === null ? 'not known' : last.best}`);
+    } else if (last) {
       const r = el('span', { id: 'play-regret', 'data-value': last.regret, class: last.optimal ? '' : 'regret' }, fmt(last.regret));
       p.append(`Move ${g.history.length}: ${last.move} (+${last.reward}), regret `, r,
         last.optimal ? ' — optimal' : ` — the best was ${last.best}`);
     }
     const hist = $('play-history');
     hist.replaceChildren(...g.history.map((h, i) => {
-      const best = h.q[h.best === null ? 0 : 'LRUD'.indexOf(h.best)];
+      const best = h.q ? h.q[h.best === null ? 0 : 'LRUD'.indexOf(h.best)] : null;
       const l = h.optimal ? 0 : h.regret;
-      return el('li', { class: lossClass(l, best), 'data-regret': h.regret, title: `${h.board}: ${h.move}, best ${h.best}` },
+      const cls = h.regret === null ? (h.optimal ? 'l-best' : 'l-blunder') : lossClass(l, best);
+      return el('li', { class: cls, 'data-regret': h.regret, title: `${h.board}: ${h.move}, best ${h.best}` },
         `${i + 1}. ${h.move}${h.optimal ? '' : ` −${fmt(h.regret)}`}`);
     }));
     hist.scrollTop = hist.scrollHeight;
@@ -314,13 +324,14 @@ const Play = {
     const end = g.scored ? `score ${g.score}` : (g.won ? 'goal made' : 'goal missed');
     box.replaceChildren(
       el('h3', {}, `Game over: ${end} in ${g.played} moves`),
-      el('p', {}, `${g.optimal_moves} of ${g.played} moves optimal; total regret ${fmt(g.total_regret)} ${g.unit}.`),
+      el('p', {}, g.values ? `${g.optimal_moves} of ${g.played} moves optimal; total regret ${fmt(g.total_regret)} ${g.unit}.`
+        : `${g.optimal_moves} of ${g.played} moves the stored one (policy layout: moves only, no regret known).`),
     );
     if (mistakes.length) {
       const list = el('ol', { id: 'play-mistakes' });
       for (const m of mistakes.slice(0, 200)) {
         const q = new URLSearchParams({ board: this.board, b: m.board });
-        list.append(el('li', {}, `move ${m.n}: ${m.move} instead of ${m.best}, regret ${fmt(m.regret)} — `,
+        list.append(el('li', {}, `move ${m.n}: ${m.move} instead of ${m.best}${m.regret === null ? '' : `, regret ${fmt(m.regret)}`} — `,
           el('a', { href: `#analyse?${q}` }, m.board)));
       }
       box.append(el('p', {}, 'Mistakes (each board opens in Analyse):'), list);
