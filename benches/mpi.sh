@@ -7,16 +7,19 @@
 #   bytes_per_board_backward
 #
 #   benches/mpi.sh BIN "BOARD VARIANT" [REPEATS]    e.g. benches/mpi.sh target/release/age2048 "3x3 expectation" 2
-# BIN must be built with `--features mpi`. env: NP (default 2), WORK (default /tmp/age2048-mpi-bench).
+# BIN must be built with `--features mpi`. env: NP (default 2), WORK (default /tmp/age2048-mpi-bench),
+# HOWS (default "one hash sums": which runs, in this order, each repeat), COMMIT (the commit BIN
+# was built at; default HEAD).
 set -euo pipefail
 bin=$(realpath "${1:?usage: benches/mpi.sh BIN \"BOARD VARIANT\" [REPEATS]}")
 read -r board variant <<<"${2:?board and variant}"
 repeats=${3:-1}
 np=${NP:-2}
 work=${WORK:-/tmp/age2048-mpi-bench}
+hows=${HOWS:-one hash sums}
 cd "$(dirname "$0")/.."
 cpu=$(bash benches/cpu.sh)
-commit=$(git rev-parse --short HEAD)
+commit=${COMMIT:-$(git rev-parse --short HEAD)}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 row() { # how, data, log, seconds
   local how=$1 data=$2 log=$3 secs=$4
@@ -37,7 +40,7 @@ print("\t".join(map(str, [datetime.date.today(), commit, cpu, board, variant, ho
 EOF
 }
 for r in $(seq "$repeats"); do
-  for how in one hash sums; do
+  for how in $hows; do
     data=$work/$how
     rm -rf "$data"
     log=$work/$how.log

@@ -59,6 +59,65 @@ const MAX_CELLS: usize = 16;
 /// No board ([`super::layer::NO_ID`]): a move that is invalid, a cell not spawned on.
 const NONE: u64 = super::layer::NO_ID;
 
+/// The refusal of an age valued a chunk at a time over several processes.
+fn chunked(age: u32) -> SolveError {
+    SolveError::Budget(format!(
+        "age {age} would be valued a chunk at a time, and a solve over several processes \
+         values every age whole"
+    ))
+}
+
+/// The children of `afterstates` spawning exponent `e` that `ex`'s other processes own.
+fn spawn_children(
+    game: &Game,
+    class: &ForwardClass,
+    afterstates: &[u64],
+    e: u8,
+    ex: &Exchange,
+) -> Vec<u64> {
+    let mut out = Vec::new();
+    for &a in afterstates {
+        if absorbed(class, a) {
+            continue;
+        }
+        let images = game.sym.images_of(a);
+        for i in board::empty_cells(a, game.cells()) {
+            let c = match &images {
+                Some(img) => game.sym.spawn_canon(img, i, e),
+                None => game.canon(board::place(a, i, e)),
+            };
+            if !ex.mine(c) {
+                out.push(c);
+            }
+        }
+    }
+    out
+}
+
+/// Two sorted, disjoint layers with their values (`k` each) pushed into `table` as one, in
+/// id order, a run at a time (never merged whole).
+fn push_merged(table: &mut TableBuilder, a: (&[u64], &[f64]), b: (&[u64], &[f64]), k: usize) {
+    const RUN: usize = 1 << 16;
+    let (mut i, mut j) = (0, 0);
+    let (mut ids, mut vals) = (Vec::with_capacity(RUN), Vec::with_capacity(RUN * k));
+    while i < a.0.len() || j < b.0.len() {
+        let (from, at) = if j == b.0.len() || (i < a.0.len() && a.0[i] < b.0[j]) {
+            (&a, &mut i)
+        } else {
+            (&b, &mut j)
+        };
+        ids.push(from.0[*at]);
+        vals.extend_from_slice(&from.1[*at * k..(*at + 1) * k]);
+        *at += 1;
+        if ids.len() == RUN {
+            table.push(&ids, &vals);
+            ids.clear();
+            vals.clear();
+        }
+    }
+    table.push(&ids, &vals);
+}
+
 /// A layer of states with its values, kept while younger ages need it: only its
 /// [`ValueTable`] (ids and values in one slot each), the ids and values as vectors go to the
 /// writer or are dropped.
@@ -66,10 +125,11 @@ pub struct Level {
     pub age: u32,
     /// The values by id, for the look-ups of younger ages.
     table: ValueTable,
-    /// In a solve over several processes: the layer this process owns, with its values
-    /// (`[i * k + v]`), from which each younger age builds the table it looks up, with the
-    /// values it fetched of the boards other processes own ([`Backward::ghosted_levels`]);
-    /// `table` is then empty.
+    /// In a solve over several processes, until its table is built: the layer this process
+    /// owns, with its values (`[i * k + v]`). The table is built once, when the first younger
+    /// age looks the level up, from this layer and the values fetched of the boards other
+    /// processes own that both younger ages look up ([`Backward::ghost_level`]); `table` is
+    /// empty until then.
     owned: Option<(Vec<u64>, Vec<f64>)>,
 }
 
@@ -405,17 +465,21 @@ impl<'g> Backward<'g> {
             next.unwrap_or_else(|| (Level::empty(top + 2), Level::empty(top + 4)));
         let mut age = top;
         let mut buffers = [Vec::new(), Vec::new()];
+        // Over several processes: the layers of age n - 2, read a step ahead (their
+        // afterstates' 4-spawns look up the level of age n + 2, built at age n).
+        let mut ahead: Option<Layers> = None;
         while age >= min_age {
             debug_assert_eq!(next2.age, age + 2);
             debug_assert_eq!(next4.age, age + 4);
-            let (states, afterstates) = match load(age)? {
+            let layers = match ahead.take() {
+                Some(layers) => layers,
+                None => load(age)?,
+            };
+            let (states, afterstates) = match layers {
                 Layers::Whole(states, afterstates) => (states, afterstates),
                 Layers::Streamed { file, afterstates } => {
                     if self.distributed().is_some() {
-                        return Err(SolveError::Budget(format!(
-                            "age {age} would be valued a chunk at a time, and a solve over \
-                             several processes values every age whole"
-                        )));
+                        return Err(chunked(age));
                     }
                     let counts = (file.states() as usize, afterstates);
                     let boards = (counts.0 + counts.1) as u64;
@@ -453,17 +517,28 @@ impl<'g> Backward<'g> {
                 }
             };
             phase(Phase::Load);
-            // Over several processes: the levels with the values of the children others own.
-            let ghosted = match self.distributed() {
-                Some(ex) => Some(self.ghosted_levels(ex, &afterstates, &next2, &next4)?),
-                None => None,
-            };
-            let (n2, n4) = match &ghosted {
-                Some((n2, n4)) => (n2, n4),
-                None => (&next2, &next4),
-            };
-            let after_values = self.afterstate_values(age, &afterstates, n2, n4)?;
-            drop(ghosted);
+            // Over several processes: each level's table is built once, with the values of the
+            // boards others own that both its younger ages look up: age n + 2's, for this age's
+            // 2-spawns and age n - 2's 4-spawns (read a step ahead); age n + 4's was built at
+            // age n + 2 (or, on a resume, is built now for this age's 4-spawns alone).
+            if let Some(ex) = self.distributed() {
+                let younger = if age >= min_age + 2 {
+                    Some(load(age - 2)?)
+                } else {
+                    None
+                };
+                let younger_after: &[u64] = match &younger {
+                    None => &[],
+                    Some(Layers::Whole(_, a)) => a,
+                    Some(Layers::Streamed { .. }) => return Err(chunked(age - 2)),
+                };
+                if next4.owned.is_some() {
+                    next4 = self.ghost_level(ex, next4, &[(&afterstates, 1)])?;
+                }
+                next2 = self.ghost_level(ex, next2, &[(&afterstates, 0), (younger_after, 1)])?;
+                ahead = younger;
+            }
+            let after_values = self.afterstate_values(age, &afterstates, &next2, &next4)?;
             // Each table goes as soon as nothing reads it, before the next is built, so that
             // at most two big tables exist at once: age n + 4's is read only by age n's
             // afterstates, the afterstates' only by age n's states.
@@ -693,64 +768,36 @@ impl<'g> Backward<'g> {
         Ok((out, table))
     }
 
-    /// Over several processes: the levels of ages `age + 2` and `age + 4` as this age's
-    /// afterstates look them up: the boards this process owns and, fetched from their owners,
-    /// the children of its afterstates that others own. Collective.
-    fn ghosted_levels(
+    /// Over several processes: `level`'s table, of the boards this process owns and, fetched
+    /// from their owners, the boards others own that the afterstates of `readers` look up
+    /// (each with the tile it spawns: 0 for a 2, 1 for a 4). Collective.
+    fn ghost_level(
         &self,
         ex: &Exchange,
-        afterstates: &[u64],
-        next2: &Level,
-        next4: &Level,
-    ) -> Result<(Level, Level)> {
-        let (game, class) = (self.game, self.class);
-        let parts: Vec<[Vec<u64>; 2]> = afterstates
-            .par_chunks(CHUNK)
-            .map(|chunk| {
-                let mut out = [Vec::new(), Vec::new()];
-                for &a in chunk {
-                    super::forward::children_of(game, &class, a, |t, c| {
-                        if !ex.mine(c) {
-                            out[t].push(c);
-                        }
-                    });
-                }
-                out
+        level: Level,
+        readers: &[(&[u64], usize)],
+    ) -> Result<Level> {
+        let (game, class, k) = (self.game, self.class, self.k());
+        let spawns = [class.spawn2, class.spawn4];
+        let pieces: Vec<Vec<u64>> = readers
+            .iter()
+            .filter(|&&(_, tile)| spawns[tile])
+            .flat_map(|&(afterstates, tile)| {
+                afterstates
+                    .par_chunks(CHUNK)
+                    .map(|chunk| spawn_children(game, &class, chunk, tile as u8 + 1, ex))
+                    .collect::<Vec<_>>()
             })
             .collect();
-        let mut wanted = [Vec::new(), Vec::new()];
-        for [two, four] in parts {
-            wanted[0].extend(two);
-            wanted[1].extend(four);
-        }
-        let [two, four] = wanted.map(super::layer::sort_dedup);
-        Ok((
-            self.ghosted(ex, next2, &two)?,
-            self.ghosted(ex, next4, &four)?,
-        ))
-    }
-
-    /// `level` with the values of `wanted` (sorted, others' boards) fetched from their
-    /// owners, as a table. Collective.
-    fn ghosted(&self, ex: &Exchange, level: &Level, wanted: &[u64]) -> Result<Level> {
-        let k = self.k();
-        let shape = self.game.shape();
-        let (ids, values) = match &level.owned {
-            Some((ids, values)) => (&ids[..], &values[..]),
-            None => (&[][..], &[][..]),
-        };
-        let got = ex.fetch(wanted, k, &|asked| {
-            answer_from(ids, values, k, asked, level.age, shape)
+        let wanted = super::layer::sort_dedup_pieces(pieces);
+        let (ids, values) = level.owned.unwrap_or_default();
+        let shape = game.shape();
+        let got = ex.fetch(&wanted, k, &|asked| {
+            answer_from(&ids, &values, k, asked, level.age, shape)
         })?;
-        let (ids, values) = merge_valued(ids, values, wanted, &got, k);
-        let table = ValueTable::from_fn_coded(
-            &ids,
-            |j| values[j],
-            k,
-            self.perfect_from,
-            self.holding.coding,
-        );
-        Ok(Level::from_table(level.age, table))
+        let mut table = self.table_builder(ids.len() + wanted.len());
+        push_merged(&mut table, (&ids, &values), (&wanted, &got), k);
+        Ok(Level::from_table(level.age, table.finish()))
     }
 
     /// Over several processes: this age's afterstates as its states look them up, with their

@@ -28,6 +28,25 @@ pub fn sort_dedup(mut ids: Vec<u64>) -> Vec<u64> {
     merge_dedup(&ids[..mid], &ids[mid..])
 }
 
+/// The union of layers (each sorted and distinct), as one layer: merged two at a time, in
+/// parallel, rather than sorted again.
+pub fn merge_layers(mut runs: Vec<Vec<u64>>) -> Vec<u64> {
+    debug_assert!(runs.iter().all(|r| is_layer(r)));
+    while runs.len() > 1 {
+        let odd = (runs.len() % 2 == 1).then(|| runs.pop()).flatten();
+        let pairs: Vec<(Vec<u64>, Vec<u64>)> = {
+            let mut it = runs.into_iter();
+            std::iter::from_fn(|| Some((it.next()?, it.next()?))).collect()
+        };
+        runs = pairs
+            .into_par_iter()
+            .map(|(a, b)| merge_dedup(&a, &b))
+            .collect();
+        runs.extend(odd);
+    }
+    runs.pop().unwrap_or_default()
+}
+
 /// Sorts and deduplicates ids given in pieces (as parallel tasks produce them), in parallel
 /// throughout: a sample of the ids picks splitters ([`Cuts`]), every piece is cut into the
 /// ranges between them, and each range is sorted and deduplicated on its own
@@ -794,6 +813,22 @@ mod tests {
             }
         }
         assert!(sort_dedup_cut(Vec::new()).is_empty());
+    }
+
+    /// The union of several layers merged is the layer of all their ids sorted.
+    #[test]
+    fn merged_layers_are_their_union_sorted() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+        for runs in [0usize, 1, 2, 3, 5] {
+            let layers: Vec<Vec<u64>> = (0..runs)
+                .map(|r| {
+                    let ids = (0..100 * r + 7).map(|_| rng.gen_range(0..500u64)).collect();
+                    sort_dedup(ids)
+                })
+                .collect();
+            let want = sort_dedup(layers.concat());
+            assert_eq!(merge_layers(layers), want, "{runs} layers");
+        }
     }
 
     /// The branch-free merge and deduplication against the standard ones: sides with runs of

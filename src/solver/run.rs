@@ -9,6 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -709,14 +710,28 @@ fn solve_class(
         }
     }
     if !ex.is_single() {
-        // Every process resumes its backward pass after the same age, or every one starts
-        // it over.
+        // Every process resumes its backward pass after the same age: the last one every
+        // process finished, the oldest of their last recorded ones (each keeps the files to
+        // resume from any age down to its own: see `floor` below). If one process cannot
+        // (it redoes its pass, recorded none, or lacks a file), every one starts it over.
         let mine = if redo_backward || !same_pass {
             u64::MAX
         } else {
             bwd.done_age.map_or(u64::MAX - 1, u64::from)
         };
-        if ex.all_min(mine)? != ex.all_max(mine)? || mine == u64::MAX {
+        let all = ex.all_max(mine)?;
+        let mut can = all < u64::MAX - 1;
+        if can && all != mine {
+            let done = all as u32;
+            match check_backward(&work, &fwd.ages, done, max_age, k) {
+                Ok(()) => bwd.done_age = Some(done),
+                Err(e) => {
+                    damaged(&e, "starting the backward pass over");
+                    can = false;
+                }
+            }
+        }
+        if ex.all_max(u64::from(!can))? == 1 {
             redo_backward = true;
         }
     }
@@ -821,6 +836,16 @@ fn solve_class(
         // … and its queue is bounded in bytes too (the state values it carries; budget.rs).
         let budget = Budget::new(usize::try_from(write_ahead).unwrap_or(usize::MAX));
         let budget = &budget;
+        // Over several processes: the last age this process recorded as done (its checkpoint
+        // on disk), and the oldest such age of every process as this one last heard (`NONE`
+        // while one has recorded none). A process keeps the state values and layers of every
+        // age down to that floor, so that a resume after the age every process finished finds
+        // them; the floor is asked of every process once an age, and only ever falls.
+        const NONE: u64 = u64::MAX;
+        let durable = AtomicU64::new(bwd.done_age.map_or(NONE, u64::from));
+        let floor = AtomicU64::new(durable.load(Ordering::Relaxed));
+        let (durable, floor) = (&durable, &floor);
+        let single = ex.is_single();
         let bwd = &mut bwd;
         let work = &work;
         let (run, written) = std::thread::scope(|scope| {
@@ -846,6 +871,18 @@ fn solve_class(
                             store.sync()?;
                             work.write_json("backward.json", &snapshot)?;
                             if let Some(done) = snapshot.done_age {
+                                durable.store(u64::from(done), Ordering::Relaxed);
+                                // Over several processes, another may resume after an older
+                                // age than this one's: nothing is let go above the floor
+                                // yet (nothing at all while a process has recorded none).
+                                let done = if single {
+                                    done
+                                } else {
+                                    match floor.load(Ordering::Relaxed) {
+                                        NONE => return Ok(()),
+                                        f => done.max(f as u32),
+                                    }
+                                };
                                 // The layers above done + 2 are read by no later step, nor by
                                 // a resume (it rebuilds the levels of done and done + 2), but
                                 // for the initial states' ages (the values at the starts).
@@ -896,7 +933,7 @@ fn solve_class(
                                 work.save_values(age, &values)?;
                             }
                         } else {
-                            if recent.len() == 2 {
+                            if recent.len() == 2 && single {
                                 // Finished after the last checkpoint, older than what any
                                 // later one records: no resume reads it.
                                 if let (old, None) = recent.remove(0) {
@@ -905,7 +942,9 @@ fn solve_class(
                             }
                             if saved {
                                 recent.push((age, None));
-                            } else if values.len() >= SAVE_AT_ONCE {
+                            } else if values.len() >= SAVE_AT_ONCE || !single {
+                                // Over several processes every age's values are saved: a
+                                // resume may start after any age another process recorded.
                                 work.save_values(age, &values)?;
                                 recent.push((age, None));
                             } else {
@@ -1005,6 +1044,11 @@ fn solve_class(
                 },
                 |mut out: AgeOutput, (files, saved)| {
                     let stopped = || SolveError::Internal("the writer stopped".into());
+                    if !single {
+                        // Every process is here once an age (the pass's own thread).
+                        let oldest = ex.all_max(durable.load(Ordering::Relaxed))?;
+                        floor.store(oldest, Ordering::Relaxed);
+                    }
                     let streamed = matches!(files, Files::Written(_));
                     if streamed {
                         // Only the state values are still needed (the pass let go of the

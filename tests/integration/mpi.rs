@@ -338,3 +338,141 @@ fn a_process_out_of_disk_ends_the_job_with_its_line() {
     assert!(start.elapsed() < std::time::Duration::from_secs(120));
     assert!(!common::manifest_path(&dir, "3x3", "goal-256").exists());
 }
+
+/// The age each process of a killed job recorded as the last its backward pass finished
+/// (its `backward.json` in its own work folder), by rank.
+fn backward_done(data: &Path, np: usize) -> Vec<Option<u64>> {
+    let mut out = vec![None; np];
+    let mut dirs = vec![data.join(".work")];
+    while let Some(dir) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let path = e.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.file_name().is_some_and(|n| n == "backward.json") {
+                let part = path
+                    .parent()
+                    .unwrap()
+                    .file_name()
+                    .unwrap()
+                    .to_string_lossy();
+                let rank: usize = part
+                    .strip_prefix("part-")
+                    .and_then(|p| p.split('-').next())
+                    .and_then(|r| r.parse().ok())
+                    .unwrap_or_else(|| panic!("a process's work folder: {part}"));
+                // The JSON after the work file's 24-byte header (magic, length, checksum).
+                let bytes = std::fs::read(&path).unwrap();
+                assert!(bytes.starts_with(b"A2048WKJ"), "{}", path.display());
+                let json: serde_json::Value = serde_json::from_slice(&bytes[24..]).unwrap();
+                out[rank] = json["done_age"].as_u64();
+            }
+        }
+    }
+    out
+}
+
+/// A job killed while its processes had recorded different ages of the backward pass as done
+/// (each checkpoints on its own clock) resumes that pass after the oldest of them, the last
+/// age every process finished, not from its top, and ends with the files of the job that was
+/// not killed.
+#[test]
+fn processes_stopped_at_different_ages_resume_after_the_oldest() {
+    use std::io::{BufRead, BufReader};
+    let dir = common::fresh_dir("mpi_resume_ages");
+    let (board, variant) = ("3x3", "goal-256");
+    let whole = dir.join("whole");
+    let o = solve_np(2, &whole, board, variant, &[]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    // Killed after a number of finished ages that grows each try, until the processes had
+    // recorded different ones (almost always at the first: each checkpoints once a second,
+    // at whichever age its writer is then done with).
+    let mut found = None;
+    for (attempt, after) in [60usize, 90, 120, 150, 180].into_iter().enumerate() {
+        let data = dir.join(format!("killed-{attempt}"));
+        let d = data.to_str().unwrap().to_string();
+        let mut job = mpirun(
+            2,
+            &[
+                "solve",
+                "--board",
+                board,
+                "--variant",
+                variant,
+                "--data",
+                &d,
+                "--threads",
+                "1",
+            ],
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+        let err = job.stderr.take().unwrap();
+        let mut backward = 0;
+        let mut killed = false;
+        for line in BufReader::new(err).lines() {
+            if line.unwrap().starts_with("backward: age") {
+                backward += 1;
+                if backward == after {
+                    let ranks = children(job.id());
+                    assert_eq!(ranks.len(), 2, "the processes of the job: {ranks:?}");
+                    killed = Command::new("kill")
+                        .args(["-KILL", &ranks[1].to_string()])
+                        .status()
+                        .unwrap()
+                        .success();
+                    break;
+                }
+            }
+        }
+        let status = job.wait().unwrap();
+        assert!(killed && !status.success(), "the job was killed: {status}");
+        let done = backward_done(&data, 2);
+        if let [Some(a), Some(b)] = done[..] {
+            if a != b {
+                found = Some((data, a.max(b)));
+                break;
+            }
+        }
+    }
+    let (data, oldest) =
+        found.expect("in five killed jobs, the processes always recorded the same age");
+    let o = mpirun(
+        2,
+        &[
+            "solve",
+            "--board",
+            board,
+            "--variant",
+            variant,
+            "--data",
+            data.to_str().unwrap(),
+            "--threads",
+            "1",
+        ],
+    )
+    .output()
+    .unwrap();
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let err = common::stderr(&o);
+    let resumed: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("resuming the backward pass"))
+        .collect();
+    let want = format!("resuming the backward pass after age {oldest}");
+    assert!(
+        !resumed.is_empty() && resumed.iter().all(|&l| l == want),
+        "{want}: {err}"
+    );
+    assert!(!err.contains("starting the backward pass over"), "{err}");
+    assert_eq!(
+        files_of(&data, board, variant),
+        files_of(&whole, board, variant)
+    );
+    assert!(!data.join(".work").exists(), "work files left behind");
+}

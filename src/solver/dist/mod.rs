@@ -180,8 +180,9 @@ impl<'t> Exchange<'t> {
         Ok(got)
     }
 
-    /// `ids` (sorted, distinct) split by owner, each bucket in the order of `ids`.
-    fn buckets(&self, ids: &[u64]) -> Vec<Vec<u64>> {
+    /// `ids` (sorted, distinct) split by owner, each bucket in the order of `ids`; and the
+    /// owner of each id.
+    fn buckets(&self, ids: &[u64]) -> (Vec<Vec<u64>>, Vec<u32>) {
         let n = self.parts.count as usize;
         let owners: Vec<u32> = ids
             .par_iter()
@@ -191,7 +192,7 @@ impl<'t> Exchange<'t> {
         for (&id, &o) in ids.iter().zip(&owners) {
             buckets[o as usize].push(id);
         }
-        buckets
+        (buckets, owners)
     }
 
     /// A layer this process made (sorted, distinct; some of it others own) sent to the
@@ -201,15 +202,18 @@ impl<'t> Exchange<'t> {
         if self.is_single() {
             return Ok(ids);
         }
-        let buckets = self.buckets(&ids);
-        drop(ids);
+        let (buckets, owners) = self.buckets(&ids);
+        drop((ids, owners));
         let got = self.all_to_all(&buckets, true)?;
         drop(buckets);
-        let mut out: Vec<u64> = Vec::with_capacity(got.iter().map(Vec::len).sum());
-        for g in got {
-            out.extend_from_slice(&g);
+        // Each process sent its bucket in the order of its layer: sorted and distinct, so the
+        // layer is their merge (checked: a run out of order would be merged wrong).
+        if let Some(r) = got.iter().position(|run| !super::layer::is_layer(run)) {
+            return Err(SolveError::Internal(format!(
+                "process {r} routed ids out of order"
+            )));
         }
-        Ok(super::layer::sort_dedup(out))
+        Ok(super::layer::merge_layers(got))
     }
 
     /// The values (`k` each, `[i * k + v]`) of `wanted` (sorted, distinct, none this
@@ -229,7 +233,7 @@ impl<'t> Exchange<'t> {
             }
             return Ok(Vec::new());
         }
-        let asked = self.buckets(wanted);
+        let (asked, owners) = self.buckets(wanted);
         let requests = self.all_to_all(&asked, false)?;
         let answers: Vec<Vec<u64>> = requests
             .iter()
@@ -250,8 +254,8 @@ impl<'t> Exchange<'t> {
         // Back into the order of `wanted`: each bucket's answers in the order it asked.
         let mut at = vec![0usize; got.len()];
         let mut out = Vec::with_capacity(wanted.len() * k);
-        for &id in wanted {
-            let o = self.parts.of(id, self.shape) as usize;
+        for &o in &owners {
+            let o = o as usize;
             let vals = got[o].get(at[o] * k..(at[o] + 1) * k).ok_or_else(|| {
                 SolveError::Internal(format!("process {o} answered too few values"))
             })?;
@@ -265,6 +269,10 @@ impl<'t> Exchange<'t> {
 /// The values (`k` each) of `ids` looked up in a layer (`layer` sorted, `values[i * k + v]`):
 /// how a process answers [`Exchange::fetch`]. An id the layer does not hold is an
 /// inconsistency of the forward layers.
+///
+/// The ids asked come in increasing order (a bucket of a sorted request), so each is sought
+/// from the last one's place on, by a galloping search: a walk through the layer, not a
+/// binary search of all of it an id. Ids in any other order are found all the same.
 pub fn answer_from(
     layer: &[u64],
     values: &[f64],
@@ -274,17 +282,38 @@ pub fn answer_from(
     board: Shape,
 ) -> Result<Vec<f64>> {
     let mut out = Vec::with_capacity(ids.len() * k);
+    let mut from = 0;
+    let mut last = None;
     for &id in ids {
-        let Ok(r) = layer.binary_search(&id) else {
+        if last.is_some_and(|l| l >= id) {
+            from = 0;
+        }
+        last = Some(id);
+        let r = gallop(layer, from, id);
+        if layer.get(r) != Some(&id) {
             return Err(SolveError::Inconsistent {
                 board: board.to_string(),
                 age,
                 step: "look-up from another process",
             });
-        };
+        }
         out.extend_from_slice(&values[r * k..(r + 1) * k]);
+        from = r + 1;
     }
     Ok(out)
+}
+
+/// The first place `r >= from` of sorted `layer` with `layer[r] >= id` (`layer.len()` if
+/// none): steps of 1, 2, 4, … from `from`, then a binary search within the last step.
+fn gallop(layer: &[u64], from: usize, id: u64) -> usize {
+    let (mut lo, mut hi, mut step) = (from, from, 1);
+    while hi < layer.len() && layer[hi] < id {
+        lo = hi + 1;
+        hi = from + step;
+        step *= 2;
+    }
+    let hi = hi.min(layer.len());
+    lo + layer[lo..hi].partition_point(|&x| x < id)
 }
 
 /// Two sorted, disjoint layers with their values (`k` each) merged into one.
@@ -352,5 +381,26 @@ mod tests {
             vec![4.0, 4.5, 10.0, 10.5]
         );
         assert!(answer_from(&ids, &vals, 2, &[3], 8, shape).is_err());
+        // In any order, past either end, and over a long layer (galloping steps).
+        assert_eq!(
+            answer_from(&ids, &vals, 2, &[10, 1, 9], 8, shape).unwrap(),
+            vec![10.0, 10.5, 1.0, 1.5, 9.0, 9.5]
+        );
+        assert!(answer_from(&ids, &vals, 2, &[11], 8, shape).is_err());
+        assert!(answer_from(&ids, &vals, 2, &[0], 8, shape).is_err());
+        let long: Vec<u64> = (0..5000).map(|i| i * 3).collect();
+        let long_vals: Vec<f64> = long.iter().map(|&i| i as f64).collect();
+        let asked: Vec<u64> = (0..5000).step_by(7).map(|i| i * 3).collect();
+        let want: Vec<f64> = asked.iter().map(|&i| i as f64).collect();
+        assert_eq!(
+            answer_from(&long, &long_vals, 1, &asked, 8, shape).unwrap(),
+            want
+        );
+        for id in [0u64, 1, 2999, 14997, 14998, 20000] {
+            let r = long.partition_point(|&x| x < id);
+            for from in [0, r.saturating_sub(1), r.saturating_sub(100), r] {
+                assert_eq!(gallop(&long, from, id), r, "{id} from {from}");
+            }
+        }
     }
 }
