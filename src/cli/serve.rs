@@ -36,6 +36,10 @@ pub struct ServeArgs {
     /// Rows a query answers with at most (the rest are cut, with a note).
     #[arg(long, default_value_t = 10_000)]
     pub max_rows: usize,
+    /// Seconds a client may take to read an answer; a connection whose answer is still unread
+    /// then is closed, and the answer's memory freed.
+    #[arg(long, default_value = "30")]
+    pub write_timeout: String,
 }
 
 /// A query process of `serve` ([`crate::serve::pool`]): what the server says on its command
@@ -105,6 +109,18 @@ impl ServeArgs {
                     self.sql_timeout
                 ))
             })?;
+        let write_timeout: f64 = self
+            .write_timeout
+            .trim()
+            .parse()
+            .ok()
+            .filter(|t: &f64| t.is_finite() && *t > 0.0 && *t <= 86_400.0)
+            .ok_or_else(|| {
+                CliError::Usage(format!(
+                    "bad --write-timeout '{}': seconds, more than 0 and at most 86400",
+                    self.write_timeout
+                ))
+            })?;
         if self.max_rows == 0 {
             return Err(CliError::Usage("--max-rows must be at least 1".into()));
         }
@@ -114,6 +130,7 @@ impl ServeArgs {
             reports: self.reports.clone(),
             sql_timeout: Duration::from_secs_f64(timeout),
             max_rows: self.max_rows,
+            write_timeout: Duration::from_secs_f64(write_timeout),
             renderer: Some(renderer()),
         })
     }

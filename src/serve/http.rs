@@ -6,7 +6,6 @@
 use std::net::SocketAddr;
 
 use bytes::Bytes;
-use http_body_util::Full;
 
 use super::ApiError;
 
@@ -80,7 +79,7 @@ const HEADERS: [(&str, &str); 4] = [
 impl Reply {
     /// The response hyper writes (its length from the body; hyper leaves the body out of an
     /// answer to HEAD); `close` asks hyper to end the connection after it.
-    pub fn into_response(self, close: bool) -> hyper::Response<Full<Bytes>> {
+    pub fn into_response(self, close: bool) -> hyper::Response<Bytes> {
         let mut b = hyper::Response::builder()
             .status(self.status)
             .header("Content-Type", self.content_type);
@@ -93,8 +92,8 @@ impl Reply {
         if close {
             b = b.header("Connection", "close");
         }
-        b.body(Full::new(Bytes::from(self.body)))
-            .unwrap_or_else(|_| hyper::Response::new(Full::new(Bytes::new())))
+        b.body(Bytes::from(self.body))
+            .unwrap_or_else(|_| hyper::Response::new(Bytes::new()))
     }
 }
 

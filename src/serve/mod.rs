@@ -31,7 +31,8 @@
 //! margin of 1 GiB). The bound of the whole is [`pool::WORKERS`] × that limit (two, 5.7 GiB)
 //! plus the server's own: its code, the index files it maps (clean pages, at most their
 //! size), and its heap, which holds a request's data and an answer at a time for each
-//! connection (an SQL answer at most 32 MiB of rows and 4 MiB of head).
+//! connection, query answers (each at most 32 MiB of rows and 4 MiB of head) at most
+//! [`server::MAX_SQL_ANSWERS`] at once, and none past the write timeout.
 
 pub mod api;
 pub mod assets;
@@ -64,6 +65,8 @@ pub struct Config {
     pub sql_timeout: Duration,
     /// The most rows a query answers with (the rest are cut, with a note).
     pub max_rows: usize,
+    /// How long a client may take to read an answer before its connection is closed.
+    pub write_timeout: Duration,
     /// How the report is checked and rendered (`None`: figures are served as they are).
     pub renderer: Option<Renderer>,
 }

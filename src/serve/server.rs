@@ -10,20 +10,31 @@
 //! ([`super::pool`]: query processes) for `POST /api/sql`, whose answer is awaited without holding a thread.
 //! Connections are bounded in number, overall and per client address, so threads, sockets and
 //! memory stay bounded whatever the clients do, and no client alone can take every connection.
+//!
+//! An answer leaves in frames of [`FRAME`] bytes, so hyper holds little of it and the rest
+//! stays in the answer until the client reads it; a connection whose answer is not read
+//! within the write timeout is closed, and the answer's memory freed. Query answers (up to
+//! [`MAX_REPLY_BYTES`] each) are held [`MAX_SQL_ANSWERS`] at a time, from the query's start
+//! until their last frame is taken, so clients who send queries and never read hold at most
+//! that many, and only for the write timeout.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
+use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
+use std::pin::{pin, Pin};
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full, Limited};
-use hyper::body::{Body, Incoming};
+use http_body_util::{BodyExt, Limited};
+use hyper::body::{Body, Frame, Incoming, SizeHint};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::api::{answer, App, MAX_LOG};
 use super::figures::Figures;
@@ -52,6 +63,13 @@ pub const BODY_DEADLINE: Duration = Duration::from_secs(15);
 
 /// The largest request head hyper reads (its read buffer).
 const MAX_HEAD: usize = 16 * 1024;
+
+/// The bytes of an answer handed to hyper at a time (hyper writes them before it takes more).
+pub const FRAME: usize = 64 * 1024;
+
+/// Query answers held at once, from the query's start until the client has taken the last
+/// frame (each at most [`MAX_REPLY_BYTES`] of rows and a note); one more is answered 503.
+pub const MAX_SQL_ANSWERS: usize = 8;
 
 /// Threads of the blocking pool that answers look-ups and pages.
 const BLOCKING_THREADS: usize = 32;
@@ -126,11 +144,12 @@ pub fn start(config: Config) -> Result<Running, ServeError> {
         sql,
         guard: Guard::new(addr),
     });
+    let write_timeout = config.write_timeout;
     let accept = {
         let app = app.clone();
         std::thread::Builder::new()
             .name("accept".into())
-            .spawn(move || runtime.block_on(accept_loop(listener, app)))
+            .spawn(move || runtime.block_on(accept_loop(listener, app, write_timeout)))
             .map_err(|e| ServeError::Bind {
                 addr,
                 message: format!("cannot start a thread: {e}"),
@@ -189,11 +208,72 @@ fn admit(open: &Arc<Mutex<Open>>, ip: IpAddr) -> Result<Ticket, ApiError> {
     })
 }
 
-async fn accept_loop(listener: std::net::TcpListener, app: Arc<App>) {
+/// When the answer a connection is sending was handed to hyper (`None`: none is being sent).
+#[derive(Clone, Default)]
+struct Watch(Arc<Mutex<Option<Instant>>>);
+
+impl Watch {
+    /// True if an answer has been waiting to be read for longer than `limit`.
+    fn stalled(&self, limit: Duration) -> bool {
+        let since = *self.0.lock().unwrap_or_else(|p| p.into_inner());
+        since.is_some_and(|t| t.elapsed() > limit)
+    }
+
+    /// Marks an answer as being sent until the returned mark drops.
+    fn sending(&self) -> Sending {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
+        Sending(self.clone())
+    }
+}
+
+/// An answer being sent on a connection ([`Watch::sending`]).
+struct Sending(Watch);
+
+impl Drop for Sending {
+    fn drop(&mut self) {
+        *self.0 .0.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+}
+
+/// An answer's body, handed to hyper [`FRAME`] bytes at a time, with what its sending holds
+/// (the connection's mark and, for a query's answer, its permit), let go when hyper drops
+/// it: after the last frame, or with the connection.
+pub struct Answer {
+    rest: Bytes,
+    _sending: Sending,
+    _permit: Option<OwnedSemaphorePermit>,
+}
+
+impl Body for Answer {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        if self.rest.is_empty() {
+            return Poll::Ready(None);
+        }
+        let n = self.rest.len().min(FRAME);
+        Poll::Ready(Some(Ok(Frame::data(self.rest.split_to(n)))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.rest.is_empty()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::with_exact(self.rest.len() as u64)
+    }
+}
+
+async fn accept_loop(listener: std::net::TcpListener, app: Arc<App>, write_timeout: Duration) {
     let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
         return;
     };
     let open = Arc::new(Mutex::new(Open::default()));
+    let answers = Arc::new(Semaphore::new(MAX_SQL_ANSWERS));
     loop {
         let (stream, peer) = match listener.accept().await {
             Ok(c) => c,
@@ -213,19 +293,38 @@ async fn accept_loop(listener: std::net::TcpListener, app: Arc<App>) {
         };
         let _ = stream.set_nodelay(true);
         let app = app.clone();
+        let answers = answers.clone();
         tokio::spawn(async move {
             let _ticket = ticket;
-            let service = service_fn(move |rq| {
-                let app = app.clone();
-                async move { Ok::<_, Infallible>(serve(app, peer, rq).await) }
-            });
-            let _ = http1::Builder::new()
+            let watch = Watch::default();
+            let service = {
+                let watch = watch.clone();
+                service_fn(move |rq| {
+                    let (app, answers, watch) = (app.clone(), answers.clone(), watch.clone());
+                    async move { Ok::<_, Infallible>(serve(app, answers, &watch, peer, rq).await) }
+                })
+            };
+            let mut connection = pin!(http1::Builder::new()
                 .timer(TokioTimer::new())
                 .header_read_timeout(HEAD_DEADLINE)
                 .keep_alive(true)
                 .max_buf_size(MAX_HEAD)
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
+                .serve_connection(TokioIo::new(stream), service));
+            // The connection, until it ends or its answer waits unread past the write
+            // timeout: then it is dropped, and with it the socket and the answer.
+            let mut tick = tokio::time::interval(Duration::from_millis(250));
+            std::future::poll_fn(|cx| {
+                if connection.as_mut().poll(cx).is_ready() {
+                    return Poll::Ready(());
+                }
+                while tick.poll_tick(cx).is_ready() {
+                    if watch.stalled(write_timeout) {
+                        return Poll::Ready(());
+                    }
+                }
+                Poll::Pending
+            })
+            .await;
         });
     }
 }
@@ -267,9 +366,11 @@ fn too_large(cap: usize) -> ApiError {
 /// The answer to one request.
 async fn serve(
     app: Arc<App>,
+    answers: Arc<Semaphore>,
+    watch: &Watch,
     peer: SocketAddr,
     rq: hyper::Request<Incoming>,
-) -> hyper::Response<Full<Bytes>> {
+) -> hyper::Response<Answer> {
     let (parts, body) = rq.into_parts();
     let cap = if parts.uri.path() == "/api/evaluate" {
         MAX_LOG
@@ -278,7 +379,7 @@ async fn serve(
     };
     let body = match read_body(body, cap).await {
         Ok(b) => b,
-        Err(e) => return Reply::error(&e).into_response(true),
+        Err(e) => return answer_with(Reply::error(&e).into_response(true), watch, None),
     };
     let rq = Request {
         method: parts.method.as_str().to_string(),
@@ -300,16 +401,41 @@ async fn serve(
         body,
         peer,
     };
-    let reply = if rq.method == "POST" && Target::parse(&rq.target).path == "/api/sql" {
-        query(&app, &rq).await
+    let (reply, permit) = if rq.method == "POST" && Target::parse(&rq.target).path == "/api/sql" {
+        match answers.try_acquire_owned() {
+            Ok(permit) => (query(&app, &rq).await, Some(permit)),
+            Err(_) => (
+                Reply::error(&ApiError::new(
+                    503,
+                    format!(
+                        "{MAX_SQL_ANSWERS} query answers are being sent already; try again in a moment"
+                    ),
+                )),
+                None,
+            ),
+        }
     } else {
-        tokio::task::spawn_blocking(move || handle(&app, &rq))
+        let reply = tokio::task::spawn_blocking(move || handle(&app, &rq))
             .await
             .unwrap_or_else(|_| {
                 Reply::error(&ApiError::new(500, "the request failed inside the server"))
-            })
+            });
+        (reply, None)
     };
-    reply.into_response(false)
+    answer_with(reply.into_response(false), watch, permit)
+}
+
+/// `response` with its body sent as an [`Answer`], watched on its connection.
+fn answer_with(
+    response: hyper::Response<Bytes>,
+    watch: &Watch,
+    permit: Option<OwnedSemaphorePermit>,
+) -> hyper::Response<Answer> {
+    response.map(|rest| Answer {
+        rest,
+        _sending: watch.sending(),
+        _permit: permit,
+    })
 }
 
 /// `POST /api/sql`: the guard, a JSON body, then the query pool's answer, awaited.

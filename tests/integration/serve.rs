@@ -1613,3 +1613,89 @@ fn a_posted_game_log_is_evaluated_as_the_cli_does() {
     assert_eq!(r.status, 400);
     assert!(r.error().contains("'X' is not a move"), "{}", r.error());
 }
+
+/// Regression: a client that sends queries and never reads the answers held each whole
+/// answer (up to 32 MiB) for as long as it kept the connection, on as many connections as it
+/// could open. Now at most `MAX_SQL_ANSWERS` are held at once, each until `--write-timeout`.
+#[test]
+fn answers_left_unread_are_bounded_and_dropped_at_the_write_timeout() {
+    use age2048::serve::server::MAX_SQL_ANSWERS;
+    let timeout = Duration::from_secs(10);
+    let s = Server::start(&["--write-timeout", "10", "--max-rows", "100000"]);
+    // About 30 MB of rows: far more than the sockets' buffers take.
+    let body =
+        serde_json::to_vec(&json!({ "query": "SELECT repeat('x', 30000) AS s FROM range(1000)" }))
+            .unwrap();
+    let send = || {
+        let mut c = TcpStream::connect(&s.addr).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+        // A small receive buffer, so that the answer waits in the server, not in the kernel
+        // (loopback's buffers grow to 32 MiB here).
+        let size: libc::c_int = 64 * 1024;
+        // SAFETY: a socket we own, an option of the size given.
+        let rc = unsafe {
+            libc::setsockopt(
+                std::os::fd::AsRawFd::as_raw_fd(&c),
+                libc::SOL_SOCKET,
+                libc::SO_RCVBUF,
+                std::ptr::addr_of!(size).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        assert_eq!(rc, 0);
+        let head = format!(
+            "POST /api/sql HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            s.addr,
+            body.len()
+        );
+        c.write_all(head.as_bytes()).unwrap();
+        c.write_all(&body).unwrap();
+        c
+    };
+    // Each answer's status line is read, the rest left unread.
+    let started = Instant::now();
+    let mut stalled = Vec::new();
+    for _ in 0..MAX_SQL_ANSWERS {
+        let mut c = send();
+        let mut first = [0u8; 12];
+        c.read_exact(&mut first).unwrap();
+        assert_eq!(
+            &first,
+            b"HTTP/1.1 200",
+            "{}",
+            String::from_utf8_lossy(&first)
+        );
+        stalled.push(c);
+    }
+    let mut busy = send();
+    let mut buf = Vec::new();
+    let _ = busy.read_to_end(&mut buf);
+    let r = parse_response(&buf);
+    assert_eq!(r.status, 503, "{} bytes of answer", r.body.len());
+    assert!(
+        r.error().contains(&format!(
+            "{MAX_SQL_ANSWERS} query answers are being sent already"
+        )),
+        "{}",
+        r.error()
+    );
+    assert!(
+        started.elapsed() < timeout,
+        "the test was too slow to see the cap"
+    );
+    // Past the write timeout the stalled connections are closed: each ends short of its
+    // answer, and a query is answered whole again.
+    std::thread::sleep(timeout + Duration::from_secs(1));
+    for mut c in stalled {
+        let mut rest = Vec::new();
+        let _ = c.read_to_end(&mut rest);
+        assert!(
+            rest.len() < 29_000_000,
+            "an unread answer was kept past the write timeout ({} bytes)",
+            rest.len()
+        );
+    }
+    let (status, v) = s.sql("SELECT 42 AS answer");
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["rows"], json!([[42]]));
+}
