@@ -280,6 +280,7 @@ fn main() {
             stream_cap: None,
             trace_memory: false,
             fixed_memory: None,
+            checkpoint_every: None,
         };
         let m = solve(&Store::new(&dir), &cfg, &|_| {}).unwrap();
         let _ = std::fs::remove_dir_all(&dir);

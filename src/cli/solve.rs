@@ -112,6 +112,10 @@ pub struct SolveArgs {
     /// of the budget's refusals on small boards).
     #[arg(long, value_name = "SIZE", hide = true)]
     pub fixed_memory: Option<String>,
+    /// Record finished ages as done every SECONDS instead of every second (for the tests of
+    /// a resume after processes recorded different ages).
+    #[arg(long, value_name = "SECONDS", hide = true)]
+    pub checkpoint_every: Option<f64>,
     /// Write the process's peak resident memory phase by phase to FILE (tab-separated, one
     /// row an age of the forward pass, five an age of the backward; reports/bench/memory.md
     /// says what each phase holds). Linux only.
@@ -148,6 +152,15 @@ pub fn config(a: &SolveArgs) -> Result<SolveConfig, CliError> {
         stream_cap: a.stream_cap,
         trace_memory: a.trace_memory.is_some(),
         fixed_memory: fixed_memory(a)?,
+        checkpoint_every: match a.checkpoint_every {
+            Some(t) if t.is_finite() && t >= 0.0 => Some(std::time::Duration::from_secs_f64(t)),
+            Some(t) => {
+                return Err(CliError::Usage(format!(
+                    "bad --checkpoint-every {t}: seconds, 0 or more"
+                )))
+            }
+            None => None,
+        },
     })
 }
 

@@ -63,6 +63,9 @@ pub struct SolveConfig {
     /// The fixed part the memory plan assumes instead of `plan::FIXED` (the tests' way to
     /// plan a small board's budget as a big one's; `solve --fixed-memory`).
     pub fixed_memory: Option<u64>,
+    /// How often finished ages are recorded as done instead of [`CHECKPOINT`] (the tests'
+    /// way to make the processes of a job record different ages; `solve --checkpoint-every`).
+    pub checkpoint_every: Option<Duration>,
 }
 
 /// How to store a solve, as asked: the layout, and for the compact one the precision of its
@@ -172,7 +175,7 @@ pub enum Event {
 
 /// How often finished ages are made durable and recorded as done: often enough that a kill
 /// loses little, rarely enough that syncing costs little.
-const CHECKPOINT: Duration = Duration::from_millis(1000);
+pub const CHECKPOINT: Duration = Duration::from_millis(1000);
 
 /// How many bytes of finished ages the backward pass may hand over before they are recorded,
 /// unless told otherwise ([`SolveConfig::write_ahead`]): small ages are written after the
@@ -566,6 +569,7 @@ fn solve_class(
                         Ok(work.write_json("forward.json", &snapshot)?)
                     });
                     let mut checkpoint = Instant::now();
+                    let every = cfg.checkpoint_every.unwrap_or(CHECKPOINT);
                     for layer in rx {
                         // Encoded first, so that the check asks for the bytes the file takes
                         // (a streamed age comes encoded).
@@ -591,7 +595,7 @@ fn solve_class(
                         progress.min_age =
                             Some(progress.min_age.map_or(layer.age, |m| m.min(layer.age)));
                         progress.done_age = Some(layer.age);
-                        if checkpoint.elapsed() >= CHECKPOINT && cp.idle() {
+                        if checkpoint.elapsed() >= every && cp.idle() {
                             progress.seconds = base_seconds + t.elapsed().as_secs_f64();
                             if !cp.submit(progress.clone()) {
                                 break;
@@ -903,6 +907,7 @@ fn solve_class(
                         },
                     );
                     let mut checkpoint = Instant::now();
+                    let every = cfg.checkpoint_every.unwrap_or(CHECKPOINT);
                     // The state values of the last two finished ages since the last checkpoint:
                     // a resume needs them only for the ages a checkpoint records, so a small
                     // age's are held (`Some`) and written then (values of other small ages
@@ -955,7 +960,7 @@ fn solve_class(
                         work.save_record(age, &AgeRecord { stats, files })?;
                         bwd.done_age = Some(age);
                         pending = true;
-                        if checkpoint.elapsed() >= CHECKPOINT && cp.idle() {
+                        if checkpoint.elapsed() >= every && cp.idle() {
                             bwd.seconds = base_seconds + t.elapsed().as_secs_f64();
                             if !cp.submit((bwd.clone(), std::mem::take(&mut recent))) {
                                 break;

@@ -388,15 +388,16 @@ fn processes_stopped_at_different_ages_resume_after_the_oldest() {
     let o = solve_np(2, &whole, board, variant, &[]);
     assert!(o.status.success(), "{}", common::stderr(&o));
     // Killed after a number of finished ages that grows each try, until the processes had
-    // recorded different ones (almost always at the first: each checkpoints once a second,
-    // at whichever age its writer is then done with).
+    // recorded different ones: process 0 records every age, process 1 every 50 ms (on a
+    // clock of its own, as a process records every second in a real job), so they differ
+    // unless process 1 had just recorded when it was killed.
     let mut found = None;
     for (attempt, after) in [60usize, 90, 120, 150, 180].into_iter().enumerate() {
         let data = dir.join(format!("killed-{attempt}"));
         let d = data.to_str().unwrap().to_string();
-        let mut job = mpirun(
-            2,
-            &[
+        let args = |every: &'static str| {
+            [
+                BIN,
                 "solve",
                 "--board",
                 board,
@@ -406,12 +407,24 @@ fn processes_stopped_at_different_ages_resume_after_the_oldest() {
                 &d,
                 "--threads",
                 "1",
-            ],
-        )
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+                "--checkpoint-every",
+                every,
+            ]
+            .map(String::from)
+        };
+        // One program a process (MPI's "multiple programs" form: `-np 1 A : -np 1 B`).
+        let mut job = Command::new("mpirun");
+        job.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .args(["--oversubscribe", "--bind-to", "none", "-np", "1"])
+            .args(args("0"))
+            .args([":", "-np", "1"])
+            .args(args("0.05"));
+        let mut job = job
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
         let err = job.stderr.take().unwrap();
         let mut backward = 0;
         let mut killed = false;
