@@ -97,30 +97,8 @@ impl ServeArgs {
                 self.bind
             ))
         })?;
-        let timeout: f64 = self
-            .sql_timeout
-            .trim()
-            .parse()
-            .ok()
-            .filter(|t: &f64| t.is_finite() && *t > 0.0 && *t <= 86_400.0)
-            .ok_or_else(|| {
-                CliError::Usage(format!(
-                    "bad --sql-timeout '{}': seconds, more than 0 and at most 86400",
-                    self.sql_timeout
-                ))
-            })?;
-        let write_timeout: f64 = self
-            .write_timeout
-            .trim()
-            .parse()
-            .ok()
-            .filter(|t: &f64| t.is_finite() && *t > 0.0 && *t <= 86_400.0)
-            .ok_or_else(|| {
-                CliError::Usage(format!(
-                    "bad --write-timeout '{}': seconds, more than 0 and at most 86400",
-                    self.write_timeout
-                ))
-            })?;
+        let timeout = seconds("--sql-timeout", &self.sql_timeout)?;
+        let write_timeout = seconds("--write-timeout", &self.write_timeout)?;
         if self.max_rows == 0 {
             return Err(CliError::Usage("--max-rows must be at least 1".into()));
         }
@@ -128,12 +106,26 @@ impl ServeArgs {
             data: self.data.clone(),
             addr: SocketAddr::new(ip, self.port),
             reports: self.reports.clone(),
-            sql_timeout: Duration::from_secs_f64(timeout),
+            sql_timeout: timeout,
             max_rows: self.max_rows,
-            write_timeout: Duration::from_secs_f64(write_timeout),
+            write_timeout,
             renderer: Some(renderer()),
         })
     }
+}
+
+/// The seconds of `flag`, more than 0 and at most a day.
+fn seconds(flag: &str, text: &str) -> Result<Duration, CliError> {
+    text.trim()
+        .parse()
+        .ok()
+        .filter(|t: &f64| t.is_finite() && *t > 0.0 && *t <= 86_400.0)
+        .map(Duration::from_secs_f64)
+        .ok_or_else(|| {
+            CliError::Usage(format!(
+                "bad {flag} '{text}': seconds, more than 0 and at most 86400"
+            ))
+        })
 }
 
 /// Runs `age2048 serve` until the process is stopped.

@@ -858,6 +858,13 @@ fn bad_flags_and_data_are_one_line() {
     );
     let o = run(&["serve", "--data", d(), "--sql-timeout", "0"]);
     assert_eq!(o.status.code(), Some(2));
+    let o = run(&["serve", "--data", d(), "--write-timeout", "soon"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("bad --write-timeout 'soon': seconds"),
+        "{}",
+        stderr(&o)
+    );
     let missing = data().join("no-such-dir");
     let cli = cli_error(&["sql", "--data", missing.to_str().unwrap(), "SELECT 1"]);
     assert_eq!(
