@@ -67,18 +67,7 @@ pub fn replay(tb: &Tablebase, seed: u64, moves: &str) -> Result<Value, ApiError>
         })?;
         let before = s.board;
         match s.play(dir)? {
-            Outcome::Invalid(_) => {
-                let why = if s.over() {
-                    "the game is over"
-                } else {
-                    "it changes nothing"
-                };
-                return Err(ApiError::bad(format!(
-                    "move {} ({c}) cannot be played on '{}': {why}",
-                    i + 1,
-                    format_board(before, shape)
-                )));
-            }
+            Outcome::Invalid(_) => return Err(cannot_play(i, c, before, shape, s.over())),
             Outcome::Moved {
                 dir,
                 reward,
@@ -151,6 +140,21 @@ fn summary(s: &Session, history: Vec<Value>, now: Value) -> Value {
 }
 
 /// The stored move of `code` in a policy solve, or `None` where the game has no move; off
+/// The refusal of move `i` (letter `c`) of a game, which changed nothing on `before` or came
+/// after the game ended.
+fn cannot_play(i: usize, c: char, before: u64, shape: Shape, over: bool) -> ApiError {
+    let why = if over {
+        "the game is over"
+    } else {
+        "it changes nothing"
+    };
+    ApiError::bad(format!(
+        "move {} ({c}) cannot be played on '{}': {why}",
+        i + 1,
+        format_board(before, shape)
+    ))
+}
+
 /// the states a `--reach` policy covers (`covered` false) a board may have none.
 fn stored_move(tb: &Tablebase, code: u64, covered: bool) -> Result<Option<Dir>, ApiError> {
     let text = format_board(code, tb.game().shape());
@@ -184,16 +188,7 @@ fn replay_moves_only(tb: &Tablebase, seed: u64, moves: &str) -> Result<Value, Ap
             stored_move(tb, before, on_policy || !reach)?
         };
         let Some(reward) = s.step(dir)? else {
-            let why = if s.over() {
-                "the game is over"
-            } else {
-                "it changes nothing"
-            };
-            return Err(ApiError::bad(format!(
-                "move {} ({c}) cannot be played on '{}': {why}",
-                i + 1,
-                format_board(before, shape)
-            )));
+            return Err(cannot_play(i, c, before, shape, s.over()));
         };
         // The stored move's equal: the same afterstate up to symmetry, the same reward.
         let made = |d: Dir| {

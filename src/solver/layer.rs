@@ -160,16 +160,9 @@ const RECENT_BITS: u32 = 12;
 /// sorted. It drops only an id it holds, one the task made before: every id is still kept
 /// once.
 ///
-/// Over a fresh 4x3 `goal-128` forward pass (2026-11-27) it dropped 26 % of the moves'
-/// afterstates (3.36 G made, 2.47 G kept, 0.61 G distinct: the same afterstate from states
-/// that differ in the tiles a move slides together) but 3 % of the spawns' children (1.62 G
-/// made, 1.01 G distinct: a child's repeats come from afterstates far apart in the layer's
-/// order, as on 3x3 in `reports/bench/profile.md`). Forward passes of 4x3 `goal-128 --layout
-/// compact`, A B C C B A: 196.9 s (196.7, 197.1) against 205.0 without (200.0, 209.9), peak
-/// 879 and 860 MB against 944 and 949; with 2^14 slots 200.3 s (199.8, 200.9). On a 2-core
-/// Zen 5 EPYC (1 MiB of L2 a core), forward passes of 4x3 `goal-128` alternating 2^12, 2^14
-/// and a build with `CACHE_SORT` at 2^17 (A B C C B A): 2^14 took 80.4 and 80.9 s against
-/// 81.4 and 83.4, within the runs' spread: not changed.
+/// It pays where a move slides different tiles into the same afterstate, and little for a
+/// spawn's children, whose repeats lie far apart; the measurements, and why 2^12 slots, are
+/// in `reports/bench/profile.md` ("A cache of recent ids").
 pub struct RecentIds {
     slots: Vec<u64>,
 }
