@@ -355,8 +355,13 @@ fn run_with(a: &SolveArgs, ex: &Exchange) -> Result<(), CliError> {
         Some(path) => Some(MemoryTrace::create(path)?),
         None => None,
     };
-    // The process's allocator keeps what one age frees for the next (`solver::huge`).
-    crate::solver::keep_freed_memory();
+    // The process's allocator keeps what one age frees for the next (`solver::huge`), unless
+    // the user gave a budget: then what is freed goes back at once.
+    if a.memory.is_some() {
+        crate::solver::hand_back_memory();
+    } else {
+        crate::solver::keep_freed_memory();
+    }
     if !quiet {
         let given = if a.memory.is_some() {
             "--memory"

@@ -284,8 +284,9 @@ impl Default for Holding {
     }
 }
 
-/// Ids of a streamed age's chunks (read from its work file, valued, pushed to the tables).
-const STREAM_CHUNK: usize = 1 << 22;
+/// Ids of a streamed age's chunks (read from its work file, valued, pushed to the tables):
+/// their ids, values and records are part of the budget's fixed part (`plan::FIXED`).
+const STREAM_CHUNK: usize = 1 << 20;
 
 /// What an [`AgeWriter`] needs of an age's records.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

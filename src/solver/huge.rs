@@ -53,6 +53,28 @@ pub fn keep_freed() {
     }
 }
 
+/// Blocks from this size on are mapped for themselves, and an arena keeps at most twice this
+/// much free memory at its top, under a budget the user gave ([`hand_back`]).
+const HAND_BACK_BLOCKS: usize = 1 << 20;
+
+/// [`keep_freed`]'s opposite, for a solve held to a budget it was given (`solve --memory`):
+/// blocks of a MiB and more are mapped for themselves and unmapped when freed, and little free
+/// memory stays at an arena's top, so that what the solve holds is what it uses. Each thread
+/// allocating from an arena of its own, blocks kept free by one were not reused by another:
+/// 4x3 `goal-256` given its smallest budget held 100 MiB more than usual through one age in
+/// fifty (`reports/bench/budget.md`). The thresholds are fixed (glibc stops sliding them).
+pub fn hand_back() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: as `keep_freed`: two thresholds, no live allocation touched.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, HAND_BACK_BLOCKS as libc::c_int);
+        libc::mallopt(
+            libc::M_TRIM_THRESHOLD,
+            (2 * HAND_BACK_BLOCKS) as libc::c_int,
+        );
+    }
+}
+
 /// A vector of `len` copies of `fill`, on huge pages where the kernel grants them.
 pub fn filled<T: Copy>(len: usize, fill: T) -> Vec<T> {
     let mut v = Vec::with_capacity(len);

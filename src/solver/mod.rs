@@ -38,6 +38,7 @@ pub mod spill;
 pub mod table;
 
 pub use error::{Result, SolveError};
+pub use huge::hand_back as hand_back_memory;
 pub use huge::keep_freed as keep_freed_memory;
 pub use memory::can_trace as can_trace_memory;
 pub use run::{

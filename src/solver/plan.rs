@@ -16,7 +16,7 @@ use crate::rules::Variant;
 
 /// What a solve holds whatever the board ([`Plan::fixed`] by default): the process (the
 /// binary and its libraries, each thread's stack and buffers), a streamed chunk's ids, values
-/// and records ([`super::backward`]: 2^22 ids), a stream's round of ranges
+/// and records ([`super::backward`]: 2^20 ids), a stream's round of ranges
 /// ([`super::spill`]), the Parquet and policy writers' buffers, and the writer's queue of
 /// finished ages ([`WRITE_AHEAD_BUDGETED`]).
 pub const FIXED: u64 = 256 << 20;
@@ -88,13 +88,18 @@ impl Plan {
                 human(least)
             )));
         }
-        // A layer being grown holds raw at most a twelfth of the budget before it is packed:
-        // two such layers and the age's afterstates, one merge's copy, packed runs and the
+        // The forward pass's raw layers and batches are drawn from what the budget leaves
+        // beyond the fixed part: the rest holds the process and what grows with the age
+        // (packed runs, a streamed age's encoded file). Drawn from the whole budget, they
+        // took the least budget past itself (4x3 `goal-256` given 512 MiB: 544 MiB at age 268).
+        let usable = budget - fixed;
+        // A layer being grown holds raw at most a twelfth of that before it is packed: two
+        // such layers and the age's afterstates, one merge's copy, packed runs and the
         // batches fit beside one another.
-        let cap = (budget / 12 / 8).max(1) as usize;
+        let cap = (usable / 12 / 8).max(1) as usize;
         // A batch of children holds at most a thirty-second of it (a batch's ids, their sort
         // scratch and the runs cut from them are a few times that).
-        let batch = ((budget / 32 / 8) as usize).clamp(1 << 16, super::forward::BATCH_IDS);
+        let batch = ((usable / 32 / 8) as usize).clamp(1 << 16, super::forward::BATCH_IDS);
         Ok(Plan {
             budget,
             fixed,
@@ -330,6 +335,21 @@ mod tests {
         // A smaller fixed part lowers the least budget.
         assert!(Plan::with_fixed(MIN_BUDGET / 4, FIXED / 8).is_ok());
         assert!(Plan::with_fixed(FIXED / 4 - 1, FIXED / 8).is_err());
+    }
+
+    /// The forward pass's raw layers and batches come out of what the budget leaves beyond
+    /// the fixed part (drawn from the whole budget, 4x3 `goal-256`'s forward pass peaked at
+    /// 544 MiB given 512 MiB).
+    #[test]
+    fn the_forward_pass_is_sized_from_the_budget_beyond_the_fixed_part() {
+        let least = Plan::new(MIN_BUDGET).unwrap().forward;
+        assert_eq!(least.cap as u64, (MIN_BUDGET - FIXED) / 96);
+        assert_eq!(least.batch as u64, (MIN_BUDGET - FIXED) / 256);
+        let roomy = Plan::new(8 * FIXED).unwrap().forward;
+        assert_eq!(roomy.cap as u64, 7 * FIXED / 96);
+        // With no fixed part the whole budget is theirs.
+        let bare = Plan::with_fixed(MIN_BUDGET, 0).unwrap().forward;
+        assert_eq!(bare.cap as u64, MIN_BUDGET / 96);
     }
 
     #[test]
