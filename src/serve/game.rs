@@ -59,12 +59,7 @@ pub fn replay(tb: &Tablebase, seed: u64, moves: &str) -> Result<Value, ApiError>
     let mut s = Session::new(tb, seed)?;
     let mut history = Vec::with_capacity(moves.len());
     for (i, c) in moves.chars().enumerate() {
-        let dir = dir_of(c).ok_or_else(|| {
-            ApiError::bad(format!(
-                "move {}: '{c}' is not a move (L, R, U or D)",
-                i + 1
-            ))
-        })?;
+        let dir = move_at(i, c)?;
         let before = s.board;
         match s.play(dir)? {
             Outcome::Invalid(_) => return Err(cannot_play(i, c, before, shape, s.over())),
@@ -175,12 +170,7 @@ fn replay_moves_only(tb: &Tablebase, seed: u64, moves: &str) -> Result<Value, Ap
     // Every move so far the stored one: the boards are those optimal play reaches.
     let mut on_policy = true;
     for (i, c) in moves.chars().enumerate() {
-        let dir = dir_of(c).ok_or_else(|| {
-            ApiError::bad(format!(
-                "move {}: '{c}' is not a move (L, R, U or D)",
-                i + 1
-            ))
-        })?;
+        let dir = move_at(i, c)?;
         let before = s.board;
         let best = if s.over() {
             None
@@ -225,4 +215,14 @@ fn replay_moves_only(tb: &Tablebase, seed: u64, moves: &str) -> Result<Value, Ap
         "moves only (policy layout): a move other than the stored one may still tie with it"
     });
     Ok(out)
+}
+
+/// Move `i` (from 0) of a replay, `c`, as a direction, or the one line saying it is none.
+fn move_at(i: usize, c: char) -> Result<Dir, ApiError> {
+    dir_of(c).ok_or_else(|| {
+        ApiError::bad(format!(
+            "move {}: '{c}' is not a move (L, R, U or D)",
+            i + 1
+        ))
+    })
 }

@@ -44,13 +44,21 @@ const KEEP_BLOCKS: usize = 32 << 20;
 /// against 6.46 (medians), peak memory 4 % higher. Big ages still hand their memory back
 /// (`trim`).
 pub fn keep_freed() {
+    set_thresholds(KEEP_BLOCKS);
+}
+
+/// Blocks from `blocks` bytes on mapped for themselves, and at most twice that kept free at
+/// an arena's top (fixed: glibc stops sliding either).
+fn set_thresholds(blocks: usize) {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: `mallopt` sets two of the allocator's thresholds, which say only where later
     // blocks come from and when free memory goes back; no live allocation is touched.
     unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, KEEP_BLOCKS as libc::c_int);
-        libc::mallopt(libc::M_TRIM_THRESHOLD, (2 * KEEP_BLOCKS) as libc::c_int);
+        libc::mallopt(libc::M_MMAP_THRESHOLD, blocks as libc::c_int);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, (2 * blocks) as libc::c_int);
     }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    let _ = blocks;
 }
 
 /// Blocks from this size on are mapped for themselves, and an arena keeps at most twice this
@@ -62,17 +70,9 @@ const HAND_BACK_BLOCKS: usize = 1 << 20;
 /// memory stays at an arena's top, so that what the solve holds is what it uses. Each thread
 /// allocating from an arena of its own, blocks kept free by one were not reused by another:
 /// 4x3 `goal-256` given its smallest budget held 100 MiB more than usual through one age in
-/// fifty (`reports/bench/budget.md`). The thresholds are fixed (glibc stops sliding them).
+/// fifty (`reports/bench/budget.md`).
 pub fn hand_back() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: as `keep_freed`: two thresholds, no live allocation touched.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, HAND_BACK_BLOCKS as libc::c_int);
-        libc::mallopt(
-            libc::M_TRIM_THRESHOLD,
-            (2 * HAND_BACK_BLOCKS) as libc::c_int,
-        );
-    }
+    set_thresholds(HAND_BACK_BLOCKS);
 }
 
 /// A vector of `len` copies of `fill`, on huge pages where the kernel grants them.
