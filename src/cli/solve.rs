@@ -122,9 +122,10 @@ pub struct SolveArgs {
     #[arg(long, value_name = "FILE")]
     pub trace_memory: Option<PathBuf>,
     /// Under `mpirun` (a build with the feature `mpi`): how the boards are split between the
-    /// processes, `hash` (even parts) or `sums` (by the board's line sums, which a move keeps
-    /// along its direction). Any split gives the same values and figures.
-    #[arg(long, default_value = "hash", value_name = "SCHEME")]
+    /// processes: `hash` (even parts), `sums` (by the board's line sums, which a move keeps
+    /// along its direction) or `tiles` (by where the tiles of 8 and more stand, which a spawn
+    /// keeps). Any split gives the same values and figures.
+    #[arg(long, default_value = "tiles", value_name = "SCHEME")]
     pub parts: String,
 }
 
@@ -261,7 +262,7 @@ fn storage(a: &SolveArgs) -> Result<StorageRequest, CliError> {
 fn scheme(a: &SolveArgs) -> Result<Scheme, CliError> {
     Scheme::parse(&a.parts).ok_or_else(|| {
         CliError::Usage(format!(
-            "--parts {}: not a way to split boards (hash or sums)",
+            "--parts {}: not a way to split boards (hash, sums or tiles)",
             a.parts
         ))
     })

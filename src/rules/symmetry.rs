@@ -65,6 +65,19 @@ impl Images {
     pub fn min(&self) -> u64 {
         min8(&self.codes, self.n)
     }
+
+    /// The number of elements of the group the images are under.
+    pub fn order(&self) -> usize {
+        self.n
+    }
+
+    /// The smallest image with `f` applied to every image: the canonical form of `f(board)`
+    /// when `f` commutes with the group (a change of tiles cell by cell, say), without
+    /// computing its images again.
+    #[inline(always)]
+    pub fn min_of(&self, f: impl Fn(u64) -> u64) -> u64 {
+        min8(&self.codes.map(f), self.n)
+    }
 }
 
 #[inline(always)]

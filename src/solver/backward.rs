@@ -365,7 +365,13 @@ pub struct Backward<'g> {
     holding: Holding,
     /// The processes of a distributed solve ([`Exchange`]); `None` for one process.
     exchange: Option<&'g Exchange<'g>>,
+    /// Over several processes: the afterstates of an age this process's states move to that
+    /// others own, as the forward pass kept them (`None`: made again from the states).
+    asked: Option<Asked<'g>>,
 }
+
+/// The afterstates of an age asked of other processes, as the forward pass kept them.
+pub type Asked<'g> = &'g (dyn Fn(u32) -> Option<Vec<u64>> + Sync);
 
 impl<'g> Backward<'g> {
     pub fn new(game: &'g Game, variants: &[Variant]) -> Result<Backward<'g>> {
@@ -387,6 +393,7 @@ impl<'g> Backward<'g> {
             phases: None,
             holding: Holding::default(),
             exchange: None,
+            asked: None,
         })
     }
 
@@ -395,6 +402,13 @@ impl<'g> Backward<'g> {
     /// before each look-up phase (nothing is, in one process).
     pub fn with_exchange(mut self, ex: &'g Exchange<'g>) -> Backward<'g> {
         self.exchange = Some(ex);
+        self
+    }
+
+    /// Where the forward pass's afterstates asked of others are read from (instead of moving
+    /// every state again and sorting what others own).
+    pub fn with_asked(mut self, asked: Asked<'g>) -> Backward<'g> {
+        self.asked = Some(asked);
         self
     }
 
@@ -779,6 +793,14 @@ impl<'g> Backward<'g> {
         readers: &[(&[u64], usize)],
     ) -> Result<Level> {
         let (game, class, k) = (self.game, self.class, self.k());
+        let (ids, values) = level.owned.unwrap_or_default();
+        if ex.parts().spawns_stay_home() {
+            // Every child of this process's afterstates is its own: no ghosts, no fetch (every
+            // process skips it alike).
+            let mut table = self.table_builder(ids.len());
+            table.push(&ids, &values);
+            return Ok(Level::from_table(level.age, table.finish()));
+        }
         let spawns = [class.spawn2, class.spawn4];
         let pieces: Vec<Vec<u64>> = readers
             .iter()
@@ -791,7 +813,6 @@ impl<'g> Backward<'g> {
             })
             .collect();
         let wanted = super::layer::sort_dedup_pieces(pieces);
-        let (ids, values) = level.owned.unwrap_or_default();
         let shape = game.shape();
         let got = ex.fetch(&wanted, k, &|asked| {
             answer_from(&ids, &values, k, asked, level.age, shape)
@@ -812,7 +833,23 @@ impl<'g> Backward<'g> {
         afterstates: &[u64],
         after_values: &[f64],
     ) -> Result<(Vec<u64>, Vec<f64>)> {
-        let (game, class, k) = (self.game, self.class, self.k());
+        let (game, k) = (self.game, self.k());
+        let kept = self.asked.and_then(|asked| asked(age));
+        let wanted = match kept {
+            Some(wanted) => wanted,
+            None => self.asked_again(ex, states),
+        };
+        let shape = game.shape();
+        let got = ex.fetch(&wanted, k, &|asked| {
+            answer_from(afterstates, after_values, k, asked, age, shape)
+        })?;
+        Ok(merge_valued(afterstates, after_values, &wanted, &got, k))
+    }
+
+    /// The afterstates `states` move to that others own, sorted and distinct: made again
+    /// where the forward pass's are not kept.
+    fn asked_again(&self, ex: &Exchange, states: &[u64]) -> Vec<u64> {
+        let (game, class) = (self.game, self.class);
         let wanted: Vec<u64> = states
             .par_chunks(CHUNK)
             .flat_map_iter(|chunk| {
@@ -822,8 +859,15 @@ impl<'g> Backward<'g> {
                         continue;
                     }
                     for (a, _) in game.rules.moves(s).into_iter().flatten() {
-                        let c = game.canon(a);
-                        if !ex.mine(c) {
+                        // The images once, for the id and for its owner.
+                        let (c, mine) = match game.sym.images_of(a) {
+                            Some(images) => (images.min(), ex.mine_images(&images)),
+                            None => {
+                                let c = game.canon(a);
+                                (c, ex.mine(c))
+                            }
+                        };
+                        if !mine {
                             out.push(c);
                         }
                     }
@@ -831,12 +875,7 @@ impl<'g> Backward<'g> {
                 out
             })
             .collect();
-        let wanted = super::layer::sort_dedup(wanted);
-        let shape = game.shape();
-        let got = ex.fetch(&wanted, k, &|asked| {
-            answer_from(afterstates, after_values, k, asked, age, shape)
-        })?;
-        Ok(merge_valued(afterstates, after_values, &wanted, &got, k))
+        super::layer::sort_dedup(wanted)
     }
 
     fn afterstate_values(

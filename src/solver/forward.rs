@@ -42,6 +42,9 @@ pub struct AgeLayer {
     /// A streamed age's layer file, its states only, encoded as they were made
     /// ([`crate::store::idcodec::LayerEncoder`]): no vector of the age's ids existed.
     pub encoded: Option<Vec<u8>>,
+    /// Over several processes: the afterstates this process's states move to that others
+    /// own, sorted (what the backward pass asks their owners for; empty in one process).
+    pub asked: Vec<u64>,
     pub n_states: usize,
     pub n_afterstates: usize,
 }
@@ -55,6 +58,7 @@ impl AgeLayer {
             states,
             afterstates,
             encoded: None,
+            asked: Vec::new(),
         }
     }
 }
@@ -335,7 +339,9 @@ pub fn run_exchanged(
 ) -> Result<u32> {
     // The partial layers of the ages to come, each grown from its batches' runs.
     let mut pending: BTreeMap<u32, Spilled> = BTreeMap::new();
-    for (age, ids) in seeds(game, class) {
+    // Each process starts from the initial states it owns; the rest come from the routes.
+    for (age, mut ids) in seeds(game, class) {
+        ids.retain(|&id| ex.mine(id));
         add_run(&mut pending, plan, age, ids)?;
     }
     let mut max_age = 0;
@@ -375,15 +381,26 @@ pub fn run_exchanged(
             sink(done)?;
             continue;
         }
-        let states = ex.route(layer.into_layer()?)?;
+        // Where every spawn child is its afterstate's owner's, the layer is already this
+        // process's own (every process skips the route alike).
+        let states = if ex.parts().spawns_stay_home() {
+            let states = layer.into_layer()?;
+            debug_assert!(states.iter().all(|&id| ex.mine(id)));
+            states
+        } else {
+            ex.route(layer.into_layer()?)?
+        };
         debug_assert!(layer::is_layer(&states));
-        let afterstates = ex.route(expand_in(game, class, &states, plan.batch))?;
+        let (afterstates, asked) = ex.route_keeping(expand_in(game, class, &states, plan.batch))?;
         spawn_batches(game, class, &afterstates, plan.batch, |two, four| {
             add_run(&mut pending, plan, age + 2, two)?;
             add_run(&mut pending, plan, age + 4, four)
         })?;
         max_age = age;
-        sink(AgeLayer::whole(age, states, afterstates))?;
+        sink(AgeLayer {
+            asked,
+            ..AgeLayer::whole(age, states, afterstates)
+        })?;
     }
     Ok(max_age)
 }
@@ -432,6 +449,7 @@ fn streamed_age(
         states: Vec::new(),
         afterstates: Vec::new(),
         encoded: Some(file.finish()),
+        asked: Vec::new(),
         n_states,
         n_afterstates,
     })

@@ -579,13 +579,19 @@ fn solve_class(
                                 WorkDir::encode_layers(layer.age, &layer.states, &layer.afterstates)
                             }
                         };
+                        // Over several processes, the afterstates asked of others too.
+                        let asked = (!layer.asked.is_empty())
+                            .then(|| WorkDir::encode_layers(layer.age, &layer.asked, &[]));
                         store.ensure_free(
                             &format!("the forward layers of age {}", layer.age),
-                            bytes.len() as u64,
+                            (bytes.len() + asked.as_ref().map_or(0, Vec::len)) as u64,
                             min_free,
                         )?;
                         work.write_layers(layer.age, &bytes)?;
                         drop(bytes);
+                        if let Some(asked) = asked {
+                            work.write_asked(layer.age, &asked)?;
+                        }
                         progress.ages.push(layer.age);
                         progress.counts.push((
                             layer.age,
@@ -788,6 +794,10 @@ fn solve_class(
             cap: plan.forward.cap,
         })
         .with_exchange(ex);
+    let asked = |age| work.load_asked(age);
+    if !ex.is_single() {
+        backward = backward.with_asked(&asked);
+    }
     if cfg.trace_memory {
         backward = backward.with_phases(&phases);
     }

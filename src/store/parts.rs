@@ -3,15 +3,25 @@
 //! afterstates process R owns, and the owner of an id is a function of the id alone, the same
 //! in every process and for every reader (who opens the one part a look-up needs).
 //!
-//! Two schemes: `hash` (a mix of the id's bits: the parts are even, and a successor lands on
-//! any part alike) and `sums` (a mix of the board's line sums — the sorted row sums or the
-//! sorted column sums, whichever is smaller, so that the key is the same for every image of
-//! the board: a move left or right keeps the row sums, up or down the column sums, so some of
-//! a state's afterstates stay with their state's owner).
+//! Three schemes:
+//! - `hash`: a mix of the id's bits. The parts are even, and a successor lands on any part
+//!   alike.
+//! - `sums`: a mix of the board's line sums (the sorted row sums or the sorted column sums,
+//!   whichever is smaller, so that the key is the same for every image of the board). A move
+//!   left or right keeps the row sums, up or down the column sums, so some of a state's
+//!   afterstates stay with their state's owner.
+//! - `tiles`: a mix of where the board's tiles of 8 and more stand, up to symmetry (the
+//!   canonical form of the board with its 2s and 4s taken off). A spawn puts a 2 or a 4 in an
+//!   empty cell and keeps them, so **every spawn child is owned by its afterstate's owner**:
+//!   only the moves cross parts. Boards without such a tile (the smallest ages) all fall in
+//!   one part.
 
 use serde::{Deserialize, Serialize};
 
-use crate::rules::{board, Shape};
+use std::sync::OnceLock;
+
+use crate::rules::symmetry::Images;
+use crate::rules::{board, Group, Shape, Symmetry};
 
 /// How ids are split into parts.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -20,6 +30,7 @@ pub enum Scheme {
     #[default]
     Hash,
     Sums,
+    Tiles,
 }
 
 impl Scheme {
@@ -27,6 +38,7 @@ impl Scheme {
         match s {
             "hash" => Some(Scheme::Hash),
             "sums" => Some(Scheme::Sums),
+            "tiles" => Some(Scheme::Tiles),
             _ => None,
         }
     }
@@ -35,6 +47,7 @@ impl Scheme {
         match self {
             Scheme::Hash => "hash",
             Scheme::Sums => "sums",
+            Scheme::Tiles => "tiles",
         }
     }
 }
@@ -73,6 +86,27 @@ impl Parts {
         self.count <= 1
     }
 
+    /// The part of the board whose images (under the solve's group) are `images`: [`Parts::of`]
+    /// its canonical id, without computing the images again where the scheme needs them (the
+    /// `tiles` key under the full group).
+    #[inline]
+    pub fn of_images(&self, images: &Images, shape: Shape) -> u32 {
+        if self.scheme == Scheme::Tiles && self.count > 1 && images.order() == full_order(shape) {
+            return self.part_of_key(images.min_of(big_tiles));
+        }
+        self.of(images.min(), shape)
+    }
+
+    #[inline]
+    fn part_of_key(&self, key: u64) -> u32 {
+        ((u128::from(mix(key)) * u128::from(self.count)) >> 64) as u32
+    }
+
+    /// Whether every spawn child is in its afterstate's part (one part, or `tiles`).
+    pub fn spawns_stay_home(&self) -> bool {
+        self.is_one() || self.scheme == Scheme::Tiles
+    }
+
     /// The part holding board `id` of shape `shape`.
     #[inline]
     pub fn of(&self, id: u64, shape: Shape) -> u32 {
@@ -82,8 +116,9 @@ impl Parts {
         let key = match self.scheme {
             Scheme::Hash => id,
             Scheme::Sums => line_sums_key(id, shape),
+            Scheme::Tiles => big_tiles_key(id, shape),
         };
-        ((u128::from(mix(key)) * u128::from(self.count)) >> 64) as u32
+        self.part_of_key(key)
     }
 }
 
@@ -111,6 +146,38 @@ fn line_sums_key(id: u64, shape: Shape) -> u64 {
         // A rectangle is never transposed: its row sums are its own.
         pack(&r)
     }
+}
+
+/// The board's tiles of 8 and more where they stand, up to symmetry: the board with its 2s and
+/// 4s (exponents 1 and 2) taken off, normalised under the shape's full group (so the key is
+/// the same for every image, under any group a solve uses, which is a subgroup of it).
+fn big_tiles_key(id: u64, shape: Shape) -> u64 {
+    full_symmetry(shape).canon(big_tiles(id))
+}
+
+/// `code` with its 2s and 4s (exponents 1 and 2) taken off, cell by cell.
+#[inline(always)]
+fn big_tiles(code: u64) -> u64 {
+    const LOW: u64 = 0x1111_1111_1111_1111;
+    // A nibble's exponent is 3 or more: bit 3 or bit 2 set, or bits 1 and 0 both.
+    let keep = ((code >> 3) | (code >> 2) | ((code >> 1) & code)) & LOW;
+    code & (keep * 0xf)
+}
+
+/// The order of `shape`'s full symmetry group: 8 on a square, 4 on a rectangle.
+fn full_order(shape: Shape) -> usize {
+    if shape.is_square() {
+        8
+    } else {
+        4
+    }
+}
+
+/// The full group's normaliser of `shape`, made once a shape.
+fn full_symmetry(shape: Shape) -> &'static Symmetry {
+    const SIDES: usize = 17;
+    static MADE: [OnceLock<Symmetry>; SIDES * SIDES] = [const { OnceLock::new() }; SIDES * SIDES];
+    MADE[shape.rows() * SIDES + shape.cols()].get_or_init(|| Symmetry::new(shape, Group::Full))
 }
 
 #[cfg(test)]
@@ -146,6 +213,47 @@ mod tests {
             }
         }
         assert_eq!(Parts::ONE.of(12345, Shape::new(3, 3).unwrap()), 0);
+    }
+
+    #[test]
+    fn by_tiles_a_spawn_child_and_every_image_share_their_part() {
+        for (shape, group) in [
+            (Shape::new(4, 4).unwrap(), Group::Full),
+            (Shape::new(3, 4).unwrap(), Group::Full),
+            (Shape::new(3, 3).unwrap(), Group::Flips),
+            (Shape::new(2, 8).unwrap(), Group::Full),
+        ] {
+            let game = Game::new(shape, group);
+            let parts = Parts {
+                count: 5,
+                scheme: Scheme::Tiles,
+            };
+            let mut seen = [0u32; 5];
+            let mut x = 0x0fed_cba9_8765_4321u64;
+            for _ in 0..3000 {
+                x = mix(x);
+                // Exponents 0 to 7, a quarter of the cells empty or so.
+                let code = x & shape.mask() & 0x7777_7777_7777_7777;
+                let a = game.canon(code);
+                let part = parts.of(a, shape);
+                seen[part as usize] += 1;
+                for image in game.sym.images(a) {
+                    assert_eq!(parts.of(image, shape), part);
+                    if let Some(images) = game.sym.images_of(image) {
+                        assert_eq!(parts.of_images(&images, shape), part);
+                    }
+                }
+                for i in board::empty_cells(a, shape.cells()) {
+                    for e in [1, 2] {
+                        let child = game.canon(board::place(a, i, e));
+                        assert_eq!(parts.of(child, shape), part, "{a:x} + {e} at {i}");
+                    }
+                }
+                // A tile of 8 or more placed does move the key (the scheme is not constant).
+                assert_ne!(big_tiles_key(a, shape), big_tiles_key(a | 0xf, shape));
+            }
+            assert!(seen.iter().all(|&n| n > 300), "{shape}: {seen:?}");
+        }
     }
 
     #[test]

@@ -18,6 +18,10 @@
 //! values/age=N.f64        state values of age N, k per state  (checksummed u64 words,
 //!                         written streamed: `ValuesWriter`)
 //! records/age=N.json      per-age figures and files written
+//! asked/age=N.ids         over several processes: the afterstates of age N this process's
+//!                         states move to that others own (what its backward pass asks
+//!                         their owners for), in the layer file's codec as its states;
+//!                         derived data: where missing or damaged they are made again
 //! ```
 
 use std::fs;
@@ -121,6 +125,10 @@ impl WorkDir {
         self.dir.join("layers").join(format!("age={age}.ids"))
     }
 
+    fn asked_path(&self, age: u32) -> PathBuf {
+        self.dir.join("asked").join(format!("age={age}.ids"))
+    }
+
     fn values_path(&self, age: u32) -> PathBuf {
         self.dir.join("values").join(format!("age={age}.f64"))
     }
@@ -182,6 +190,21 @@ impl WorkDir {
         super::atomic::write_batched(&self.layer_path(age), bytes).map(|_| ())
     }
 
+    /// Writes the afterstates of an age that this process's states move to and others own
+    /// (sorted, distinct), encoded by [`Self::encode_layers`] as its states (batched: the
+    /// caller syncs).
+    pub fn write_asked(&self, age: u32, bytes: &[u8]) -> Result<()> {
+        super::atomic::write_batched(&self.asked_path(age), bytes).map(|_| ())
+    }
+
+    /// The afterstates [`Self::write_asked`] wrote for an age: `None` where the file is missing
+    /// or damaged (they are derived data, and the caller makes them again).
+    pub fn load_asked(&self, age: u32) -> Option<Vec<u64>> {
+        let bytes = read_file(&self.asked_path(age)).ok()??;
+        let (ids, rest) = idcodec::decode(&bytes, age).ok()?;
+        rest.is_empty().then_some(ids)
+    }
+
     /// Checks the layer file of an age (its header, checksum and block sizes) without
     /// decoding it. A missing file, or one of another format version, is damaged too.
     pub fn check_layers(&self, age: u32) -> Result<()> {
@@ -238,11 +261,12 @@ impl WorkDir {
     /// reads them); the forward progress still lists them, and a resume checks only the rest.
     pub fn retire_layers(&self, above: u32) -> Result<()> {
         for age in self.layer_ages().into_iter().filter(|&a| a > above) {
-            let p = self.layer_path(age);
-            match fs::remove_file(&p) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(StoreError::io(p, e)),
+            for p in [self.layer_path(age), self.asked_path(age)] {
+                match fs::remove_file(&p) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(StoreError::io(p, e)),
+                }
             }
         }
         Ok(())
@@ -704,6 +728,34 @@ mod tests {
             read_json::<ForwardProgress>(&j),
             Err(StoreError::Corrupt { .. })
         ));
+    }
+
+    #[test]
+    fn asked_afterstates_round_trip_and_are_none_when_missing_or_damaged() {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = Layout::new(dir.path());
+        let work = WorkDir::new(&layout, Shape::parse("2x2").unwrap(), "spawn24");
+        assert_eq!(work.load_asked(6), None);
+        let asked = vec![0x12, 0x1002, 0x2001];
+        work.write_asked(6, &WorkDir::encode_layers(6, &asked, &[]))
+            .unwrap();
+        assert_eq!(work.load_asked(6), Some(asked.clone()));
+        let p = work.asked_path(6);
+        let mut b = fs::read(&p).unwrap();
+        let mid = b.len() / 2;
+        b[mid] ^= 1;
+        fs::write(&p, &b).unwrap();
+        assert_eq!(work.load_asked(6), None);
+        // A file with afterstates is not one `write_asked` made.
+        work.write_asked(6, &WorkDir::encode_layers(6, &asked, &asked))
+            .unwrap();
+        assert_eq!(work.load_asked(6), None);
+        // Retired with the layers above an age.
+        work.save_layers(6, &asked, &[]).unwrap();
+        work.write_asked(6, &WorkDir::encode_layers(6, &asked, &[]))
+            .unwrap();
+        work.retire_layers(4).unwrap();
+        assert!(!p.exists());
     }
 
     #[test]

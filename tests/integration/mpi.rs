@@ -154,13 +154,14 @@ fn same_solve(single: &Path, multi: &Path, full: &Path, np: u64, board: &str, va
 fn two_and_three_processes_solve_what_one_does() {
     let goals = shared_goal_solves();
     let dir = common::fresh_dir("mpi_layouts");
-    // 2x4 expectation, full layout, hash parts.
+    // 2x4 expectation, full layout, tiles parts (the default).
     let m = dir.join("2x4");
     let o = solve_np(2, &m, "2x4", "expectation", &[]);
     assert!(o.status.success(), "{}", common::stderr(&o));
     let full = shared_solves();
     same_solve(full, &m, full, 2, "2x4", "expectation");
-    // 3x3 goal-256: full over 3 processes by line sums, policy over 2, compact over 3.
+    // 3x3 goal-256: full over 3 processes by line sums, policy over 2 by hash, compact over 3
+    // by tiles.
     let m = dir.join("3x3_full");
     let o = solve_np(3, &m, "3x3", "goal-256", &["--parts", "sums"]);
     assert!(o.status.success(), "{}", common::stderr(&o));
@@ -177,7 +178,13 @@ fn two_and_three_processes_solve_what_one_does() {
         common::stdout(&o)
     );
     let m = dir.join("3x3_policy");
-    let o = solve_np(2, &m, "3x3", "goal-256", &["--layout", "policy"]);
+    let o = solve_np(
+        2,
+        &m,
+        "3x3",
+        "goal-256",
+        &["--layout", "policy", "--parts", "hash"],
+    );
     assert!(o.status.success(), "{}", common::stderr(&o));
     same_solve(shared_policy_solve(), &m, goals, 2, "3x3", "goal-256");
     let s = dir.join("3x3_compact_one");
@@ -194,7 +201,7 @@ fn a_4x4_goal_over_two_processes_is_the_one_process_solve() {
     let s = dir.join("one");
     common::solve(&s, "4x4", "goal-16", &[]);
     let m = dir.join("two");
-    let o = solve_np(2, &m, "4x4", "goal-16", &["--parts", "sums"]);
+    let o = solve_np(2, &m, "4x4", "goal-16", &[]);
     assert!(o.status.success(), "{}", common::stderr(&o));
     same_solve(&s, &m, &s, 2, "4x4", "goal-16");
 }

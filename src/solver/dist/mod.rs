@@ -21,6 +21,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use rayon::prelude::*;
 
 use super::{Result, SolveError};
+use crate::rules::symmetry::Images;
 use crate::rules::Shape;
 use crate::store::parts::Parts;
 
@@ -105,6 +106,12 @@ impl<'t> Exchange<'t> {
     #[inline]
     pub fn mine(&self, id: u64) -> bool {
         self.parts.of(id, self.shape) == self.rank
+    }
+
+    /// Whether this process owns the board whose images are `images`.
+    #[inline]
+    pub fn mine_images(&self, images: &Images) -> bool {
+        self.parts.of_images(images, self.shape) == self.rank
     }
 
     /// Bytes sent to other processes so far: (forward, backward).
@@ -199,13 +206,26 @@ impl<'t> Exchange<'t> {
     /// owners: the layer of the ids this process owns that any process made, sorted and
     /// distinct. Collective.
     pub fn route(&self, ids: Vec<u64>) -> Result<Vec<u64>> {
+        Ok(self.route_keeping(ids)?.0)
+    }
+
+    /// [`Exchange::route`], and the ids of `ids` that others own (sorted, distinct; none in
+    /// one process): for a layer of afterstates, what the backward pass asks their owners for.
+    /// Collective.
+    pub fn route_keeping(&self, ids: Vec<u64>) -> Result<(Vec<u64>, Vec<u64>)> {
         if self.is_single() {
-            return Ok(ids);
+            return Ok((ids, Vec::new()));
         }
         let (buckets, owners) = self.buckets(&ids);
         drop((ids, owners));
         let got = self.all_to_all(&buckets, true)?;
-        drop(buckets);
+        let others: Vec<Vec<u64>> = buckets
+            .into_iter()
+            .enumerate()
+            .filter(|&(d, _)| d as u32 != self.rank)
+            .map(|(_, b)| b)
+            .collect();
+        let others = super::layer::merge_layers(others);
         // Each process sent its bucket in the order of its layer: sorted and distinct, so the
         // layer is their merge (checked: a run out of order would be merged wrong).
         if let Some(r) = got.iter().position(|run| !super::layer::is_layer(run)) {
@@ -213,7 +233,7 @@ impl<'t> Exchange<'t> {
                 "process {r} routed ids out of order"
             )));
         }
-        Ok(super::layer::merge_layers(got))
+        Ok((super::layer::merge_layers(got), others))
     }
 
     /// The values (`k` each, `[i * k + v]`) of `wanted` (sorted, distinct, none this
