@@ -1,22 +1,23 @@
 #!/usr/bin/env bash
 # The solve over MPI on one machine (issue 55): one process with T threads against
-# `mpirun -np N` processes of one thread each, by the hash and the line-sum parts. Prints one
-# tab-separated row a run (append them to reports/bench/mpi.tsv):
+# `mpirun -np N` processes of one thread each, by the tiles, the hash and the line-sum parts.
+# Prints one tab-separated row a run (append them to reports/bench/mpi.tsv):
 #   date commit processor board variant how wall_s forward_s backward_s boards
 #   sent_forward_bytes sent_backward_bytes (all processes) bytes_per_board_forward
 #   bytes_per_board_backward
 #
 #   benches/mpi.sh BIN "BOARD VARIANT" [REPEATS]    e.g. benches/mpi.sh target/release/age2048 "3x3 expectation" 2
 # BIN must be built with `--features mpi`. env: NP (default 2), WORK (default /tmp/age2048-mpi-bench),
-# HOWS (default "one hash sums": which runs, in this order, each repeat), COMMIT (the commit BIN
-# was built at; default HEAD).
+# HOWS (default "one tiles hash sums": which runs, in this order, each repeat), COMMIT (the
+# commit BIN was built at; default HEAD), TRACE (a folder: each run also writes its processes'
+# `--trace-memory` files there, TRACE/HOW.tsv.R, for benches/mpi_ages.py's bytes age by age).
 set -euo pipefail
 bin=$(realpath "${1:?usage: benches/mpi.sh BIN \"BOARD VARIANT\" [REPEATS]}")
 read -r board variant <<<"${2:?board and variant}"
 repeats=${3:-1}
 np=${NP:-2}
 work=${WORK:-/tmp/age2048-mpi-bench}
-hows=${HOWS:-one hash sums}
+hows=${HOWS:-one tiles hash sums}
 cd "$(dirname "$0")/.."
 cpu=$(bash benches/cpu.sh)
 commit=${COMMIT:-$(git rev-parse --short HEAD)}
@@ -46,14 +47,22 @@ for r in $(seq "$repeats"); do
     log=$work/$how.log
     mkdir -p "$work"
     start=$(date +%s.%N)
+    trace=()
+    if [ -n "${TRACE:-}" ]; then
+      mkdir -p "$TRACE"
+      trace=(--trace-memory "$(realpath "$TRACE")/$how.tsv")
+    fi
     if [ "$how" = one ]; then
-      "$bin" solve --quiet --board "$board" --variant "$variant" --data "$data" --threads "$np" >"$log" 2>&1
+      "$bin" solve --quiet --board "$board" --variant "$variant" --data "$data" --threads "$np" \
+        "${trace[@]}" >"$log" 2>&1
     else
       mpirun -np "$np" --bind-to core "$bin" solve --quiet --board "$board" --variant "$variant" \
-        --data "$data" --threads 1 --parts "$how" >"$log" 2>&1
+        --data "$data" --threads 1 --parts "$how" "${trace[@]}" >"$log" 2>&1
     fi
     end=$(date +%s.%N)
     row "$how" "$data" "$log" "$(echo "$end - $start" | bc)"
+    # A 4x4 goal-32 solve takes 13–15 GB: one at a time on the disk.
+    rm -rf "$data"
   done
 done
 rm -rf "$work"

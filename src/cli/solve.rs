@@ -118,7 +118,8 @@ pub struct SolveArgs {
     pub checkpoint_every: Option<f64>,
     /// Write the process's peak resident memory phase by phase to FILE (tab-separated, one
     /// row an age of the forward pass, five an age of the backward; reports/bench/memory.md
-    /// says what each phase holds). Linux only.
+    /// says what each phase holds), and the bytes it has sent the other processes so far.
+    /// Under `mpirun`, process R writes FILE.R. Linux only.
     #[arg(long, value_name = "FILE")]
     pub trace_memory: Option<PathBuf>,
     /// Under `mpirun` (a build with the feature `mpi`): how the boards are split between the
@@ -353,7 +354,13 @@ fn run_with(a: &SolveArgs, ex: &Exchange) -> Result<(), CliError> {
     ex.all_max(0)?;
     let quiet = a.quiet || rank != 0;
     let trace = match &a.trace_memory {
-        Some(path) => Some(MemoryTrace::create(path)?),
+        Some(path) if ex.is_single() => Some(MemoryTrace::create(path)?),
+        // One file a process: FILE.R.
+        Some(path) => {
+            let mut own = path.clone().into_os_string();
+            own.push(format!(".{rank}"));
+            Some(MemoryTrace::create(std::path::Path::new(&own))?)
+        }
         None => None,
     };
     // The process's allocator keeps what one age frees for the next (`solver::huge`), unless
@@ -378,7 +385,8 @@ fn run_with(a: &SolveArgs, ex: &Exchange) -> Result<(), CliError> {
     let progress = Progress::new(quiet);
     let on_event = |e: Event| {
         if let Some(trace) = &trace {
-            trace.record(&e);
+            let (forward, backward) = ex.sent();
+            trace.record(&e, forward + backward);
         }
         progress.event(cfg.shape, e)
     };
@@ -624,10 +632,11 @@ struct MemoryTrace {
 
 impl MemoryTrace {
     /// The columns: the pass and age, the age's states and afterstates, the phase that
-    /// ended, the peak resident bytes during it, the bytes resident at its end, and seconds
-    /// since the solve started.
+    /// ended, the peak resident bytes during it, the bytes resident at its end, seconds
+    /// since the solve started, and the bytes this process has sent the others so far (0 in
+    /// one process).
     const HEADER: &'static str =
-        "pass\tage\tstates\tafterstates\tphase\tpeak_bytes\tresident_bytes\tseconds\n";
+        "pass\tage\tstates\tafterstates\tphase\tpeak_bytes\tresident_bytes\tseconds\tsent_bytes\n";
 
     /// Checks that the system tells phases apart, then creates `path` (replacing it) with
     /// the header.
@@ -648,7 +657,7 @@ impl MemoryTrace {
         })
     }
 
-    fn record(&self, e: &Event) {
+    fn record(&self, e: &Event, sent: u64) {
         let Event::Memory {
             pass,
             age,
@@ -662,7 +671,7 @@ impl MemoryTrace {
             return;
         };
         let row = format!(
-            "{pass}\t{age}\t{states}\t{afterstates}\t{phase}\t{peak}\t{resident}\t{:.3}\n",
+            "{pass}\t{age}\t{states}\t{afterstates}\t{phase}\t{peak}\t{resident}\t{:.3}\t{sent}\n",
             self.started.elapsed().as_secs_f64()
         );
         let mut file = self.file.lock().unwrap_or_else(|e| e.into_inner());

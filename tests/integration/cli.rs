@@ -766,10 +766,12 @@ fn a_memory_trace_has_every_phase_of_every_age_and_the_solve_keeps_its_whole_pea
     let mut lines = text.lines();
     assert_eq!(
         lines.next(),
-        Some("pass\tage\tstates\tafterstates\tphase\tpeak_bytes\tresident_bytes\tseconds")
+        Some("pass\tage\tstates\tafterstates\tphase\tpeak_bytes\tresident_bytes\tseconds\tsent_bytes")
     );
     let rows: Vec<Vec<&str>> = lines.map(|l| l.split('\t').collect()).collect();
-    assert!(rows.iter().all(|r| r.len() == 8), "{text}");
+    assert!(rows.iter().all(|r| r.len() == 9), "{text}");
+    // One process sends nothing.
+    assert!(rows.iter().all(|r| r[8] == "0"), "{text}");
     let num = |s: &str| s.parse::<u64>().unwrap();
     // Every row's peak is at least what is resident at its end, and both are known.
     for r in &rows {
