@@ -96,7 +96,8 @@ pub struct SolveArgs {
     #[arg(long, value_name = "A-B")]
     pub parquet_ages: Option<String>,
     /// Memory the solve may hold at once, e.g. 20G (default: 80 % of the machine's, printed at
-    /// the start). Within it the solve adapts rather than fails: a layer too big to hold is
+    /// the start; under `mpirun`, each process's, and the default is split between the
+    /// processes on one machine). Within it the solve adapts rather than fails: a layer too big to hold is
     /// packed and streamed, ages are valued a chunk at a time from the work files, values are
     /// held in fixed point; it says before any file is written if the budget is below what any
     /// solve needs, and before the backward pass (before the forward pass if the board was
@@ -302,6 +303,8 @@ fn run_mpi(a: &SolveArgs) -> Result<(), CliError> {
         let single = Exchange::single(Shape::parse(&a.board)?);
         return run_with(a, &single);
     }
+    // The default budget is the machine's share split between the processes on it.
+    crate::solver::plan::share_machine(mpi.on_this_machine()?);
     let parts = crate::store::parts::Parts {
         count: mpi.ranks(),
         scheme: scheme(a)?,
@@ -371,10 +374,16 @@ fn run_with(a: &SolveArgs, ex: &Exchange) -> Result<(), CliError> {
         crate::solver::keep_freed_memory();
     }
     if !quiet {
+        let sharers = crate::solver::plan::machine_sharers();
         let given = if a.memory.is_some() {
-            "--memory"
+            "--memory".to_string()
+        } else if sharers > 1 {
+            format!(
+                "80 % of this machine's over the solve's {sharers} processes on it; --memory \
+                 sets each one's"
+            )
         } else {
-            "80 % of this machine's; --memory sets it"
+            "80 % of this machine's; --memory sets it".to_string()
         };
         say(&format!(
             "memory budget {} ({given})",

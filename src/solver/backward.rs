@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use rayon::prelude::*;
 
-use super::dist::{answer_from, merge_valued, Exchange};
+use super::dist::{answer_from, Exchange};
 use super::forward::absorbed;
 use super::records::{FigureSums, StateRec, Summary, NO_MOVE};
 use super::table::{Coding, TableBuilder, ValueTable, Values};
@@ -537,7 +537,9 @@ impl<'g> Backward<'g> {
             // 2-spawns and age n - 2's 4-spawns (read a step ahead); age n + 4's was built at
             // age n + 2 (or, on a resume, is built now for this age's 4-spawns alone).
             if let Some(ex) = self.distributed() {
-                let younger = if age >= min_age + 2 {
+                // Where spawns stay home no level holds others' boards: nothing to read ahead.
+                let home = ex.parts().spawns_stay_home();
+                let younger = if age >= min_age + 2 && !home {
                     Some(load(age - 2)?)
                 } else {
                     None
@@ -569,20 +571,36 @@ impl<'g> Backward<'g> {
                 }
                 None => None,
             };
-            let (table_ids, table_values): (&[u64], &[f64]) = match &ghosted {
-                Some((ids, values)) => (ids, values),
-                None => (&afterstates, &after_values),
-            };
+
             // The afterstates' files now, if the writer writes them now, while their table is
             // built: then the afterstates' ids and values go before the states are valued and
             // the age's level is built (beside two state tables they made a big age's peak:
             // 4x3 `goal-128 --layout compact`, 1,033 MB at its largest age while the files
             // were written as the level was built, 905–965 MB since).
             let (after_table, written) = rayon::join(
-                || {
-                    let value = |j| table_values[j];
-                    let coding = self.holding.coding;
-                    ValueTable::from_fn_coded(table_ids, value, self.k(), self.perfect_from, coding)
+                || match &ghosted {
+                    // Its own afterstates and those asked of others, merged as they are pushed.
+                    Some((asked, asked_values)) => {
+                        let mut table = self.table_builder(afterstates.len() + asked.len());
+                        push_merged(
+                            &mut table,
+                            (&afterstates, &after_values),
+                            (asked, asked_values),
+                            self.k(),
+                        );
+                        table.finish()
+                    }
+                    None => {
+                        let value = |j| after_values[j];
+                        let coding = self.holding.coding;
+                        ValueTable::from_fn_coded(
+                            &afterstates,
+                            value,
+                            self.k(),
+                            self.perfect_from,
+                            coding,
+                        )
+                    }
                 },
                 || {
                     writer.afterstates(Afterstates {
@@ -822,9 +840,9 @@ impl<'g> Backward<'g> {
         Ok(Level::from_table(level.age, table.finish()))
     }
 
-    /// Over several processes: this age's afterstates as its states look them up, with their
-    /// values: the ones this process owns and, fetched from their owners, the afterstates of
-    /// its states' moves that others own. Collective.
+    /// Over several processes: the afterstates of this process's states' moves that others
+    /// own (sorted), with their values fetched from their owners, who answer from
+    /// `afterstates` and `after_values` (this process's own). Collective.
     fn ghosted_afterstates(
         &self,
         ex: &Exchange,
@@ -843,7 +861,7 @@ impl<'g> Backward<'g> {
         let got = ex.fetch(&wanted, k, &|asked| {
             answer_from(afterstates, after_values, k, asked, age, shape)
         })?;
-        Ok(merge_valued(afterstates, after_values, &wanted, &got, k))
+        Ok((wanted, got))
     }
 
     /// The afterstates `states` move to that others own, sorted and distinct: made again

@@ -10,6 +10,8 @@
 //! accepted. The budgeted solves of `benches/budget.sh` record the peak they reached beside
 //! the smallest budget named.
 
+use std::sync::atomic::{AtomicU32, Ordering};
+
 use super::table::{self, Coding};
 use super::{Result, SolveError};
 use crate::rules::Variant;
@@ -45,8 +47,23 @@ const LAYER_FILE_BYTES: f64 = 0.75;
 /// state).
 const WRITER_BYTES: f64 = 1.0;
 
+/// How many processes of one solve share this machine (1 but under MPI): the default budget
+/// is split between them.
+static SHARERS: AtomicU32 = AtomicU32::new(1);
+
+/// Tells [`default_budget`] that `processes` processes of the solve run on this machine.
+pub fn share_machine(processes: u32) {
+    SHARERS.store(processes.max(1), Ordering::Relaxed);
+}
+
+/// The processes of the solve on this machine ([`share_machine`]).
+pub fn machine_sharers() -> u32 {
+    SHARERS.load(Ordering::Relaxed)
+}
+
 /// The budget when none is given: a share of the machine's memory (`MemTotal`), or
-/// [`MIN_BUDGET`] × 16 where that cannot be read.
+/// [`MIN_BUDGET`] × 16 where that cannot be read, split evenly between the processes of the
+/// solve on this machine.
 pub fn default_budget() -> u64 {
     let total = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
         m.lines()
@@ -54,7 +71,8 @@ pub fn default_budget() -> u64 {
             .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
             .map(|kb| kb * 1024)
     });
-    total.map_or(MIN_BUDGET * 16, |t| (t as f64 * DEFAULT_SHARE) as u64)
+    let machine = total.map_or(MIN_BUDGET * 16, |t| (t as f64 * DEFAULT_SHARE) as u64);
+    machine / u64::from(machine_sharers())
 }
 
 /// How a solve spends its budget.

@@ -496,3 +496,57 @@ fn processes_stopped_at_different_ages_resume_after_the_oldest() {
     );
     assert!(!data.join(".work").exists(), "work files left behind");
 }
+
+#[test]
+fn the_default_budget_is_split_between_the_processes_of_a_machine() {
+    let dir = common::fresh_dir("mpi_budget");
+    let budget_line = |o: &Output| {
+        let text = format!("{}{}", common::stdout(o), common::stderr(o));
+        text.lines()
+            .find(|l| l.contains("memory budget"))
+            .unwrap_or_else(|| panic!("no budget line: {text}"))
+            .to_string()
+    };
+    let one = common::run(&[
+        "solve",
+        "--board",
+        "2x2",
+        "--data",
+        dir.join("one").to_str().unwrap(),
+    ]);
+    assert!(one.status.success(), "{}", common::stderr(&one));
+    let two = mpirun(
+        2,
+        &[
+            "solve",
+            "--board",
+            "2x2",
+            "--data",
+            dir.join("two").to_str().unwrap(),
+            "--threads",
+            "1",
+        ],
+    )
+    .output()
+    .expect("mpirun runs");
+    assert!(two.status.success(), "{}", common::stderr(&two));
+    let (one, two) = (budget_line(&one), budget_line(&two));
+    assert!(
+        one.contains("80 % of this machine's; --memory sets it"),
+        "{one}"
+    );
+    assert!(two.contains("over the solve's 2 processes on it"), "{two}");
+    // Half the one process's budget, as printed ("memory budget 18.90 GiB (…"), in MiB.
+    let amount = |line: &str| -> f64 {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let at = words.iter().position(|w| *w == "budget").unwrap();
+        let unit = match words[at + 2] {
+            "GiB" => 1024.0,
+            "MiB" => 1.0,
+            other => panic!("unit {other} in {line}"),
+        };
+        words[at + 1].parse::<f64>().unwrap() * unit
+    };
+    let (a, b) = (amount(&one), amount(&two));
+    assert!((b * 2.0 - a).abs() <= a * 0.02, "{one} / {two}");
+}

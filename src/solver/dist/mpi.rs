@@ -55,6 +55,13 @@ impl Mpi {
         })
     }
 
+    /// How many processes of the job run on this machine (those that share its memory:
+    /// `MPI_Comm_split_type` by shared memory). Collective.
+    pub fn on_this_machine(&self) -> Result<u32> {
+        self.on_owner()?;
+        Ok(self.world.split_shared(0).size() as u32)
+    }
+
     /// Refuses a call from another thread than the one that initialised MPI.
     fn on_owner(&self) -> Result<()> {
         if std::thread::current().id() != self.owner {
