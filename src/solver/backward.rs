@@ -571,7 +571,6 @@ impl<'g> Backward<'g> {
                 }
                 None => None,
             };
-
             // The afterstates' files now, if the writer writes them now, while their table is
             // built: then the afterstates' ids and values go before the states are valued and
             // the age's level is built (beside two state tables they made a big age's peak:

@@ -206,13 +206,18 @@ impl<'t> Exchange<'t> {
     /// owners: the layer of the ids this process owns that any process made, sorted and
     /// distinct. Collective.
     pub fn route(&self, ids: Vec<u64>) -> Result<Vec<u64>> {
-        Ok(self.route_keeping(ids)?.0)
+        Ok(self.route_in(ids, false)?.0)
     }
 
     /// [`Exchange::route`], and the ids of `ids` that others own (sorted, distinct; none in
     /// one process): for a layer of afterstates, what the backward pass asks their owners for.
     /// Collective.
     pub fn route_keeping(&self, ids: Vec<u64>) -> Result<(Vec<u64>, Vec<u64>)> {
+        self.route_in(ids, true)
+    }
+
+    /// [`Exchange::route_keeping`], the ids others own merged only if `keep` asks for them.
+    fn route_in(&self, ids: Vec<u64>, keep: bool) -> Result<(Vec<u64>, Vec<u64>)> {
         if self.is_single() {
             return Ok((ids, Vec::new()));
         }
@@ -222,7 +227,7 @@ impl<'t> Exchange<'t> {
         let others: Vec<Vec<u64>> = buckets
             .into_iter()
             .enumerate()
-            .filter(|&(d, _)| d as u32 != self.rank)
+            .filter(|&(d, _)| keep && d as u32 != self.rank)
             .map(|(_, b)| b)
             .collect();
         let others = super::layer::merge_layers(others);
