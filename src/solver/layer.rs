@@ -97,10 +97,7 @@ impl Cuts {
     /// Ranges to cut into for the threads of the pool: two a thread, so that a range that
     /// turns out bigger than the others does not leave the other threads idle long. Each
     /// range is a write stream of every task that makes ids, and fewer streams won over
-    /// finer balance: the forward pass of 4x3 `goal-128 --layout compact` (2 threads, 2
-    /// alternating pairs each, medians) took 207.4 s with two ranges a thread against 212.2
-    /// with four, and 242.0 s with eight against 219.5 with four (the host's speed differed
-    /// between the two comparisons).
+    /// finer balance (`reports/bench/profile.md`).
     pub fn ranges_for_threads() -> usize {
         (rayon::current_num_threads() * 2).max(1)
     }
@@ -218,10 +215,9 @@ pub fn sort_dedup_cut(cut: Vec<Vec<Vec<u64>>>) -> Vec<u64> {
 /// The first radix digit scatters the ids straight from the parts into the range's vector,
 /// and each of its buckets is then sorted in the thread's own scratch ([`sort_cached`]): the
 /// parts are not gathered into a copy first, and no scratch as long as the range is made, so
-/// the range goes through memory two times fewer and pages in half as much (in the forward
-/// pass of 4x3 `goal-256`, the sort was 31 % of the CPU and the kernel's zeroing of fresh
-/// pages 7 %, most of it for the ranges and their scratch). `benches/solver.rs`'s 2^24 ids in
-/// pieces: 28.8 → 26.7 ns an id (medians of 5 alternating runs).
+/// the range goes through memory two times fewer and pages in half as much (the sort and the
+/// kernel's zeroing of fresh pages are a large part of a big forward pass:
+/// `reports/bench/profile.md`).
 fn sort_range(parts: Vec<Vec<u64>>) -> Vec<u64> {
     let n: usize = parts.iter().map(Vec::len).sum();
     let bits = varying_bits(parts.iter().flatten());
@@ -327,12 +323,9 @@ fn concat(pieces: Vec<Vec<u64>>) -> Vec<u64> {
 }
 
 /// Buckets of at most this many ids are sorted LSD within the core's caches (2^16 ids: 512 KiB,
-/// as much again of scratch: the L2 of a Zen 3 core holds half of it, the rest is the L3's).
-/// 2^14, inside the L2, sorted a synthetic 4x3 layer with 7 % less CPU, but made 3x3
-/// `goal-1024` slower (39fcf80, reverted: 15.1 against 19.3 s, 3 alternating pairs, every pair
-/// slower): its many layers of 2^14 to 2^16 ids then took an MSD pass of 2^11 buckets each.
-/// 2^17 on a 2-core Zen 5 EPYC (1 MiB of L2 a core): the forward pass of 4x3 `goal-128` took
-/// 81.1 and 85.6 s against 81.4 and 83.4 (the runs of [`RecentIds`]'s 2^14 slots): not changed.
+/// as much again of scratch). Smaller buckets made small boards slower (their many layers of
+/// 2^14 to 2^16 ids then take an MSD pass each), bigger ones gained nothing
+/// (`reports/bench/profile.md`).
 const CACHE_SORT: usize = 1 << 16;
 
 /// Bits of a radix digit at most (2^11 counters: 16 KiB, in L1).
@@ -593,13 +586,8 @@ pub fn union_of(a: &[u64], b: &[u64]) -> Vec<u64> {
 ///
 /// The price is memory: ids in more than one run are held once a run until those runs merge.
 /// The runs held add up to less than twice the first (largest) one, itself no larger than the
-/// layer: at most the layer twice, against once plus the run coming in.
-///
-/// The forward pass of 4x3 `goal-128 --layout compact` (fresh solves stopped once it is
-/// complete, 2 alternating pairs, medians): 204.1 s against 210.0 with a union a batch, its
-/// peak 958 MiB against 982 (a batch's own buffers set it). With batches 23 times smaller,
-/// so that its largest age takes as many as the full 4x3's (23 times larger) takes at the
-/// real size: 229.1 s against 268.9, its peak 636 MiB against 499.
+/// layer: at most the layer twice, against once plus the run coming in (measured in
+/// `reports/bench/profile.md`).
 #[derive(Default)]
 pub struct Runs {
     /// Sorted, deduplicated runs, each more than twice as long as the next.

@@ -4,12 +4,10 @@
 //! look-up, 21 to 32 bytes an id); from [`PERFECT_FROM`] ids on, a layer gets a perfect hash
 //! onto slots of a fingerprint and the values ([`perfect`]: two dependent reads a look-up,
 //! mostly from the caches since its parts follow the layer's order, about 11.6 bytes an id
-//! with one variant). The big layers are where memory goes (4x4
-//! `goal-32`: 63 M states an age, 1.3 GB a table open, 0.73 GB perfect); the small ones, where
-//! the look-ups are most of the time and the tables sit in the caches anyway (a 3x3 solve's
-//! backward pass took 75 % longer with perfect tables throughout when their parts were
-//! chosen by hash; with parts in the layer's order, perfect tables from 2^16 ids on made a
-//! 3x3 solve 8 % slower and 4x4 `goal-16` 4 %, medians of 3 alternating pairs, 2026-11-27).
+//! with one variant). The big layers are where memory goes, so they take the perfect table's
+//! half of the bytes; the small ones, where the look-ups are most of the time and the tables
+//! sit in the caches anyway, keep the open table's one read a look-up (perfect tables there
+//! made small solves slower: `reports/bench/profile.md`).
 //!
 //! A table stores its values in a [`Coding`]: every bit of the f64 ([`Coding::F64`]), or in
 //! fixed point, a u32 a value ([`Coding::Fixed32`]), for a solve held to a memory budget. A
@@ -24,23 +22,9 @@
 //! table so far and the ids and values of the parts not yet built: the layer's ids and
 //! values need not exist as whole vectors.
 //!
-//! Tried for the afterstates' table and not kept (2026-11-26): a 32-bit fingerprint and the
-//! values per slot, five slots to a cache line, filled by linear probing (one read a look-up,
-//! no pilots to search). At load 0.85 a build of 16 Mi ids took ≈ 85 ns an id on one thread
-//! (a compare-and-swap on every slot passed) against the perfect table's ≈ 113, but a look-up
-//! ≈ 80 ns against ≈ 40 (blocks of 64, prefetched): 14 % of the look-ups ran past their home
-//! line, 3.6 lines on average, each line a miss no prefetch had asked for (linear probing's
-//! clusters; inserting in hash order moves ids, not the mean displacement). And at 15 bytes
-//! an id it would add to the phase that builds the afterstates' table, the one whose peak
-//! already projects highest for the full 4x3 (`reports/bench/memory.md`: 15.0 GiB).
-//!
-//! Tried and not kept (2026-11-27): building each big table in the buffers of the one the
-//! backward pass let go before it, so that its pages are written again rather than faulted in
-//! and zeroed (2.8 % of a 4x3 `goal-128` compact backward pass's CPU, half of it under a
-//! table's slots). System time fell by a few seconds of ≈ 60, wall time did not move beyond
-//! the host's spread, and the peak rose by 1–2 %: a reused buffer is resident whole from the
-//! build's first scan, a fresh one only as its parts are appended, and a build's peak is
-//! within its scans.
+//! Linear probing over fingerprints (its look-ups ran past their cache line too often) and
+//! building a table in the buffers of the one let go before it (no quicker, a higher peak)
+//! were tried and not kept: `reports/bench/profile.md`.
 
 mod open;
 mod perfect;

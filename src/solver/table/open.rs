@@ -58,9 +58,8 @@ pub struct OpenTable {
 }
 
 /// The load of a [`OpenTable`] (ids over slots) of `n` ids: 1/2, or 3/4 from [`BIG_TABLE`]
-/// ids on. The load trades probes for bytes: at 3/4 a 3x3 `goal-1024` solve took 9 % longer
-/// than with power-of-two tables at load 1/4 to 1/2 (7 paired runs side by side), at 1/2 1.7 %
-/// longer; bytes matter only where the layers are big (4x4 `goal-32`: 61 M states an age).
+/// ids on. The load trades probes for bytes: a higher load makes small solves slower
+/// (`reports/bench/profile.md`), and bytes matter only where the layers are big.
 fn load(n: usize) -> f64 {
     if n >= BIG_TABLE {
         0.75

@@ -55,16 +55,8 @@ use super::{Coding, Values};
 /// variant, and the parts' first ids 8 bytes a part (33 KB for 17 M afterstates, within a
 /// core's L2), which a look-up outside its stream's last part searches.
 ///
-/// Parts of 2^12 ids against 2^10 (2026-11-27): the backward pass of 4x3 `goal-128 --layout
-/// compact`, resumed from one forward pass, took 365.9 s (372.2, 359.6; user 614 and 620 s)
-/// against 388.7 (402.7 beside a niced build, 374.7; user 639 and 647 s), and 364.9 with
-/// 2^11 (363.4, 366.4; user 625 and 632 s): alternating A B C C B A, the same output bytes.
-/// What won is the search over four times fewer first ids and more of a stream's look-ups in
-/// its last part; what bigger parts could lose, a part's slots staying in the caches for the
-/// stream's next look-ups, they did not do at 2^10 either (`reports/bench/profile.md`). On a
-/// 2-core Zen 5 EPYC (1 MiB of L2 a core), 2^13 against 2^12, alternating A B B A: 155.9 and
-/// 144.7 s against 158.9 and 150.5 (user 3 % less), within the runs' spread of ±4 %: not
-/// changed.
+/// Bigger parts mean fewer first ids to search and more of a stream's look-ups in its last
+/// part; 2^12 was quicker than 2^10 and 2^11, and 2^13 no quicker (`reports/bench/profile.md`).
 const PART: usize = 1 << 12;
 
 /// Parts a thread builds in a round of a build.
@@ -171,12 +163,9 @@ pub struct PerfectTable {
     /// their fixed-point codes, little-endian).
     ///
     /// Slots of one value are 10 bytes one after another, so that one in seven or so crosses a
-    /// cache line's end and its look-up reads two lines, the second not prefetched. Tried and not
-    /// kept (2026-11-27): six slots a line, its last 4 bytes unused (no slot crosses a line, 64/60
-    /// of the bytes). The backward pass of 4x3 `goal-128 --layout compact`, resumed from one
-    /// forward pass, took 153.7 and 145.0 s against 153.0 and 147.1 (alternating A B B A, the same
-    /// output bytes) on a 2-core Zen 5 EPYC: its user time 4 % less (240.9 and 243.4 s against
-    /// 253.1 and 250.2), its wall time the same, for 7 % more bytes a slot.
+    /// cache line's end and its look-up reads two lines, the second not prefetched. Six slots a
+    /// line (none crossing) saved CPU time but no wall time, for 7 % more bytes a slot, and was
+    /// not kept (`reports/bench/profile.md`).
     slots: Vec<u8>,
     stride: usize,
     k: usize,
