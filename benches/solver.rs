@@ -276,10 +276,9 @@ fn main() {
             min_free: 0,
             storage: StorageRequest::FULL,
             write_ahead: DEFAULT_WRITE_AHEAD,
-            memory: age2048::solver::plan::default_budget(),
+            budget: age2048::solver::plan::MemoryBudget::resolve(None, None, 1).unwrap(),
             stream_cap: None,
             trace_memory: false,
-            fixed_memory: None,
             checkpoint_every: None,
         };
         let m = solve(&Store::new(&dir), &cfg, &|_| {}).unwrap();

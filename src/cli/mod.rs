@@ -13,6 +13,7 @@ pub mod evaluate;
 pub mod guaranteed;
 pub mod output;
 pub mod play;
+mod progress;
 #[cfg(feature = "report")]
 pub mod report;
 #[cfg(feature = "report")]
@@ -22,6 +23,7 @@ pub mod solved;
 #[cfg(feature = "report")]
 pub mod sql;
 pub mod terminal;
+mod trace;
 pub mod verify;
 
 use std::io;

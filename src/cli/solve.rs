@@ -1,19 +1,19 @@
 //! `age2048 solve`: checked configuration, progress bar, summary.
 
-use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
-use std::sync::Mutex;
 use std::time::Instant;
 
 use clap::Args;
-use indicatif::{ProgressBar, ProgressStyle};
 
 use super::output::say;
+use super::progress::Progress;
+use super::trace::MemoryTrace;
 use super::{set_threads, CliError};
 use crate::index::MAX_FRACTION_BITS;
 use crate::rules::variant::Given;
 use crate::rules::{Group, Shape, Variant};
-use crate::solver::dist::Exchange;
+use crate::solver::exchange::Exchange;
+use crate::solver::plan::MemoryBudget;
 use crate::solver::run::solve_exchanged;
 use crate::solver::{
     Event, Precision, SolveConfig, StorageRequest, DEFAULT_MIN_FREE, DEFAULT_WRITE_AHEAD,
@@ -131,8 +131,9 @@ pub struct SolveArgs {
     pub parts: String,
 }
 
-/// A checked `solve` configuration.
-pub fn config(a: &SolveArgs) -> Result<SolveConfig, CliError> {
+/// A checked `solve` configuration, for a solve whose processes on this machine are
+/// `sharers` (1 but under `mpirun`: the default budget is split between them).
+pub fn config(a: &SolveArgs, sharers: u32) -> Result<SolveConfig, CliError> {
     let shape = Shape::parse(&a.board)?;
     let group = Group::parse(&a.symmetry)?;
     let given = Given::from_args(a.p4.as_deref(), a.discount.as_deref())?;
@@ -151,10 +152,9 @@ pub fn config(a: &SolveArgs) -> Result<SolveConfig, CliError> {
             None => DEFAULT_WRITE_AHEAD,
         },
         storage: storage(a)?,
-        memory: memory(a)?,
+        budget: budget(a, sharers)?,
         stream_cap: a.stream_cap,
         trace_memory: a.trace_memory.is_some(),
-        fixed_memory: fixed_memory(a)?,
         checkpoint_every: match a.checkpoint_every {
             Some(t) if t.is_finite() && t >= 0.0 => Some(std::time::Duration::from_secs_f64(t)),
             Some(t) => {
@@ -167,25 +167,15 @@ pub fn config(a: &SolveArgs) -> Result<SolveConfig, CliError> {
     })
 }
 
-/// The checked `--memory` (its default: a share of the machine's), refused below what any
-/// solve needs.
-fn memory(a: &SolveArgs) -> Result<u64, CliError> {
-    let bytes = match &a.memory {
-        Some(t) => parse_size("--memory", t)?,
-        None => crate::solver::plan::default_budget(),
-    };
-    let fixed = fixed_memory(a)?.unwrap_or(crate::solver::plan::FIXED);
-    crate::solver::plan::Plan::with_fixed(bytes, fixed)
-        .map_err(|e| CliError::Usage(e.to_string()))?;
-    Ok(bytes)
-}
-
-/// The checked hidden `--fixed-memory`.
-fn fixed_memory(a: &SolveArgs) -> Result<Option<u64>, CliError> {
-    a.fixed_memory
-        .as_deref()
-        .map(|t| parse_size("--fixed-memory", t))
-        .transpose()
+/// The checked `--memory` and hidden `--fixed-memory`, resolved once (the default: a share
+/// of the machine's over the solve's `sharers` processes on it), refused below what any solve
+/// needs.
+fn budget(a: &SolveArgs, sharers: u32) -> Result<MemoryBudget, CliError> {
+    let size =
+        |flag: &str, t: &Option<String>| t.as_deref().map(|t| parse_size(flag, t)).transpose();
+    let given = size("--memory", &a.memory)?;
+    let fixed = size("--fixed-memory", &a.fixed_memory)?;
+    MemoryBudget::resolve(given, fixed, sharers).map_err(|e| CliError::Usage(e.to_string()))
 }
 
 /// The checked `--layout`, `--precision` and `--parquet-ages`.
@@ -272,71 +262,37 @@ fn scheme(a: &SolveArgs) -> Result<Scheme, CliError> {
 
 /// Runs `age2048 solve`: one writer per data directory (the lock is held until the solve is
 /// done), one symmetry group per board, then the solve. Started by an MPI launcher (a build
-/// with the feature `mpi`), this process is one of the solve's processes ([`run_mpi`]).
+/// with the feature `mpi`), this process is one of the solve's processes
+/// ([`crate::solver::exchange::mpi::run_mpi`]).
 pub fn run(a: &SolveArgs) -> Result<(), CliError> {
-    scheme(a)?;
+    let scheme = scheme(a)?;
+    let shape = Shape::parse(&a.board)?;
     #[cfg(feature = "mpi")]
-    if crate::solver::dist::mpi::launched() {
-        return run_mpi(a);
+    if crate::solver::exchange::mpi::launched() {
+        use crate::solver::exchange::mpi::run_mpi;
+        return run_mpi(
+            shape,
+            scheme,
+            |ex, sharers| run_with(a, ex, sharers),
+            CliError::is_broken_pipe,
+        );
     }
-    let single = Exchange::single(Shape::parse(&a.board)?);
-    run_with(a, &single)
+    // Checked all the same: a flag that means nothing here is still a valid one.
+    let _ = scheme;
+    run_with(a, &Exchange::single(shape), 1)
 }
 
-/// One process of `mpirun -np N age2048 solve`: the processes solve together, each its part;
-/// an error in any of them is printed by it in one line and ends the whole job with its
-/// status (`MPI_Abort`), so that no process waits for one that stopped.
-#[cfg(feature = "mpi")]
-fn run_mpi(a: &SolveArgs) -> Result<(), CliError> {
-    use crate::error::ErrorKind;
-    use crate::solver::dist::mpi::Mpi;
-    use crate::solver::dist::Transport;
-    let mpi = Mpi::init()?;
-    // A panic in any thread ends the process at once (after its message), and the launcher
-    // then ends the job: the others must not wait in a collective for it.
-    let report = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        report(info);
-        std::process::abort();
-    }));
-    if mpi.ranks() == 1 {
-        let single = Exchange::single(Shape::parse(&a.board)?);
-        return run_with(a, &single);
-    }
-    // The default budget is the machine's share split between the processes on it.
-    crate::solver::plan::share_machine(mpi.on_this_machine()?);
-    let parts = crate::store::parts::Parts {
-        count: mpi.ranks(),
-        scheme: scheme(a)?,
-    };
-    let result = Exchange::new(&mpi, parts, Shape::parse(&a.board)?)
-        .map_err(CliError::from)
-        .and_then(|ex| run_with(a, &ex));
-    if let Err(e) = &result {
-        if !e.is_broken_pipe() {
-            let _ = writeln!(
-                std::io::stderr().lock(),
-                "age2048: error: process {} of {}: {}",
-                mpi.rank(),
-                mpi.ranks(),
-                super::one_line(e)
-            );
-            mpi.abort(i32::from(e.kind().exit_code()));
-        }
-    }
-    result
-}
-
-/// [`run`] as one of the processes of `ex` (the only one in a single-process solve): process
-/// 0 holds the lock and checks the directory before any process starts.
-fn run_with(a: &SolveArgs, ex: &Exchange) -> Result<(), CliError> {
-    let cfg = config(a)?;
+/// [`run`] as one of the processes of `ex` (the only one in a single-process solve), `sharers`
+/// of them on this machine: the leader holds the lock and checks the directory before any
+/// process starts.
+fn run_with(a: &SolveArgs, ex: &Exchange, sharers: u32) -> Result<(), CliError> {
+    let cfg = config(a, sharers)?;
     let rank = ex.rank();
     let store = Store::new(&a.data).with_part(rank, ex.parts());
     set_threads(a.threads)?;
     let wait = if a.wait { Wait::Yes } else { Wait::No };
     let dir = a.data.display().to_string();
-    let _lock = if rank == 0 {
+    let _lock = if ex.is_leader() {
         Some(lock_writer(store.layout(), wait, &|pid| {
             let who = pid.map_or_else(|| "another process".to_string(), |p| format!("process {p}"));
             say(&format!("{dir} is being solved by {who}: waiting for it"));
@@ -344,7 +300,7 @@ fn run_with(a: &SolveArgs, ex: &Exchange) -> Result<(), CliError> {
     } else {
         None
     };
-    if !cfg.force && rank == 0 {
+    if !cfg.force && ex.is_leader() {
         one_group_per_board(&store, &cfg)?;
         let depth = if a.verify {
             Depth::Digests
@@ -353,9 +309,9 @@ fn run_with(a: &SolveArgs, ex: &Exchange) -> Result<(), CliError> {
         };
         clear_damaged(&store, &cfg, depth)?;
     }
-    // The others start once process 0 holds the directory and has checked it.
-    ex.all_max(0)?;
-    let quiet = a.quiet || rank != 0;
+    // The others start once the leader holds the directory and has checked it.
+    ex.barrier()?;
+    let quiet = a.quiet || !ex.is_leader();
     let trace = match &a.trace_memory {
         Some(path) if ex.is_single() => Some(MemoryTrace::create(path)?),
         // One file a process: FILE.R.
@@ -366,29 +322,8 @@ fn run_with(a: &SolveArgs, ex: &Exchange) -> Result<(), CliError> {
         }
         None => None,
     };
-    // The process's allocator keeps what one age frees for the next (`solver::huge`), unless
-    // the user gave a budget: then what is freed goes back at once.
-    if a.memory.is_some() {
-        crate::solver::hand_back_memory();
-    } else {
-        crate::solver::keep_freed_memory();
-    }
     if !quiet {
-        let sharers = crate::solver::plan::machine_sharers();
-        let given = if a.memory.is_some() {
-            "--memory".to_string()
-        } else if sharers > 1 {
-            format!(
-                "80 % of this machine's over the solve's {sharers} processes on it; --memory \
-                 sets each one's"
-            )
-        } else {
-            "80 % of this machine's; --memory sets it".to_string()
-        };
-        say(&format!(
-            "memory budget {} ({given})",
-            crate::solver::plan::human(cfg.memory)
-        ));
+        say(&cfg.budget.describe());
     }
     let t = Instant::now();
     let progress = Progress::new(quiet);
@@ -401,7 +336,7 @@ fn run_with(a: &SolveArgs, ex: &Exchange) -> Result<(), CliError> {
     };
     let manifests = solve_exchanged(&store, &cfg, ex, &on_event)?;
     progress.finish();
-    if rank == 0 {
+    if ex.is_leader() {
         for m in &manifests {
             say(&summary(m));
         }
@@ -467,233 +402,6 @@ fn clear_damaged(store: &Store, cfg: &SolveConfig, depth: Depth) -> Result<(), C
         store.clear_variant(cfg.shape, &name)?;
     }
     Ok(())
-}
-
-/// Progress of a solve: a bar on a terminal, a plain line per finished age otherwise (for
-/// logs, and for tests that act at a given age), nothing with `--quiet`; each with the pass's
-/// rate in boards (states and afterstates) per second, and the backward pass's time left from
-/// the boards still to value (ages differ in size by orders of magnitude, so counting ages
-/// would mislead).
-struct Progress {
-    mode: Mode,
-    pass: Mutex<Pass>,
-}
-
-/// The pass under way.
-struct Pass {
-    started: Instant,
-    done: u64,
-    /// Boards in all (0 if unknown: the forward pass finds them as it goes).
-    total: u64,
-}
-
-impl Pass {
-    fn new(total: u64) -> Pass {
-        Pass {
-            started: Instant::now(),
-            done: 0,
-            total,
-        }
-    }
-}
-
-enum Mode {
-    Bar(ProgressBar),
-    Plain,
-    Quiet,
-}
-
-impl Progress {
-    fn new(quiet: bool) -> Progress {
-        let mode = if quiet {
-            Mode::Quiet
-        } else if std::io::stderr().is_terminal() {
-            let bar = ProgressBar::new_spinner();
-            bar.set_style(
-                ProgressStyle::with_template("{spinner} {elapsed_precise} {msg}")
-                    .expect("valid template"),
-            );
-            Mode::Bar(bar)
-        } else {
-            Mode::Plain
-        };
-        Progress {
-            mode,
-            pass: Mutex::new(Pass::new(0)),
-        }
-    }
-
-    /// Counts `boards` more done in the pass; returns the pass's rate and, if its total is
-    /// known, the seconds left at that rate.
-    fn advance(&self, boards: u64) -> (String, Option<f64>) {
-        let mut p = self.pass.lock().unwrap_or_else(|e| e.into_inner());
-        p.done += boards;
-        let secs = p.started.elapsed().as_secs_f64();
-        let per_s = if secs > 0.0 {
-            p.done as f64 / secs
-        } else {
-            0.0
-        };
-        let left =
-            (p.total > 0 && per_s > 0.0).then(|| p.total.saturating_sub(p.done) as f64 / per_s);
-        let rate = if per_s >= 1e6 {
-            format!("{:.2} M boards/s", per_s / 1e6)
-        } else {
-            format!("{:.1} k boards/s", per_s / 1e3)
-        };
-        (rate, left)
-    }
-
-    fn event(&self, shape: Shape, e: Event) {
-        match e {
-            Event::Damaged { problem, redo } => {
-                // Damage is told even with --quiet: it explains a solve that takes longer.
-                let line = format!("work file damaged: {problem}: {redo}");
-                match &self.mode {
-                    Mode::Bar(bar) => bar.println(line),
-                    _ => say(&line),
-                }
-            }
-            // `MemoryTrace`'s.
-            Event::Memory { .. } => {}
-            _ if matches!(self.mode, Mode::Quiet) => {}
-            Event::Forward {
-                age,
-                states,
-                afterstates,
-            } => {
-                let (rate, _) = self.advance((states + afterstates) as u64);
-                let line = format!(
-                    "forward: age {age}, {states} states, {afterstates} afterstates, {rate}"
-                );
-                match &self.mode {
-                    Mode::Bar(bar) => {
-                        bar.set_message(format!("{shape} {line}"));
-                        bar.tick();
-                    }
-                    _ => say(&line),
-                }
-            }
-            Event::BackwardStart {
-                top,
-                min_age,
-                boards,
-            } => {
-                *self.pass.lock().unwrap_or_else(|e| e.into_inner()) = Pass::new(boards);
-                match &self.mode {
-                    Mode::Bar(bar) => {
-                        bar.set_style(
-                            ProgressStyle::with_template(
-                                "{bar:40} {percent:>3}% {elapsed_precise} eta {eta} {msg}",
-                            )
-                            .expect("valid template"),
-                        );
-                        bar.set_length(boards.max(1));
-                        bar.set_position(0);
-                    }
-                    _ => say(&format!(
-                        "backward: from age {top} down to {min_age}, {boards} boards"
-                    )),
-                }
-            }
-            Event::Backward { age, boards } => {
-                let (rate, left) = self.advance(boards);
-                match &self.mode {
-                    Mode::Bar(bar) => {
-                        bar.set_message(format!("{shape} backward: age {age}, {rate}"));
-                        bar.inc(boards);
-                    }
-                    _ => say(&format!(
-                        "backward: age {age}, {boards} boards, {rate}{}",
-                        left.map_or(String::new(), |s| format!(", {s:.0} s left"))
-                    )),
-                }
-            }
-            Event::Plan { text } => match &self.mode {
-                Mode::Bar(bar) => bar.println(text),
-                _ => say(&text),
-            },
-            Event::Resumed { pass, age } => {
-                let line = format!("resuming the {pass} pass after age {age}");
-                match &self.mode {
-                    Mode::Bar(bar) => bar.println(line),
-                    _ => say(&line),
-                }
-            }
-        }
-    }
-
-    fn finish(&self) {
-        if let Mode::Bar(bar) = &self.mode {
-            bar.finish_and_clear();
-        }
-    }
-}
-
-/// The file of `--trace-memory`: a header, then a row an [`Event::Memory`], each written as
-/// it comes (a killed solve keeps the rows so far).
-struct MemoryTrace {
-    path: PathBuf,
-    /// `None` once a write failed (told once; the solve goes on untraced).
-    file: Mutex<Option<std::fs::File>>,
-    started: Instant,
-}
-
-impl MemoryTrace {
-    /// The columns: the pass and age, the age's states and afterstates, the phase that
-    /// ended, the peak resident bytes during it, the bytes resident at its end, seconds
-    /// since the solve started, and the bytes this process has sent the others so far (0 in
-    /// one process).
-    const HEADER: &'static str =
-        "pass\tage\tstates\tafterstates\tphase\tpeak_bytes\tresident_bytes\tseconds\tsent_bytes\n";
-
-    /// Checks that the system tells phases apart, then creates `path` (replacing it) with
-    /// the header.
-    fn create(path: &std::path::Path) -> Result<MemoryTrace, CliError> {
-        let shown = path.display();
-        if !crate::solver::can_trace_memory() {
-            return Err(CliError::Usage(format!(
-                "--trace-memory {shown}: this system does not let a process read and reset its peak memory (/proc/self/status, /proc/self/clear_refs)"
-            )));
-        }
-        let file = std::fs::File::create(path)
-            .and_then(|mut f| f.write_all(Self::HEADER.as_bytes()).map(|()| f))
-            .map_err(|e| CliError::Usage(format!("--trace-memory {shown}: {e}")))?;
-        Ok(MemoryTrace {
-            path: path.to_path_buf(),
-            file: Mutex::new(Some(file)),
-            started: Instant::now(),
-        })
-    }
-
-    fn record(&self, e: &Event, sent: u64) {
-        let Event::Memory {
-            pass,
-            age,
-            states,
-            afterstates,
-            phase,
-            peak,
-            resident,
-        } = e
-        else {
-            return;
-        };
-        let row = format!(
-            "{pass}\t{age}\t{states}\t{afterstates}\t{phase}\t{peak}\t{resident}\t{:.3}\t{sent}\n",
-            self.started.elapsed().as_secs_f64()
-        );
-        let mut file = self.file.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(f) = file.as_mut() {
-            if let Err(err) = f.write_all(row.as_bytes()) {
-                say(&format!(
-                    "--trace-memory {}: {err}; the solve goes on without it",
-                    self.path.display()
-                ));
-                *file = None;
-            }
-        }
-    }
 }
 
 fn summary(m: &Manifest) -> String {

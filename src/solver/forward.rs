@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 
 use rayon::prelude::*;
 
-use super::dist::Exchange;
+use super::exchange::Exchange;
 use super::layer;
 use super::spill::Spilled;
 use super::{Result, SolveError};
@@ -408,7 +408,7 @@ pub fn run_exchanged(
 /// The smallest age with pending boards in any process, `None` once there is none.
 fn next_age(ex: &Exchange, pending: &BTreeMap<u32, Spilled>) -> Result<Option<u32>> {
     let mine = pending.keys().next().map_or(u64::MAX, |&a| u64::from(a));
-    let age = ex.all_min(mine)?;
+    let age = ex.agree_min(mine)?;
     Ok((age != u64::MAX).then_some(age as u32))
 }
 

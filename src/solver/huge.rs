@@ -8,10 +8,12 @@
 //! The request is advice only: it changes no byte the vector holds.
 //!
 //! [`trim`] hands what the allocator keeps of freed blocks back to the kernel: glibc leaves
-//! freed blocks below its mapping threshold in its arenas, which after the forward pass of
-//! 4x4 `goal-32` were ≈ 1.6 GB of the peak. [`keep_freed`] is its opposite for the blocks a
-//! solve allocates and frees again age after age: they stay in the arenas for the next age
-//! instead of going back to the kernel, to be faulted in and zeroed anew.
+//! freed blocks below its mapping threshold in its arenas, gigabytes of them after a big
+//! forward pass. [`keep_freed`] is its opposite for the blocks a solve allocates and frees
+//! again age after age: they stay in the arenas for the next age instead of going back to the
+//! kernel, to be faulted in and zeroed anew. [`hand_back`] is for a solve held to a budget it
+//! was given. The runs behind the thresholds are in `reports/bench/profile.md` ("The
+//! allocator's thresholds").
 
 /// From this many bytes on a vector asks for huge pages (smaller ones would round up to whole
 /// 2 MiB pages for little gain).
@@ -36,13 +38,10 @@ const KEEP_BLOCKS: usize = 32 << 20;
 
 /// Sets the allocator's thresholds to `KEEP_BLOCKS`, for a process that solves. glibc starts
 /// with blocks of 128 KiB and up mapped for themselves and raises the threshold only as such a
-/// block is freed, so the tables, columns and sort buffers of one age after another were
-/// mapped, faulted in a page at a time (the kernel zeroing each page) and unmapped, and
-/// freed memory at an arena's top went back to the kernel as soon as it passed 128 KiB. 4x4
-/// `goal-16`, 4 alternating pairs: 124 to 164 thousand page faults a solve where there were
-/// 230 to 278 thousand, system time 0.9 to 1.1 s where it was 1.3 to 1.5, wall time 6.24 s
-/// against 6.46 (medians), peak memory 4 % higher. Big ages still hand their memory back
-/// (`trim`).
+/// block is freed, so the tables, columns and sort buffers of one age after another would be
+/// mapped, faulted in a page at a time (the kernel zeroing each page) and unmapped, and freed
+/// memory at an arena's top would go back to the kernel as soon as it passed 128 KiB. Big
+/// ages still hand their memory back (`trim`).
 pub fn keep_freed() {
     set_thresholds(KEEP_BLOCKS);
 }
@@ -67,10 +66,8 @@ const HAND_BACK_BLOCKS: usize = 1 << 20;
 
 /// [`keep_freed`]'s opposite, for a solve held to a budget it was given (`solve --memory`):
 /// blocks of a MiB and more are mapped for themselves and unmapped when freed, and little free
-/// memory stays at an arena's top, so that what the solve holds is what it uses. Each thread
-/// allocating from an arena of its own, blocks kept free by one were not reused by another:
-/// 4x3 `goal-256` given its smallest budget held 100 MiB more than usual through one age in
-/// fifty (`reports/bench/budget.md`).
+/// memory stays at an arena's top, so that what the solve holds is what it uses (each thread
+/// allocates from an arena of its own, and blocks one keeps free another does not reuse).
 pub fn hand_back() {
     set_thresholds(HAND_BACK_BLOCKS);
 }

@@ -7,11 +7,16 @@
 //! - [`records`]: what the backward pass finds of a state, and an age's figures, summed
 //!   exactly ([`exact`]) so that any order or split of the states gives the same bits;
 //! - [`output`]: one finished age as files (Parquet, index) and per-age figures;
-//! - [`run`]: the orchestration of one solve, resumable after any finished age;
-//! - [`dist`]: a solve spread over processes (MPI): who owns a board, and the one interface
-//!   the passes call to move boards and values between processes;
+//! - [`run`]: the orchestration of one solve, resumable after any finished age: the forward
+//!   pass, the backward pass and the finish, each in a module of its own;
+//! - [`exchange`]: a solve spread over processes (MPI): who owns a board, the one interface
+//!   the passes call to move boards and values between processes, the named operations the
+//!   orchestration agrees through (a barrier, agreeing on a minimum, the leader), and under
+//!   the feature `mpi` the start-up of a process of the job;
 //! - [`checkpoint`]: finished ages made durable on a thread of their own;
 //! - [`budget`]: how many bytes of finished ages may wait for the writer;
+//! - [`plan`]: the memory budget of a solve (resolved once: [`plan::MemoryBudget`]) and what
+//!   the passes may hold within it;
 //! - [`huge`]: big buffers backed by transparent huge pages;
 //! - [`memory`]: the process's resident memory, and its peak phase by phase;
 //! - [`guaranteed`]: the largest tile a player can force, from small in-memory solves.
@@ -21,9 +26,9 @@
 pub mod backward;
 mod budget;
 mod checkpoint;
-pub mod dist;
 mod error;
 pub mod exact;
+pub mod exchange;
 pub mod forward;
 pub mod guaranteed;
 mod huge;
@@ -38,8 +43,6 @@ pub mod spill;
 pub mod table;
 
 pub use error::{Result, SolveError};
-pub use huge::hand_back as hand_back_memory;
-pub use huge::keep_freed as keep_freed_memory;
 pub use memory::can_trace as can_trace_memory;
 pub use run::{
     solve, Event, Precision, SolveConfig, StorageRequest, DEFAULT_MIN_FREE,

@@ -10,8 +10,6 @@
 //! accepted. The budgeted solves of `benches/budget.sh` record the peak they reached beside
 //! the smallest budget named.
 
-use std::sync::atomic::{AtomicU32, Ordering};
-
 use super::table::{self, Coding};
 use super::{Result, SolveError};
 use crate::rules::Variant;
@@ -47,24 +45,10 @@ const LAYER_FILE_BYTES: f64 = 0.75;
 /// state).
 const WRITER_BYTES: f64 = 1.0;
 
-/// How many processes of one solve share this machine (1 but under MPI): the default budget
-/// is split between them.
-static SHARERS: AtomicU32 = AtomicU32::new(1);
-
-/// Tells [`default_budget`] that `processes` processes of the solve run on this machine.
-pub fn share_machine(processes: u32) {
-    SHARERS.store(processes.max(1), Ordering::Relaxed);
-}
-
-/// The processes of the solve on this machine ([`share_machine`]).
-pub fn machine_sharers() -> u32 {
-    SHARERS.load(Ordering::Relaxed)
-}
-
 /// The budget when none is given: a share of the machine's memory (`MemTotal`), or
-/// [`MIN_BUDGET`] × 16 where that cannot be read, split evenly between the processes of the
-/// solve on this machine.
-pub fn default_budget() -> u64 {
+/// [`MIN_BUDGET`] × 16 where that cannot be read, split evenly between the `sharers`
+/// processes of the solve on this machine.
+pub fn default_budget(sharers: u32) -> u64 {
     let total = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
         m.lines()
             .find_map(|l| l.strip_prefix("MemTotal:"))
@@ -72,7 +56,59 @@ pub fn default_budget() -> u64 {
             .map(|kb| kb * 1024)
     });
     let machine = total.map_or(MIN_BUDGET * 16, |t| (t as f64 * DEFAULT_SHARE) as u64);
-    machine / u64::from(machine_sharers())
+    machine / u64::from(sharers.max(1))
+}
+
+/// The memory budget of a solve, resolved once (`solve --memory`, or a share of the
+/// machine's) and carried by its configuration: what the plan is made from, and what the
+/// allocator keeps of freed memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemoryBudget {
+    /// The bytes the solve may hold at once.
+    pub bytes: u64,
+    /// The fixed part the models assume ([`FIXED`], unless `solve --fixed-memory`).
+    pub fixed: u64,
+    /// Given by the user: then what the solve frees goes back at once (`solver::huge`).
+    pub given: bool,
+    /// The processes of the solve on this machine, between which the default is split.
+    pub sharers: u32,
+}
+
+impl MemoryBudget {
+    /// `given` bytes, or the default for `sharers` processes on this machine
+    /// ([`default_budget`]), with a fixed part of `fixed` bytes (or [`FIXED`]); an error if no
+    /// solve can keep to it.
+    pub fn resolve(given: Option<u64>, fixed: Option<u64>, sharers: u32) -> Result<MemoryBudget> {
+        let budget = MemoryBudget {
+            bytes: given.unwrap_or_else(|| default_budget(sharers)),
+            fixed: fixed.unwrap_or(FIXED),
+            given: given.is_some(),
+            sharers: sharers.max(1),
+        };
+        budget.plan()?;
+        Ok(budget)
+    }
+
+    /// The plan of this budget.
+    pub fn plan(&self) -> Result<Plan> {
+        Plan::with_fixed(self.bytes, self.fixed)
+    }
+
+    /// The budget and where it comes from, as the solve tells it at the start.
+    pub fn describe(&self) -> String {
+        let origin = if self.given {
+            "--memory".to_string()
+        } else if self.sharers > 1 {
+            format!(
+                "80 % of this machine's over the solve's {} processes on it; --memory sets \
+                 each one's",
+                self.sharers
+            )
+        } else {
+            "80 % of this machine's; --memory sets it".to_string()
+        };
+        format!("memory budget {} ({origin})", human(self.bytes))
+    }
 }
 
 /// How a solve spends its budget.

@@ -1,7 +1,10 @@
-//! The transport of a solve under MPI (feature `mpi`): `MPI_Alltoallv`, `MPI_Allgatherv` and
-//! `MPI_Allreduce` over the world communicator, through the `mpi` crate. Only the thread that
-//! initialised MPI calls it (the passes call the exchange from their own thread; rayon's
-//! workers never do), so MPI runs at the `funneled` level.
+//! A solve under MPI (feature `mpi`): the start-up of a process of the job ([`run_mpi`]), and
+//! the transport, `MPI_Alltoallv`, `MPI_Allgatherv` and `MPI_Allreduce` over the world
+//! communicator, through the `mpi` crate. Only the thread that initialised MPI calls it (the
+//! passes call the exchange from their own thread; rayon's workers never do), so MPI runs at
+//! the `funneled` level.
+
+use std::io::Write;
 
 use mpi::datatype::{Partition, PartitionMut};
 use mpi::environment::Universe;
@@ -9,8 +12,11 @@ use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::*;
 use mpi::Count;
 
-use super::Transport;
+use super::{Exchange, Transport};
+use crate::error::{one_line, ErrorKind};
+use crate::rules::Shape;
 use crate::solver::{Result, SolveError};
+use crate::store::parts::{Parts, Scheme};
 
 /// MPI, initialised for the life of this value.
 pub struct Mpi {
@@ -38,6 +44,55 @@ pub fn launched() -> bool {
     ]
     .iter()
     .any(|v| std::env::var_os(v).is_some())
+}
+
+/// One process of `mpirun -np N age2048 solve`: MPI initialised, then `solve` run as one of
+/// the job's processes (boards of `shape` split by `scheme`, one part a process), told how
+/// many processes of the job share this machine's memory; a job of one process solves as a
+/// single process. An error in any process is printed by it in one line and ends the whole
+/// job with its status (`MPI_Abort`), so that no process waits for one that stopped; an error
+/// that `quiet` accepts (a closed standard output) just returns.
+pub fn run_mpi<E>(
+    shape: Shape,
+    scheme: Scheme,
+    solve: impl FnOnce(&Exchange, u32) -> std::result::Result<(), E>,
+    quiet: impl Fn(&E) -> bool,
+) -> std::result::Result<(), E>
+where
+    E: From<SolveError> + ErrorKind + std::error::Error,
+{
+    let mpi = Mpi::init()?;
+    // A panic in any thread ends the process at once (after its message), and the launcher
+    // then ends the job: the others must not wait in a collective for it.
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        report(info);
+        std::process::abort();
+    }));
+    if mpi.ranks() == 1 {
+        return solve(&Exchange::single(shape), 1);
+    }
+    let sharers = mpi.on_this_machine()?;
+    let parts = Parts {
+        count: mpi.ranks(),
+        scheme,
+    };
+    let result = Exchange::new(&mpi, parts, shape)
+        .map_err(E::from)
+        .and_then(|ex| solve(&ex, sharers));
+    if let Err(e) = &result {
+        if !quiet(e) {
+            let _ = writeln!(
+                std::io::stderr().lock(),
+                "age2048: error: process {} of {}: {}",
+                mpi.rank(),
+                mpi.ranks(),
+                one_line(e)
+            );
+            mpi.abort(i32::from(e.kind().exit_code()));
+        }
+    }
+    result
 }
 
 impl Mpi {

@@ -1,13 +1,17 @@
-//! A solve spread over several processes (`mpirun -np N age2048 solve`): the one interface the
-//! passes call to move boards and values between processes ([`Exchange`]), and behind the
-//! feature `mpi` the one transport that does it ([`mpi::Mpi`], through the `mpi` crate).
+//! The processes of a solve (`mpirun -np N age2048 solve`): the one interface the passes and
+//! the orchestration call to move boards and values between processes ([`Exchange`]), and
+//! behind the feature `mpi` the one transport that does it and the start-up of a process of
+//! the job ([`mpi::Mpi`], [`mpi::run_mpi`], through the `mpi` crate).
 //!
 //! Every state and afterstate of an age is owned by one process, the one whose part
 //! ([`Parts::of`], a function of the id alone) it falls in. The forward pass hands each layer
 //! it made to [`Exchange::route`], which sends each id to its owner and returns the ids this
 //! process owns; the backward pass asks [`Exchange::fetch`] for the values of the boards it
-//! looks up that others own. In a single process ([`Exchange::single`]) both move nothing and
-//! every id is owned, so the single-process solve runs the same code.
+//! looks up that others own. The orchestration agrees through named operations: a
+//! [`Exchange::barrier`], [`Exchange::agree_min`] / [`Exchange::agree_max`] (and
+//! [`Exchange::agree_any`], [`Exchange::agree_all`]), the leader ([`Exchange::is_leader`]) and
+//! the gathers of the finish. In a single process ([`Exchange::single`]) every one of them
+//! moves nothing and every id is owned, so the single-process solve runs the same code.
 //!
 //! Collectives: every process calls the same methods in the same order (the passes go
 //! through the same ages in lockstep); a collective's counts are 32-bit in MPI, so a call
@@ -19,6 +23,8 @@ pub mod mpi;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use rayon::prelude::*;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 
 use super::{Result, SolveError};
 use crate::rules::symmetry::Images;
@@ -122,25 +128,102 @@ impl<'t> Exchange<'t> {
         )
     }
 
-    /// The largest of every process's `x` (`x` itself in one process).
-    pub fn all_max(&self, x: u64) -> Result<u64> {
+    /// Whether this process leads the solve (process 0; the only one of a single-process
+    /// solve): it holds the directory's lock, clears old files and writes the manifests.
+    pub fn is_leader(&self) -> bool {
+        self.rank == 0
+    }
+
+    /// The number of processes of the solve.
+    pub fn processes(&self) -> u32 {
+        self.parts.count
+    }
+
+    /// Waits until every process is here. Collective; returns at once in one process.
+    pub fn barrier(&self) -> Result<()> {
+        self.agree_max(0).map(drop)
+    }
+
+    /// The largest of every process's `x` (`x` itself in one process). Collective.
+    pub fn agree_max(&self, x: u64) -> Result<u64> {
         match self.transport {
             None => Ok(x),
             Some(t) => t.all_max(x),
         }
     }
 
-    /// The smallest of every process's `x`.
-    pub fn all_min(&self, x: u64) -> Result<u64> {
-        Ok(u64::MAX - self.all_max(u64::MAX - x)?)
+    /// The smallest of every process's `x` (`x` itself in one process). Collective.
+    pub fn agree_min(&self, x: u64) -> Result<u64> {
+        Ok(u64::MAX - self.agree_max(u64::MAX - x)?)
     }
 
-    /// Every process's `bytes`, by rank.
-    pub fn all_gather(&self, bytes: Vec<u8>) -> Result<Vec<Vec<u8>>> {
+    /// Whether any process says `yes` (its own `yes` in one process). Collective.
+    pub fn agree_any(&self, yes: bool) -> Result<bool> {
+        Ok(self.agree_max(u64::from(yes))? == 1)
+    }
+
+    /// Whether every process says `yes` (its own `yes` in one process). Collective.
+    pub fn agree_all(&self, yes: bool) -> Result<bool> {
+        Ok(self.agree_min(u64::from(yes))? == 1)
+    }
+
+    /// Every process's `bytes`, by rank. Collective.
+    pub fn gather(&self, bytes: Vec<u8>) -> Result<Vec<Vec<u8>>> {
         match self.transport {
             None => Ok(vec![bytes]),
             Some(t) => t.all_gather(&bytes),
         }
+    }
+
+    /// Every process's `mine`, by rank: encoded as JSON, gathered and decoded over several
+    /// processes, `mine` itself in one (nothing is encoded: no float goes through a parser).
+    /// Collective.
+    pub fn gather_values<T: Serialize + DeserializeOwned>(&self, mine: T) -> Result<Vec<T>> {
+        if self.is_single() {
+            return Ok(vec![mine]);
+        }
+        let bytes = serde_json::to_vec(&mine)
+            .map_err(|e| SolveError::Internal(format!("encoding a share for the others: {e}")))?;
+        self.gather(bytes)?
+            .iter()
+            .map(|b| serde_json::from_slice(b))
+            .collect::<std::result::Result<_, _>>()
+            .map_err(|e| SolveError::Internal(format!("a share from another process: {e}")))
+    }
+
+    /// Every process's share of a small layer (`ids` sorted, `values[i * k + v]`), merged in
+    /// id order; the share itself in one process. Collective.
+    pub fn gather_layer(
+        &self,
+        ids: Vec<u64>,
+        values: Vec<f64>,
+        k: usize,
+    ) -> Result<(Vec<u64>, Vec<f64>)> {
+        if self.is_single() {
+            return Ok((ids, values));
+        }
+        let mut bytes = Vec::with_capacity(ids.len() * 8 * (k + 1));
+        for (i, id) in ids.iter().enumerate() {
+            bytes.extend_from_slice(&id.to_le_bytes());
+            for v in &values[i * k..(i + 1) * k] {
+                bytes.extend_from_slice(&v.to_le_bytes());
+            }
+        }
+        let mut all: Vec<(u64, Vec<f64>)> = Vec::new();
+        for share in self.gather(bytes)? {
+            let words: Vec<[u8; 8]> = share
+                .chunks_exact(8)
+                .map(|c| c.try_into().unwrap_or([0; 8]))
+                .collect();
+            for row in words.chunks_exact(k + 1) {
+                let values = row[1..].iter().map(|&b| f64::from_le_bytes(b)).collect();
+                all.push((u64::from_le_bytes(row[0]), values));
+            }
+        }
+        all.sort_by_key(|r| r.0);
+        let ids = all.iter().map(|r| r.0).collect();
+        let values = all.into_iter().flat_map(|r| r.1).collect();
+        Ok((ids, values))
     }
 
     /// Ends the job (every process) with `code`; in one process, returns.
@@ -158,7 +241,7 @@ impl<'t> Exchange<'t> {
             .ok_or_else(|| SolveError::Internal("an exchange within one process".into()))?;
         let n = buckets.len();
         let longest = buckets.iter().map(Vec::len).max().unwrap_or(0);
-        let rounds = self.all_max(longest.div_ceil(ROUND) as u64)? as usize;
+        let rounds = self.agree_max(longest.div_ceil(ROUND) as u64)? as usize;
         let sent: usize = buckets
             .iter()
             .enumerate()
@@ -356,8 +439,17 @@ mod tests {
             Vec::<f64>::new()
         );
         assert!(ex.fetch(&[3], 1, &|_| Ok(vec![0.0])).is_err());
-        assert_eq!(ex.all_min(7).unwrap(), 7);
-        assert_eq!(ex.all_gather(vec![1, 2]).unwrap(), vec![vec![1, 2]]);
+        assert!(ex.is_leader());
+        ex.barrier().unwrap();
+        assert_eq!(ex.agree_min(7).unwrap(), 7);
+        assert_eq!(ex.agree_max(7).unwrap(), 7);
+        assert!(ex.agree_any(true).unwrap() && !ex.agree_all(false).unwrap());
+        assert_eq!(ex.gather(vec![1, 2]).unwrap(), vec![vec![1, 2]]);
+        assert_eq!(ex.gather_values(vec![0.1f64]).unwrap(), vec![vec![0.1]]);
+        assert_eq!(
+            ex.gather_layer(vec![3], vec![0.5, 0.25], 2).unwrap(),
+            (vec![3], vec![0.5, 0.25])
+        );
         assert_eq!(ex.sent(), (0, 0));
     }
 

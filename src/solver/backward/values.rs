@@ -1,0 +1,425 @@
+//! The backward pass's look-ups: the values of afterstates from their spawn children in the
+//! levels of ages n + 2 and n + 4 (the variant's rule), and the records of states from their
+//! moves' afterstates, a chunk at a time on all threads, in blocks whose look-ups are
+//! prefetched together.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use rayon::prelude::*;
+
+use super::{in_chunks, AgeWriter, Backward, Level, Wants, BLOCK, CHUNK, MAX_CELLS, NONE};
+use crate::rules::board;
+use crate::rules::Kind;
+use crate::solver::forward::absorbed;
+use crate::solver::records::{FigureSums, StateRec, Summary, NO_MOVE};
+use crate::solver::table::{ValueTable, Values};
+use crate::solver::{Result, SolveError};
+
+impl Backward<'_> {
+    pub(super) fn afterstate_values(
+        &self,
+        age: u32,
+        afterstates: &[u64],
+        next2: &Level,
+        next4: &Level,
+    ) -> Result<Vec<f64>> {
+        let k = self.k();
+        let mut out = vec![0.0f64; afterstates.len() * k];
+        let missing = AtomicBool::new(false);
+        let game = self.game;
+        in_chunks(afterstates, &mut out, k, |ids, vals| {
+            self.afterstate_chunk(ids, vals, next2, next4, &missing)
+        });
+        if missing.load(Ordering::Relaxed) {
+            return Err(SolveError::Inconsistent {
+                board: game.shape().to_string(),
+                age,
+                step: "spawn",
+            });
+        }
+        Ok(out)
+    }
+
+    /// The afterstate values of one chunk of afterstates (named, so profiles can tell it apart).
+    ///
+    /// Afterstates go in blocks of [`BLOCK`]: first every spawn child of the block is
+    /// normalised and its slot in the next levels' tables prefetched, and only then are the
+    /// children looked up and their values folded — so the cache misses of a block overlap
+    /// instead of queueing. The fold runs over cells in increasing order, as the sums must
+    /// (reproducible bits).
+    #[inline(never)]
+    pub(super) fn afterstate_chunk(
+        &self,
+        ids: &[u64],
+        vals: &mut [f64],
+        next2: &Level,
+        next4: &Level,
+        missing: &AtomicBool,
+    ) {
+        let k = self.k();
+        let game = self.game;
+        let class = self.class;
+        let cells = game.cells();
+        debug_assert!(cells <= MAX_CELLS);
+        // Per-variant accumulators: sum (expectation) or extremes per tile value.
+        let mut acc = vec![[0.0f64; 2]; k];
+        // Per afterstate of the block: the number of empty cells, and per empty cell (in
+        // order) the ids of the children spawning a 2 and a 4.
+        let mut empties = [0usize; BLOCK];
+        let mut kid = [[[NONE; 2]; MAX_CELLS]; BLOCK];
+        // Where each child's look-up found its part (the second step's input), and where
+        // each stream's last one did: a stream is a spawn of one tile on one cell, whose
+        // children over afterstates in their order are close in the next layers' order.
+        let mut part = [[[0u32; 2]; MAX_CELLS]; BLOCK];
+        let mut hint = [[0u32; 2]; MAX_CELLS];
+        // Per afterstate of the block: the goal tile is on it (asked once).
+        let mut done = [false; BLOCK];
+        let tables = [&next2.table, &next4.table];
+        let spawns = [class.spawn2, class.spawn4];
+        for (block, vals) in ids.chunks(BLOCK).zip(vals.chunks_mut(BLOCK * k)) {
+            for (j, &a) in block.iter().enumerate() {
+                empties[j] = 0;
+                done[j] = absorbed(&class, a);
+                if done[j] {
+                    continue;
+                }
+                let images = game.sym.images_of(a);
+                let canon_child = |i: usize, e: u8| match &images {
+                    Some(img) => game.sym.spawn_canon(img, i, e),
+                    None => game.canon(board::place(a, i, e)),
+                };
+                let mut n = 0;
+                for i in board::empty_cells(a, cells) {
+                    for t in 0..2 {
+                        if spawns[t] {
+                            let c = canon_child(i, t as u8 + 1);
+                            tables[t].prefetch(c, &mut hint[i][t]);
+                            kid[j][n][t] = c;
+                            part[j][n][t] = hint[i][t];
+                        }
+                    }
+                    n += 1;
+                }
+                empties[j] = n;
+            }
+            // A perfect table's slot is known once its pilot (prefetched above) is read: ask
+            // for every slot of the block before reading any.
+            for t in 0..2 {
+                if spawns[t] && tables[t].two_step() {
+                    for (j, kids) in kid.iter_mut().enumerate().take(block.len()) {
+                        for (kid, at) in kids[..empties[j]].iter_mut().zip(&part[j]) {
+                            kid[t] = tables[t].locate(kid[t], at[t]);
+                        }
+                    }
+                }
+            }
+            for j in 0..block.len() {
+                let v = &mut vals[j * k..(j + 1) * k];
+                if done[j] {
+                    v.fill(1.0);
+                    continue;
+                }
+                for (x, var) in acc.iter_mut().zip(&self.variants) {
+                    *x = match var.kind {
+                        Kind::Expectation | Kind::Goal(_) => [0.0, 0.0],
+                        Kind::Optimistic => [f64::NEG_INFINITY; 2],
+                        Kind::Pessimistic | Kind::Guaranteed(_) => [f64::INFINITY; 2],
+                    };
+                }
+                let empty = empties[j];
+                debug_assert!(empty > 0, "a valid afterstate has an empty cell");
+                for kid in &kid[j][..empty] {
+                    let mut child: [Option<Values>; 2] = [None, None];
+                    for t in 0..2 {
+                        if spawns[t] {
+                            child[t] = tables[t].at(kid[t]);
+                        }
+                    }
+                    if (0..2).any(|t| spawns[t] && child[t].is_none()) {
+                        missing.store(true, Ordering::Relaxed);
+                        continue;
+                    }
+                    for (vi, (x, var)) in acc.iter_mut().zip(&self.variants).enumerate() {
+                        let v2 = child[0].map(|c| c.get(vi));
+                        let v4 = child[1].map(|c| c.get(vi));
+                        match var.kind {
+                            Kind::Expectation | Kind::Goal(_) => {
+                                // Terms of probability 0 are skipped, not multiplied by 0:
+                                // their boards are not in the layer at all.
+                                if let Some(v2) = v2 {
+                                    x[0] += var.p2() * v2;
+                                }
+                                if let Some(v4) = v4 {
+                                    x[0] += var.p4 * v4;
+                                }
+                            }
+                            Kind::Optimistic => {
+                                if let Some(v2) = v2 {
+                                    x[0] = x[0].max(v2);
+                                }
+                                if let Some(v4) = v4 {
+                                    x[1] = x[1].max(v4);
+                                }
+                            }
+                            Kind::Pessimistic => {
+                                if let Some(v2) = v2 {
+                                    x[0] = x[0].min(v2);
+                                }
+                                if let Some(v4) = v4 {
+                                    x[1] = x[1].min(v4);
+                                }
+                            }
+                            Kind::Guaranteed(_) => {
+                                for c in [v2, v4].into_iter().flatten() {
+                                    x[0] = x[0].min(c);
+                                }
+                            }
+                        }
+                    }
+                }
+                for ((out, x), var) in v.iter_mut().zip(&acc).zip(&self.variants) {
+                    *out = match var.kind {
+                        Kind::Expectation | Kind::Goal(_) => x[0] / empty as f64,
+                        Kind::Optimistic | Kind::Pessimistic => {
+                            let mut s = 0.0;
+                            if class.spawn2 {
+                                s += var.p2() * x[0];
+                            }
+                            if class.spawn4 {
+                                s += var.p4 * x[1];
+                            }
+                            s
+                        }
+                        Kind::Guaranteed(_) => x[0],
+                    };
+                }
+            }
+        }
+    }
+
+    /// The figures and values of an age's states, their records made a segment at a time
+    /// (the writer's, else [`SEGMENT`] states) and folded in row order (the bits of
+    /// [`crate::solver::records::state_figures`] over all of them) and handed to `writer`. A segment
+    /// is folded and written while the next one's records are made, so that no core waits for
+    /// either.
+    pub(super) fn state_summary<W: AgeWriter>(
+        &self,
+        age: u32,
+        states: &[u64],
+        after_table: &ValueTable,
+        writer: &mut W,
+        buffers: &mut [Vec<StateRec>; 2],
+    ) -> Result<Summary> {
+        let k = self.k();
+        let segment = match writer.wants() {
+            Wants::Figures => self.segment,
+            Wants::Segments(n) => n,
+            Wants::Whole => {
+                // Made at once, handed over whole; only the values are taken here.
+                let [making, _] = buffers;
+                let len = states.len() * k;
+                if making.len() < len {
+                    making.resize(len, StateRec::default());
+                }
+                self.records_into(age, states, after_table, &mut making[..len])?;
+                let values = making[..len].par_iter().map(|r| r.value).collect();
+                if !states.is_empty() {
+                    writer.states(states, making)?;
+                }
+                return Ok(Summary {
+                    figures: Vec::new(),
+                    values,
+                });
+            }
+        }
+        .max(1);
+        let wants = writer.wants() != Wants::Figures;
+        let mut sums: Vec<FigureSums> = self.variants.iter().map(FigureSums::new).collect();
+        let mut values = Vec::with_capacity(states.len() * k);
+        // `recs` holds the records of `ids` first; the writer may take the vector.
+        let mut fold = |ids: &[u64], recs: &mut Vec<StateRec>| -> Result<()> {
+            for rec in recs[..ids.len() * k].chunks_exact(k) {
+                for (sum, r) in sums.iter_mut().zip(rec) {
+                    sum.add(r);
+                    values.push(r.value);
+                }
+            }
+            if wants && !ids.is_empty() {
+                writer.states(ids, recs)?;
+            }
+            Ok(())
+        };
+        // The segment being made, and the one before it (`made_ids`), waiting to be folded;
+        // their buffers are kept from age to age (fresh ones would be paged in every time).
+        let [mut making, mut made] = std::mem::take(buffers);
+        let mut made_ids: &[u64] = &[];
+        for ids in states.chunks(segment) {
+            let len = ids.len() * k;
+            if making.len() < len {
+                making.resize(len, StateRec::default());
+            }
+            let recs = &mut making[..len];
+            let (done, folded) = if ids.len() <= CHUNK {
+                // A small segment: both here, without a round trip through the pool's threads.
+                (
+                    self.records_into(age, ids, after_table, recs),
+                    fold(made_ids, &mut made),
+                )
+            } else {
+                rayon::join(
+                    || self.records_into(age, ids, after_table, recs),
+                    || fold(made_ids, &mut made),
+                )
+            };
+            done?;
+            folded?;
+            made_ids = ids;
+            std::mem::swap(&mut making, &mut made);
+        }
+        fold(made_ids, &mut made)?;
+        *buffers = [making, made];
+        debug_assert_eq!(values.len(), states.len() * k);
+        Ok(Summary {
+            figures: sums,
+            values,
+        })
+    }
+
+    /// The records of `states` into `out` (`[i * k + v]`), in parallel.
+    pub(super) fn records_into(
+        &self,
+        age: u32,
+        states: &[u64],
+        after_table: &ValueTable,
+        out: &mut [StateRec],
+    ) -> Result<()> {
+        let k = self.k();
+        debug_assert_eq!(out.len(), states.len() * k);
+        let missing = AtomicBool::new(false);
+        in_chunks(states, out, k, |ids, recs| {
+            self.state_chunk(ids, recs, after_table, &missing)
+        });
+        if missing.load(Ordering::Relaxed) {
+            return Err(SolveError::Inconsistent {
+                board: self.game.shape().to_string(),
+                age,
+                step: "move",
+            });
+        }
+        Ok(())
+    }
+
+    /// The records of one chunk of states (named, so profiles can tell it apart).
+    ///
+    /// In blocks of [`BLOCK`] states, like [`Self::afterstate_chunk`]: every move's
+    /// afterstate is normalised and its slot prefetched, then looked up and the best move
+    /// chosen.
+    #[inline(never)]
+    pub(super) fn state_chunk(
+        &self,
+        ids: &[u64],
+        recs: &mut [StateRec],
+        after_table: &ValueTable,
+        missing: &AtomicBool,
+    ) {
+        let k = self.k();
+        let game = self.game;
+        let class = self.class;
+        let mut best = vec![(f64::NEG_INFINITY, f64::NEG_INFINITY, NO_MOVE); k];
+        // Per variant, the q of each move of the state at hand (valid moves only are read).
+        let mut qs = vec![[f64::NEG_INFINITY; 4]; k];
+        // Per state of the block and move: the canonical afterstate ([`NONE`] if the move is
+        // invalid) and its reward.
+        let mut after = [[NONE; 4]; BLOCK];
+        let mut reward = [[0u32; 4]; BLOCK];
+        // Where each afterstate's look-up found its part, and where each direction's last
+        // one did (the moves of states in their order are close in the afterstates' order).
+        let mut part = [[0u32; 4]; BLOCK];
+        let mut hint = [0u32; 4];
+        // Per state of the block: the goal tile is on it (asked once).
+        let mut done = [false; BLOCK];
+        // What an absorbed state's record is, whole: a reused buffer holds an earlier state's.
+        let absorbed_rec = StateRec {
+            value: 1.0,
+            ..StateRec::default()
+        };
+        for (block, recs) in ids.chunks(BLOCK).zip(recs.chunks_mut(BLOCK * k)) {
+            for (j, &s) in block.iter().enumerate() {
+                after[j] = [NONE; 4];
+                done[j] = absorbed(&class, s);
+                if done[j] {
+                    continue;
+                }
+                for (di, m) in game.rules.moves(s).into_iter().enumerate() {
+                    if let Some((a, r)) = m {
+                        let c = game.canon(a);
+                        after_table.prefetch(c, &mut hint[di]);
+                        after[j][di] = c;
+                        part[j][di] = hint[di];
+                        reward[j][di] = r;
+                    }
+                }
+            }
+            if after_table.two_step() {
+                for (moves, at) in after.iter_mut().zip(&part).take(block.len()) {
+                    for (a, &p) in moves.iter_mut().zip(at) {
+                        if *a != NONE {
+                            *a = after_table.locate(*a, p);
+                        }
+                    }
+                }
+            }
+            for j in 0..block.len() {
+                let r = &mut recs[j * k..(j + 1) * k];
+                if done[j] {
+                    r.fill(absorbed_rec);
+                    continue;
+                }
+                best.fill((f64::NEG_INFINITY, f64::NEG_INFINITY, NO_MOVE));
+                let mut moves = 0u8;
+                for di in 0..4 {
+                    if after[j][di] == NONE {
+                        continue;
+                    }
+                    let Some(values) = after_table.at(after[j][di]) else {
+                        missing.store(true, Ordering::Relaxed);
+                        continue;
+                    };
+                    moves += 1;
+                    for (vi, (b, var)) in best.iter_mut().zip(&self.variants).enumerate() {
+                        // Reward plus afterstate value, or γ times it (discounted goal).
+                        let q = var.q(reward[j][di], values.get(vi));
+                        qs[vi][di] = q;
+                        if q > b.0 {
+                            *b = (q, b.0, di as u8);
+                        } else if q > b.1 {
+                            b.1 = q;
+                        }
+                    }
+                }
+                for ((x, b), q) in r.iter_mut().zip(&best).zip(&qs) {
+                    *x = if moves == 0 {
+                        StateRec::default()
+                    } else {
+                        StateRec {
+                            value: b.0,
+                            gap: if moves >= 2 { b.0 - b.1 } else { f64::NAN },
+                            best: b.2,
+                            moves,
+                            terminal: false,
+                            optimal: optimal_mask(&after[j], q, b.0),
+                        }
+                    };
+                }
+            }
+        }
+    }
+}
+
+/// The moves among `after` (valid where not [`NONE`]) whose q in `q` equals `best` exactly.
+#[inline]
+fn optimal_mask(after: &[u64; 4], q: &[f64; 4], best: f64) -> u8 {
+    (0..4)
+        .filter(|&d| after[d] != NONE && q[d] == best)
+        .fold(0u8, |m, d| m | 1 << d)
+}

@@ -1,0 +1,364 @@
+//! The finish of a solve: every age's record read (over several processes, every process's,
+//! merged), the reach pass of a `--reach` policy solve, the values at the starts, then the
+//! ages table and one manifest per variant written by the leader, and the work files removed.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Instant;
+
+use super::forward::Forward;
+use super::{AgeRecord, Class};
+use crate::rules::board;
+use crate::rules::{Game, Group, Kind, Symmetry, Variant};
+use crate::solver::exchange::Exchange;
+use crate::solver::records::FigureSums;
+use crate::solver::{Result, SolveError};
+use crate::store::parquet::ages_parquet;
+use crate::store::work::{BackwardProgress, WorkDir};
+use crate::store::{AgeStats, FileEntry, Manifest, StoreError, Timings, LAYOUT_VERSION};
+
+/// Finishes the solve of `s` after its passes: returns its manifests, one per variant in the
+/// order of the pass (every process returns them).
+pub(super) fn run(
+    s: &Class,
+    fwd: &Forward,
+    bwd: &BackwardProgress,
+    t0: Instant,
+) -> Result<Vec<Manifest>> {
+    let (store, ex, work) = (s.store, s.ex, &s.work);
+    let starts = initial_values(s.game, work, s.variants, ex)?;
+    let records = load_records(s, fwd.min_age, fwd.max_age)?;
+    // Over several processes: every process's records, merged age by age into the records
+    // of the whole solve (their figures from the exact sums of each share).
+    let mut records = merge_records(s, records)?;
+    if !ex.is_leader() {
+        // The leader writes the manifests; the others read them once it has.
+        ex.barrier()?;
+        let manifests = (s.variants.iter())
+            .map(|v| Ok(store.read_manifest(s.shape(), &v.name())?))
+            .collect::<Result<Vec<_>>>()?;
+        work.remove()?;
+        ex.barrier()?;
+        return Ok(manifests);
+    }
+    // A policy solve kept over the reached states: the reach pass writes its files again.
+    for (vi, v) in s.variants.iter().enumerate() {
+        if s.storages[vi].reach {
+            let mut slots: Vec<crate::solver::reach::AgeSlot<'_>> = records
+                .iter_mut()
+                .map(|r| crate::solver::reach::AgeSlot {
+                    stats: &mut r.stats[vi],
+                    files: &mut r.files[vi],
+                })
+                .collect();
+            crate::solver::reach::reach(store, s.game, v, &mut slots)?;
+        }
+    }
+    let mut manifests = Vec::new();
+    for (vi, v) in s.variants.iter().enumerate() {
+        let timings = Timings {
+            forward_s: fwd.progress.seconds,
+            backward_s: bwd.seconds,
+            total_s: t0.elapsed().as_secs_f64(),
+        };
+        let manifest = manifest(s, fwd, (vi, v), &records, &starts[vi], timings)?;
+        store.write_manifest(s.shape(), &manifest)?;
+        manifests.push(manifest);
+    }
+    ex.barrier()?;
+    work.remove()?;
+    if !ex.is_single() {
+        // Once every process removed its work files, the folders above them.
+        ex.barrier()?;
+        crate::store::work::WorkDir::remove_empty_parents(
+            store.layout(),
+            s.shape(),
+            &s.class.key(),
+        );
+    }
+    Ok(manifests)
+}
+
+/// One record per age of the pass, every one of them there (a missing one is damage).
+fn load_records(s: &Class, min_age: u32, max_age: u32) -> Result<Vec<AgeRecord>> {
+    let (work, k) = (&s.work, s.k());
+    let mut records: Vec<AgeRecord> = Vec::new();
+    for age in (min_age..=max_age).step_by(2) {
+        let rec: AgeRecord = work
+            .load_record(age)?
+            .ok_or_else(|| StoreError::corrupt(work.record_path_of(age), "missing"))?;
+        if rec.stats.len() != k || rec.files.len() != k {
+            return Err(StoreError::corrupt(
+                work.record_path_of(age),
+                format!("{} variants recorded, {k} expected", rec.stats.len()),
+            )
+            .into());
+        }
+        records.push(rec);
+    }
+    Ok(records)
+}
+
+/// The manifest of variant `v` (the `vi`-th of the pass), its ages table written first.
+fn manifest(
+    s: &Class,
+    fwd: &Forward,
+    (vi, v): (usize, &Variant),
+    records: &[AgeRecord],
+    starts: &StartValues,
+    timings: Timings,
+) -> Result<Manifest> {
+    let (store, shape, group) = (s.store, s.shape(), s.group);
+    let name = v.name();
+    let ages: Vec<AgeStats> = records
+        .iter()
+        .map(|r| AgeStats {
+            state_sums: Vec::new(),
+            ..r.stats[vi].clone()
+        })
+        .filter(|s| s.n_states > 0 || s.n_afterstates > 0)
+        .collect();
+    let mut files: Vec<FileEntry> = records
+        .iter()
+        .flat_map(|r| r.files[vi].iter().cloned())
+        .collect();
+    let ages_file = store.layout().ages_file(shape, &name);
+    let bytes = ages_parquet(&ages_file, &ages)?;
+    files.push(store.write_file(&ages_file, &bytes)?);
+    let max_tile = ages
+        .iter()
+        .filter(|a| a.n_states > 0)
+        .map(|a| a.index.base.saturating_sub(1))
+        .max()
+        .map_or(0, |e| 1u32 << e);
+    Ok(Manifest {
+        tool: "age2048".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        layout_version: LAYOUT_VERSION,
+        board: shape.to_string(),
+        variant: name.clone(),
+        symmetry: group.name().into(),
+        p4: v.p4,
+        discount: v.discount,
+        threads: rayon::current_num_threads(),
+        n_states: ages.iter().map(|a| a.n_states).sum(),
+        n_afterstates: ages.iter().map(|a| a.n_afterstates).sum(),
+        n_terminal_states: ages.iter().map(|a| a.n_terminal_states).sum(),
+        min_age: fwd.min_age,
+        max_age: fwd.max_age,
+        max_tile,
+        value_two_2_tiles: starts.two_2_tiles,
+        value_initial: starts.initial,
+        value_initial_distinct: starts.distinct,
+        timings,
+        peak_rss_bytes: crate::solver::memory::peak_rss_bytes(),
+        storage: s.storages[vi].clone(),
+        parts: s.ex.parts(),
+        ages,
+        files,
+        manifest_sha256: String::new(),
+    })
+}
+
+/// The records of the solve, age by age, from every process's (every process has a record of
+/// every age of the pass): counts summed, figures from the merged exact sums, the largest
+/// afterstate value and compaction base the largest of the shares, every share's files, and
+/// over several processes the age's look-up entry naming the folder of its parts. In one
+/// process the figures too are made again from the exact sums: the floats of a record read
+/// back from its JSON may be an ulp off (serde_json's parser is not correctly rounded), its
+/// integers are not.
+fn merge_records(s: &Class, mine: Vec<AgeRecord>) -> Result<Vec<AgeRecord>> {
+    let ex = s.ex;
+    let shares: Vec<Vec<AgeRecord>> = ex.gather_values(mine)?;
+    let mine = &shares[ex.rank() as usize];
+    if shares.iter().any(|s| s.len() != mine.len()) {
+        return Err(SolveError::Internal(
+            "the processes recorded different ages".into(),
+        ));
+    }
+    let mut out = Vec::with_capacity(mine.len());
+    for i in 0..mine.len() {
+        let mut rec = AgeRecord::default();
+        for (vi, v) in s.variants.iter().enumerate() {
+            let parts: Vec<AgeStats> = shares.iter().map(|s| s[i].stats[vi].clone()).collect();
+            rec.stats.push(merge_stats(s, vi, v, &parts)?);
+            rec.files
+                .push(shares.iter().flat_map(|s| s[i].files[vi].clone()).collect());
+        }
+        out.push(rec);
+    }
+    Ok(out)
+}
+
+/// One age's figures of variant `v` (the `vi`-th of the pass) from every process's share.
+fn merge_stats(s: &Class, vi: usize, v: &Variant, parts: &[AgeStats]) -> Result<AgeStats> {
+    let age = parts[0].age;
+    let mut st = AgeStats {
+        age,
+        ..Default::default()
+    };
+    let mut sums = FigureSums::new(v);
+    let mut empty_cells = 0u64;
+    let mut weighted = (0.0, 0.0);
+    for p in parts {
+        st.n_states += p.n_states;
+        st.n_afterstates += p.n_afterstates;
+        if !p.state_sums.is_empty() {
+            let share = FigureSums::from_words(&p.state_sums).ok_or_else(|| {
+                SolveError::Internal(format!("age {age}: damaged sums from a process"))
+            })?;
+            sums.merge(&share);
+        }
+        // The share's empty cells, an integer below 2^51 its mean was divided from:
+        // its product with the count rounds back to it.
+        if let Some(mean) = p.mean_empty_cells_afterstates {
+            empty_cells += (mean * p.n_afterstates as f64).round() as u64;
+        }
+        st.best_afterstate_value = match (st.best_afterstate_value, p.best_afterstate_value) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        let ix = &p.index;
+        st.index.base = st.index.base.max(ix.base);
+        st.index.file_bytes += ix.file_bytes;
+        st.index.state_id_bytes += ix.state_id_bytes;
+        st.index.afterstate_id_bytes += ix.afterstate_id_bytes;
+        weighted.0 += ix.bits_per_afterstate_id * p.n_afterstates as f64;
+        weighted.1 += ix.bits_per_state_id * p.n_states as f64;
+        st.policy.file_bytes += p.policy.file_bytes;
+        st.policy.keys += p.policy.keys;
+        st.policy.shards += p.policy.shards;
+    }
+    if st.n_afterstates > 0 {
+        st.mean_empty_cells_afterstates = Some(empty_cells as f64 / st.n_afterstates as f64);
+        st.index.bits_per_afterstate_id = weighted.0 / st.n_afterstates as f64;
+    }
+    if st.n_states > 0 {
+        st.index.bits_per_state_id = weighted.1 / st.n_states as f64;
+    }
+    // Records without sums: of work files an older build wrote, in one process.
+    let exact = parts
+        .iter()
+        .all(|p| p.n_states == 0 || !p.state_sums.is_empty());
+    if exact {
+        let figures = sums.figures();
+        st.n_terminal_states = figures.n_terminal_states;
+        st.mean_state_value = figures.mean_state_value;
+        st.mean_action_gap = figures.mean_action_gap;
+        st.frac_gap_lt_1 = figures.frac_gap_lt_1;
+    } else if parts.len() == 1 {
+        let p = &parts[0];
+        st.n_terminal_states = p.n_terminal_states;
+        st.mean_state_value = p.mean_state_value;
+        st.mean_action_gap = p.mean_action_gap;
+        st.frac_gap_lt_1 = p.frac_gap_lt_1;
+    } else {
+        return Err(SolveError::Internal(format!(
+            "age {age}: a process recorded no sums of its states' figures"
+        )));
+    }
+    let policy = !s.storages[vi].has_index();
+    if parts.len() == 1 {
+        st.index = parts[0].index.clone();
+        st.policy = parts[0].policy.clone();
+    } else {
+        let layout = s.store.layout();
+        let dir = layout.relative(&layout.lookup_dir(s.shape(), &v.name(), age, policy));
+        if policy {
+            st.policy.file = dir;
+        } else {
+            st.index.file = dir;
+        }
+    }
+    Ok(st)
+}
+
+/// The values of one variant at the starts.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct StartValues {
+    /// From two 2-tiles, averaged over their placements (none if a 2 never spawns).
+    two_2_tiles: Option<f64>,
+    /// Over the real initial distribution (the worst start for `guaranteed-T`).
+    initial: Option<f64>,
+    /// The unweighted mean over the distinct initial states.
+    distinct: Option<f64>,
+}
+
+/// Per variant, its values at the starts, from the state values of ages 4, 6 and 8 (over
+/// several processes, every process's share of them).
+fn initial_values(
+    game: &Game,
+    work: &WorkDir,
+    variants: &[Variant],
+    ex: &Exchange,
+) -> Result<Vec<StartValues>> {
+    let k = variants.len();
+    let mut levels: BTreeMap<u32, (Vec<u64>, Vec<f64>)> = BTreeMap::new();
+    for age in [4u32, 6, 8] {
+        let ids = work.load_layers(age)?.0;
+        let vals = work.load_values(age)?.unwrap_or_default();
+        if vals.len() != ids.len() * k {
+            return Err(crate::store::StoreError::corrupt(
+                work.values_path_of(age),
+                "values do not match the layer",
+            )
+            .into());
+        }
+        levels.insert(age, ex.gather_layer(ids, vals, k)?);
+    }
+    let value = |b: u64, vi: usize| -> Option<f64> {
+        let (ids, vals) = levels.get(&board::age(b))?;
+        let r = ids.binary_search(&game.canon(b)).ok()?;
+        Some(vals[r * k + vi])
+    };
+    // Distinct initial states: one board per orbit of the full group, whatever group the
+    // solve identifies boards by, so that the mean does not depend on `--symmetry`.
+    let full = Symmetry::new(game.shape(), Group::Full);
+    let distinct_starts = |p4: f64| -> Vec<u64> {
+        let set: BTreeSet<u64> = game
+            .starts(p4)
+            .into_iter()
+            .map(|(b, _)| full.canon(b))
+            .collect();
+        set.into_iter().collect()
+    };
+    Ok(variants
+        .iter()
+        .enumerate()
+        .map(|(vi, v)| {
+            // Probabilities are recorded in [0, 1], as they are stored.
+            let clamp = |x: f64| if v.scored() { x } else { x.clamp(0.0, 1.0) };
+            let fold = |starts: Vec<(u64, f64)>| -> Option<f64> {
+                if starts.is_empty() {
+                    return None;
+                }
+                let vals: Option<Vec<(f64, f64)>> = starts
+                    .iter()
+                    .map(|&(b, p)| value(b, vi).map(|x| (x, p)))
+                    .collect();
+                let vals = vals?;
+                let x = match v.kind {
+                    Kind::Guaranteed(_) => vals.iter().map(|x| x.0).fold(f64::INFINITY, f64::min),
+                    _ => vals.iter().map(|(x, p)| x * p).sum(),
+                };
+                Some(clamp(x))
+            };
+            let two = if v.p4 < 1.0 {
+                fold(game.starts(0.0))
+            } else {
+                None
+            };
+            let distinct = {
+                let boards = distinct_starts(v.p4);
+                let vals: Option<Vec<f64>> = boards.iter().map(|&b| value(b, vi)).collect();
+                // Summed in the order of the boards' ids: the same bits on every run.
+                vals.filter(|x| !x.is_empty())
+                    .map(|x| clamp(x.iter().sum::<f64>() / x.len() as f64))
+            };
+            StartValues {
+                two_2_tiles: two,
+                initial: fold(game.starts(v.p4)),
+                distinct,
+            }
+        })
+        .collect())
+}
