@@ -54,9 +54,15 @@ solve: build
 report: build
 	$(BIN) report --data $(DATA) --out $(OUT)
 
+# Chromium and the browser tests' npm packages install (where missing) while cargo builds and
+# runs the tests; their log is shown if the install fails.
 test:
 	scripts/mpi.sh
-	$(CARGO) test $(FEATURES) $(MPI_FEATURES)
+	@mkdir -p $(CARGO_TARGET_DIR)
+	scripts/browser-test.sh --install > $(CARGO_TARGET_DIR)/browser-install.log 2>&1 & inst=$$!; \
+	$(CARGO) test $(FEATURES) $(MPI_FEATURES); st=$$?; \
+	wait $$inst || { cat $(CARGO_TARGET_DIR)/browser-install.log; exit 1; }; \
+	exit $$st
 	scripts/browser-test.sh $(BIN)
 
 # The web app in headless Chromium (installs Debian's chromium and the npm lockfile's
@@ -67,10 +73,13 @@ browser-test: build
 serve: build
 	$(BIN) serve --data $(DATA) --reports $(OUT)
 
+# Open MPI and libclang install (where missing) while the lint without `mpi` runs.
 lint:
-	scripts/mpi.sh
-	$(CARGO) fmt --all -- --check
-	$(CARGO) clippy $(FEATURES) --all-targets -- -D warnings
+	@mkdir -p $(CARGO_TARGET_DIR)
+	scripts/mpi.sh > $(CARGO_TARGET_DIR)/mpi-install.log 2>&1 & inst=$$!; \
+	$(CARGO) fmt --all -- --check && $(CARGO) clippy $(FEATURES) --all-targets -- -D warnings; st=$$?; \
+	wait $$inst || { cat $(CARGO_TARGET_DIR)/mpi-install.log; exit 1; }; \
+	exit $$st
 	$(CARGO) clippy $(FEATURES) $(MPI_FEATURES) --all-targets -- -D warnings
 
 fmt:

@@ -3,12 +3,14 @@
 # where it is missing: Debian's `chromium` (apt-get, as root or through sudo) and the npm
 # packages of tests/browser's lockfile (`npm ci`: playwright-core, which downloads no browser).
 #
-#   scripts/browser-test.sh BIN     BIN: the age2048 binary to serve with
+#   scripts/browser-test.sh BIN         BIN: the age2048 binary to serve with
+#   scripts/browser-test.sh --install   only install what is missing (`make test` runs it
+#                                       while cargo builds and runs the tests)
 # env: CHROMIUM (default /usr/bin/chromium), WORK (screenshots, and the solves unless DATA;
 # default $CARGO_TARGET_DIR/browser or $TMPDIR/age2048-browser), DATA (default: the solves of
 # the integration tests under $CARGO_TARGET_DIR/tmp), SCREENSHOTS.
 set -euo pipefail
-bin=${1:?usage: scripts/browser-test.sh BIN}
+bin=${1:?usage: scripts/browser-test.sh BIN|--install}
 cd "$(dirname "$0")/.."
 chromium=${CHROMIUM:-/usr/bin/chromium}
 if [ ! -x "$chromium" ]; then
@@ -28,6 +30,7 @@ if [ ! -f tests/browser/node_modules/.package-lock.json ] \
    || ! cmp -s tests/browser/package-lock.json tests/browser/node_modules/.age2048-lock; then
   (cd tests/browser && npm ci --no-audit --no-fund --loglevel=error && cp package-lock.json node_modules/.age2048-lock)
 fi
+[ "$bin" = --install ] && exit 0
 export WORK=${WORK:-${CARGO_TARGET_DIR:+$CARGO_TARGET_DIR/browser}}
 export WORK=${WORK:-${TMPDIR:-/tmp}/age2048-browser}
 # The solves the integration tests read (tests/integration/common.rs, shared_solves), where

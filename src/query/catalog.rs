@@ -52,11 +52,6 @@ pub fn sql_str(s: &str) -> String {
     format!("'{}'", s.replace('\'', "''"))
 }
 
-/// The SQL that defines the views over `store` (also shown by the report's provenance).
-pub fn catalog_sql(store: &Store) -> Result<String> {
-    views_sql(store, &contents(store)?)
-}
-
 /// The SQL that defines the views over the finished solves of `contents`.
 pub fn views_sql(store: &Store, contents: &Contents) -> Result<String> {
     let mut sql = String::new();

@@ -90,7 +90,7 @@ impl StoreError {
     }
 
     /// A reader's refusal of a damaged solve, naming the first problem found.
-    pub fn damaged(dir: impl Into<PathBuf>, problem: &super::verify::Problem) -> StoreError {
+    pub fn damaged(dir: impl Into<PathBuf>, problem: &super::problem::Problem) -> StoreError {
         StoreError::Damaged {
             dir: dir.into(),
             board: problem.board.clone(),

@@ -11,8 +11,13 @@
 //! - [`atomic`]: the one durable, atomic way a file reaches the disk;
 //! - [`lock`]: one writer per data directory (an advisory lock on `DIR/.lock`);
 //! - [`verify`]: the files of every solve against its manifest (sizes, digests, layout).
+//!   What it finds is a list of [`verify::Problem`]s (`problem`, below the errors); the seals
+//!   that spare it hashing unchanged files are `seal`'s.
 //! - [`evaluation`]: the tables `evaluate` writes about an agent's moves (outside a data
 //!   directory, in the folder given by `--out`).
+//!
+//! Imports inside the store point one way: `problem` and `error` at the bottom, `verify` at
+//! the top (it checks a [`Store`], which seals what it writes through `seal`, not `verify`).
 //!
 //! The solver and the readers reach the disk only through here (the query room memory-maps
 //! the index files the layout names).
@@ -26,7 +31,9 @@ pub mod lock;
 pub mod manifest;
 pub mod parquet;
 pub mod parts;
+mod problem;
 pub mod schema;
+mod seal;
 pub mod verify;
 pub mod work;
 
@@ -34,6 +41,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::rules::Shape;
+use seal::MemorySeals;
 
 pub use atomic::TempFile;
 pub use error::{Result, StoreError};
@@ -52,9 +60,6 @@ pub struct Store {
     /// by seal file, kept here instead of on disk.
     seals: Option<std::sync::Arc<MemorySeals>>,
 }
-
-/// Seals kept in memory, by seal file: their JSON as it would be on disk.
-pub(crate) type MemorySeals = std::sync::Mutex<std::collections::HashMap<PathBuf, Vec<u8>>>;
 
 impl Store {
     /// The store over `root` (which need not exist yet: `solve` creates it).
@@ -115,7 +120,7 @@ impl Store {
     /// reader hashes again only the files changed since (see [`verify`]).
     pub fn write_manifest(&self, board: Shape, m: &Manifest) -> Result<String> {
         let digest = manifest::write(&self.layout, board, m)?;
-        verify::seal(self, board, m);
+        seal::manifest(&self.layout, self.memory_seals(), board, m);
         Ok(digest)
     }
 

@@ -21,18 +21,18 @@
 //! symmetry group.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt;
 use std::fs::{self, File};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
-use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::error::{Result, StoreError};
 use super::layout::{Partition, VARIANT_FOLDERS};
 use super::manifest::{self, Manifest, LAYOUT_VERSION};
+pub use super::problem::{Problem, What};
+use super::seal::{self, Seal, Stamp};
 use super::{atomic, Store};
 use crate::rules::Shape;
 
@@ -45,91 +45,6 @@ pub enum Depth {
     Changed,
     /// Also every file's SHA-256, and the `ages` table against the per-age files.
     Digests,
-}
-
-/// One thing wrong in a data directory.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Problem {
-    pub board: String,
-    pub variant: String,
-    /// The file or folder it is about, relative to the data directory (`/`-separated).
-    pub path: String,
-    pub what: What,
-}
-
-/// What is wrong with a file.
-#[derive(Clone, Debug, PartialEq)]
-pub enum What {
-    /// Listed by the manifest, not on disk.
-    Missing,
-    /// On disk at another size than listed.
-    Size { listed: u64, found: u64 },
-    /// On disk at its size, with other bytes.
-    Digest,
-    /// On disk in a partition of the board and variant, not listed by the manifest.
-    Unlisted,
-    /// Could not be read (the operating system's or the decoder's words).
-    Unreadable(String),
-    /// Partitions without a manifest: a solve that did not finish (or is running).
-    Unfinished,
-    /// No manifest and no files: the board and variant are not solved here.
-    NotSolved,
-    /// The manifest does not match the layout or itself.
-    Manifest(String),
-    /// The `ages` table or a part's row count disagrees with the manifest.
-    Ages(String),
-    /// The variants of one board were solved under different symmetry groups.
-    MixedSymmetry(String),
-}
-
-impl fmt::Display for Problem {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.path, Message(self))
-    }
-}
-
-impl Problem {
-    /// What is wrong, without the path.
-    pub fn message(&self) -> String {
-        Message(self).to_string()
-    }
-}
-
-struct Message<'a>(&'a Problem);
-
-impl fmt::Display for Message<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (b, v) = (&self.0.board, &self.0.variant);
-        match &self.0.what {
-            What::Missing => write!(f, "missing (its manifest lists it)"),
-            What::Size { listed, found } => {
-                write!(f, "{found} bytes, its manifest lists {listed}")
-            }
-            What::Digest => write!(f, "damaged: its SHA-256 differs from its manifest's"),
-            What::Unlisted => write!(
-                f,
-                "not listed by the manifest of board {b}, variant {v} (a stray or foreign file)"
-            ),
-            What::Unreadable(e) => write!(f, "cannot be read: {e}"),
-            What::Unfinished => write!(
-                f,
-                "board {b}, variant {v} has files but no manifest: an unfinished solve (finish it with `age2048 solve --board {b} --variant {v}`)"
-            ),
-            What::NotSolved => write!(f, "board {b}, variant {v} is not solved here"),
-            What::Manifest(s) | What::Ages(s) | What::MixedSymmetry(s) => write!(f, "{s}"),
-        }
-    }
-}
-
-impl Problem {
-    fn new(board: &str, variant: &str, path: impl Into<String>, what: What) -> Problem {
-        Problem {
-            board: board.to_string(),
-            variant: variant.to_string(),
-            path: path.into(),
-            what,
-        }
-    }
 }
 
 /// Which boards and variants to check (all when `None`).
@@ -331,7 +246,7 @@ fn check_manifest_with(
             problems.push(bad(format!("does not list {e}, a file of its ages")));
         }
     }
-    let sum = |g: fn(&super::AgeStats) -> u64| m.ages.iter().map(g).sum::<u64>();
+    let sum = |g: fn(&manifest::AgeStats) -> u64| m.ages.iter().map(g).sum::<u64>();
     for (name, total, parts) in [
         ("n_states", m.n_states, sum(|a| a.n_states)),
         ("n_afterstates", m.n_afterstates, sum(|a| a.n_afterstates)),
@@ -350,7 +265,7 @@ fn check_manifest_with(
 
     // Every listed file at its size (and with its digest).
     let sealed = if depth == Depth::Changed {
-        read_seal(store, shape, variant)
+        seal::read(store.layout(), store.memory_seals(), shape, variant)
     } else {
         Seal::default()
     };
@@ -422,103 +337,15 @@ fn check_manifest_with(
     }
     if problems.is_empty() && rehashed {
         // Every file hashed right: seal them, so the next check hashes none of them again.
-        write_seal(store, shape, variant, &Seal { files: stamps });
+        seal::write(
+            store.layout(),
+            store.memory_seals(),
+            shape,
+            variant,
+            &Seal { files: stamps },
+        );
     }
     problems
-}
-
-/// What a file's status was when its SHA-256 was last found right.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-struct Stamp {
-    sha256: String,
-    bytes: u64,
-    dev: u64,
-    ino: u64,
-    mtime_ns: i128,
-    ctime_ns: i128,
-}
-
-impl Stamp {
-    #[cfg(unix)]
-    fn of(md: &fs::Metadata, sha256: &str) -> Stamp {
-        use std::os::unix::fs::MetadataExt;
-        let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
-        Stamp {
-            sha256: sha256.to_string(),
-            bytes: md.len(),
-            dev: md.dev(),
-            ino: md.ino(),
-            mtime_ns: ns(md.mtime(), md.mtime_nsec()),
-            ctime_ns: ns(md.ctime(), md.ctime_nsec()),
-        }
-    }
-
-    #[cfg(not(unix))]
-    fn of(md: &fs::Metadata, sha256: &str) -> Stamp {
-        let ns = |t: std::io::Result<std::time::SystemTime>| {
-            t.ok()
-                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                .map_or(-1, |d| d.as_nanos() as i128)
-        };
-        Stamp {
-            sha256: sha256.to_string(),
-            bytes: md.len(),
-            dev: 0,
-            ino: 0,
-            mtime_ns: ns(md.modified()),
-            ctime_ns: ns(md.created()),
-        }
-    }
-}
-
-/// The seal of a board and variant: a [`Stamp`] per file.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-struct Seal {
-    files: BTreeMap<String, Stamp>,
-}
-
-/// The seal on disk; an empty one if there is none or it cannot be read (every file is then
-/// hashed: a seal only ever spares work).
-fn read_seal(store: &Store, shape: Shape, variant: &str) -> Seal {
-    let path = store.layout().seal_file(shape, variant);
-    let kept = store
-        .memory_seals()
-        .and_then(|m| m.lock().ok()?.get(&path).cloned());
-    kept.or_else(|| fs::read(&path).ok())
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or_default()
-}
-
-/// Writes a seal, if it can: a directory a reader may not write keeps its old seal (and its
-/// files are hashed again next time). A read-only store keeps it in memory instead.
-fn write_seal(store: &Store, shape: Shape, variant: &str, seal: &Seal) {
-    if let Ok(bytes) = serde_json::to_vec(seal) {
-        let path = store.layout().seal_file(shape, variant);
-        match store.memory_seals() {
-            Some(m) => {
-                if let Ok(mut m) = m.lock() {
-                    m.insert(path, bytes);
-                }
-            }
-            None => {
-                let _ = atomic::write_batched(&path, &bytes);
-            }
-        }
-    }
-}
-
-/// Seals the files of a manifest just written (their digests were computed from the bytes
-/// written): called by [`Store::write_manifest`].
-pub(super) fn seal(store: &Store, shape: Shape, m: &Manifest) {
-    let files = m
-        .files
-        .iter()
-        .filter_map(|f| {
-            let md = fs::metadata(store.root().join(&f.path)).ok()?;
-            (md.len() == f.bytes).then(|| (f.path.clone(), Stamp::of(&md, &f.sha256)))
-        })
-        .collect();
-    write_seal(store, shape, &m.variant, &Seal { files });
 }
 
 /// One age's (age, states, afterstates, terminal states), as the `ages` table or the
@@ -558,8 +385,8 @@ fn check_ages(
             return problems;
         }
     };
-    let as_u64 = |c: &super::ColumnData| match c {
-        super::ColumnData::U64(v) => v.clone(),
+    let as_u64 = |c: &super::parquet::ColumnData| match c {
+        super::parquet::ColumnData::U64(v) => v.clone(),
         _ => Vec::new(),
     };
     let [age, ns, na, nt] = [&cols[0], &cols[1], &cols[2], &cols[3]].map(as_u64);

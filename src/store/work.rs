@@ -74,7 +74,7 @@ pub struct BackwardProgress {
     /// How the finished ages were stored, per variant: a resume with another layout starts
     /// the pass over.
     #[serde(default)]
-    pub storage: Vec<super::Storage>,
+    pub storage: Vec<super::manifest::Storage>,
     /// How the pass's value tables hold values (`f64`, or `fixed32/F` at 2^-F): the values of
     /// finished ages came through them, so a resume holding them otherwise starts over.
     #[serde(default)]
@@ -383,14 +383,6 @@ impl WorkDir {
 
     pub fn record_path_of(&self, age: u32) -> PathBuf {
         self.record_path(age)
-    }
-
-    /// Ages with a record, ascending.
-    pub fn record_ages(&self) -> Vec<u32> {
-        ages_in(&self.dir.join("records"), ".json")
-            .into_iter()
-            .map(|(a, _)| a)
-            .collect()
     }
 }
 

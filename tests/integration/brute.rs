@@ -16,10 +16,9 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use crate::common::{cached, Cell, BIN};
+use crate::common::{best_rows, cached, run_ok, BestRow as Row, Boards, Cell};
 
 /// Relative tolerance for values and q-values (with a tiny absolute floor for zeros).
 const TOL: f64 = 1e-9;
@@ -79,28 +78,12 @@ fn solved_dir(
             args.push("--p4".into());
             args.push(p4.to_string());
         }
-        run(&args).map(|_| Arc::new(dir))
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        run_ok(&args, None).map(|_| Arc::new(dir))
     })
     .get()
     .unwrap()
     .clone()
-}
-
-/// Runs the solver binary; `Err` carries the command and its stderr.
-fn run(args: &[String]) -> Result<String, String> {
-    let out = Command::new(BIN)
-        .args(args)
-        .output()
-        .map_err(|e| format!("{BIN}: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "`age2048 {}` failed ({}):\n{}",
-            args.join(" "),
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    String::from_utf8(out.stdout).map_err(|e| e.to_string())
 }
 
 /// Partition values are percent-encoded in paths (ARCHITECTURE.md): variant names of these
@@ -152,116 +135,9 @@ fn json_f64(m: &serde_json::Value, key: &str) -> f64 {
         .unwrap_or_else(|| panic!("manifest field {key:?} is not a number: {}", m[key]))
 }
 
-/// One row of `best --format csv`.
-#[derive(Debug, Clone)]
-struct Row {
-    board: String,
-    q: [Option<f64>; 4],
-    value: f64,
-    best: String,
-}
-
-fn parse_float(field: &str, what: &str) -> Result<Option<f64>, String> {
-    if field.is_empty() {
-        return Ok(None);
-    }
-    field
-        .parse::<f64>()
-        .map(Some)
-        .map_err(|e| format!("{what}: {field:?}: {e}"))
-}
-
 /// Runs `best --format csv --input FILE` on the given board texts.
 fn best(dir: &Path, shape: Shape, variant: &str, texts: &[String]) -> Result<Vec<Row>, String> {
-    let input = tempfile::NamedTempFile::new().map_err(|e| e.to_string())?;
-    std::fs::write(input.path(), texts.join("\n") + "\n").map_err(|e| e.to_string())?;
-    let file = input.path().display().to_string();
-    best_with(dir, shape, variant, &["--input", &file], None, texts.len())
-}
-
-/// Runs `best --format csv` with extra arguments (boards or `--input`) and optional standard
-/// input, and parses its rows.
-fn best_with(
-    dir: &Path,
-    shape: Shape,
-    variant: &str,
-    extra: &[&str],
-    stdin: Option<String>,
-    n: usize,
-) -> Result<Vec<Row>, String> {
-    let mut args: Vec<String> = [
-        "best",
-        "--board",
-        &shape.name(),
-        "--data",
-        &dir.display().to_string(),
-        "--variant",
-        variant,
-        "--format",
-        "csv",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    args.extend(extra.iter().map(|s| s.to_string()));
-    let out = match stdin {
-        None => run(&args)?,
-        Some(text) => {
-            use std::io::Write;
-            let mut child = Command::new(BIN)
-                .args(&args)
-                .stdin(std::process::Stdio::piped())
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .map_err(|e| e.to_string())?;
-            child
-                .stdin
-                .take()
-                .unwrap()
-                .write_all(text.as_bytes())
-                .map_err(|e| e.to_string())?;
-            let out = child.wait_with_output().map_err(|e| e.to_string())?;
-            if !out.status.success() {
-                return Err(format!(
-                    "`age2048 {}` failed ({}):\n{}",
-                    args.join(" "),
-                    out.status,
-                    String::from_utf8_lossy(&out.stderr)
-                ));
-            }
-            String::from_utf8(out.stdout).map_err(|e| e.to_string())?
-        }
-    };
-    let mut lines = out.lines();
-    let header = lines.next().unwrap_or("");
-    if header != "board,L,R,U,D,value,best" {
-        return Err(format!("unexpected CSV header {header:?}"));
-    }
-    let mut rows = Vec::with_capacity(n);
-    for line in lines {
-        let f: Vec<&str> = line.split(',').collect();
-        if f.len() != 7 {
-            return Err(format!("CSV row with {} fields: {line:?}", f.len()));
-        }
-        let q = [
-            parse_float(f[1], "L")?,
-            parse_float(f[2], "R")?,
-            parse_float(f[3], "U")?,
-            parse_float(f[4], "D")?,
-        ];
-        let value = parse_float(f[5], "value")?.ok_or_else(|| format!("empty value: {line:?}"))?;
-        rows.push(Row {
-            board: f[0].to_string(),
-            q,
-            value,
-            best: f[6].to_string(),
-        });
-    }
-    if rows.len() != n {
-        return Err(format!("{n} boards in, {} CSV rows out", rows.len()));
-    }
-    Ok(rows)
+    best_rows(dir, &shape.name(), Some(variant), &[], Boards::File(texts))
 }
 
 /// Board texts, alternating `0` and `.` for empty cells.
@@ -834,15 +710,14 @@ fn solver_2x2_expectation() {
     let t = texts(s, &boards[..boards.len().min(7)]);
     let file = best(dir.path(), s, "expectation", &t).expect("best --input FILE");
     let refs: Vec<&str> = t.iter().map(String::as_str).collect();
-    let args =
-        best_with(dir.path(), s, "expectation", &refs, None, t.len()).expect("best BOARD...");
-    let stdin = best_with(
+    let (board, exp) = (s.name(), Some("expectation"));
+    let args = best_rows(dir.path(), &board, exp, &[], Boards::Args(&refs)).expect("best BOARD...");
+    let stdin = best_rows(
         dir.path(),
-        s,
-        "expectation",
-        &["--input", "-"],
-        Some(t.join("\n") + "\n"),
-        t.len(),
+        &board,
+        exp,
+        &[],
+        Boards::Stdin(&(t.join("\n") + "\n")),
     )
     .expect("best --input -");
     for ((a, b), c) in file.iter().zip(&args).zip(&stdin) {
@@ -1314,9 +1189,15 @@ fn solver_discount_flag_names_the_same_variant() {
     let t = texts(shape, &boards);
     let named = best(dir.path(), shape, "goal-32-discount=0.9", &t).unwrap();
     let refs: Vec<&str> = t.iter().map(String::as_str).collect();
-    let mut extra = vec!["--discount", "0.9"];
-    extra.extend(&refs);
-    let flagged = best_with(dir.path(), shape, "goal-32", &extra, None, t.len()).unwrap();
+    let extra = ["--discount", "0.9"];
+    let flagged = best_rows(
+        dir.path(),
+        &shape.name(),
+        Some("goal-32"),
+        &extra,
+        Boards::Args(&refs),
+    )
+    .unwrap();
     for (a, b) in named.iter().zip(&flagged) {
         assert_eq!(format!("{a:?}"), format!("{b:?}"));
     }

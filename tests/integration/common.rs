@@ -247,6 +247,25 @@ pub fn shared_goal_solves() -> &'static Path {
     })
 }
 
+/// 3x3 `goal-256` in the compact layout ([`shared`]), read by `compact` (against the full
+/// layout's solve) and by `mpi` (against the same solve over three processes).
+pub fn shared_compact_solve() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        shared(
+            "shared_compact",
+            &[&[
+                "--board",
+                "3x3",
+                "--variant",
+                "goal-256",
+                "--layout",
+                "compact",
+            ]],
+        )
+    })
+}
+
 /// Starts `solve` of `board` into `data` with the `extra` arguments and its progress lines on
 /// a pipe, and kills it (SIGKILL) as soon as it has reported `n` finished ages (forward and
 /// backward together); returns whether it was killed before finishing.
@@ -274,4 +293,201 @@ pub fn kill_after_ages_with(data: &Path, board: &str, n: usize, extra: &[&str]) 
     }
     let status = child.wait().unwrap();
     killed && !status.success()
+}
+
+/// Runs the binary with `args` (and `input` on its standard input if given): its standard
+/// output, or the command and its error output if it failed.
+pub fn run_ok(args: &[&str], input: Option<&str>) -> Result<String, String> {
+    let mut child = bin()
+        .args(args)
+        .stdin(if input.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("{BIN}: {e}"))?;
+    if let Some(text) = input {
+        let mut stdin = child.stdin.take().unwrap();
+        stdin
+            .write_all(text.as_bytes())
+            .map_err(|e| e.to_string())?;
+    }
+    let out = child.wait_with_output().map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err(format!(
+            "`age2048 {}` failed ({}):\n{}",
+            args.join(" "),
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    String::from_utf8(out.stdout).map_err(|e| e.to_string())
+}
+
+/// `sql --format csv` of `query` over `data`: its standard output (the query must run).
+pub fn sql_csv(data: &Path, query: &str) -> String {
+    let o = run(&[
+        "sql",
+        "--data",
+        data.to_str().unwrap(),
+        "--format",
+        "csv",
+        query,
+    ]);
+    assert!(o.status.success(), "{query}: {}", stderr(&o));
+    stdout(&o)
+}
+
+/// [`sql_csv`] as rows of fields, the header first ([`csv_rows`]).
+pub fn sql_rows(data: &Path, query: &str) -> Vec<Vec<String>> {
+    csv_rows(&sql_csv(data, query))
+}
+
+/// CSV text as rows of fields, split at commas (blank lines left out).
+pub fn csv_rows(text: &str) -> Vec<Vec<String>> {
+    text.lines()
+        .filter(|l| !l.is_empty())
+        .map(|l| l.split(',').map(str::to_string).collect())
+        .collect()
+}
+
+/// Which states [`sample_boards`] takes.
+pub enum Sample {
+    /// One in `n` by id, in id order (the same ones on every run).
+    EveryNth(u64),
+    /// `rows` states that are not terminal, by DuckDB's reservoir sampling with `seed` (only
+    /// the subject `mpi` samples so).
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    Reservoir { rows: u64, seed: u64 },
+}
+
+/// Boards of the solve of `board` under `variant` in `data`, as `board_text` writes them.
+pub fn sample_boards(data: &Path, board: &str, variant: &str, sample: Sample) -> Vec<String> {
+    let q = match sample {
+        Sample::EveryNth(n) => format!(
+            "SELECT board_text(id, board) AS b FROM states WHERE board = '{board}' \
+             AND variant = '{variant}' AND id % {n} = 0 ORDER BY id"
+        ),
+        Sample::Reservoir { rows, seed } => format!(
+            "SELECT board_text(id, '{board}') FROM (SELECT id FROM states WHERE board = '{board}' \
+             AND variant = '{variant}' AND NOT terminal) USING SAMPLE {rows} ROWS (reservoir, {seed})"
+        ),
+    };
+    sql_csv(data, &q)
+        .lines()
+        .skip(1)
+        .filter(|l| !l.is_empty())
+        .map(|l| l.trim_matches('"').to_string())
+        .collect()
+}
+
+/// Where `best` reads its boards.
+pub enum Boards<'a> {
+    /// As arguments.
+    Args(&'a [&'a str]),
+    /// From a file (`--input FILE`), one a line.
+    File(&'a [String]),
+    /// From standard input (`--input -`), this text.
+    Stdin(&'a str),
+}
+
+/// `best --format csv` of `boards` of size `board` in `data`, under `variant` if given (the
+/// default variant otherwise), with the `extra` arguments: its output, or why it failed.
+pub fn best_csv(
+    data: &Path,
+    board: &str,
+    variant: Option<&str>,
+    extra: &[&str],
+    boards: Boards,
+) -> Result<String, String> {
+    let mut args = vec!["best", "--board", board, "--data", data.to_str().unwrap()];
+    if let Some(v) = variant {
+        args.extend(["--variant", v]);
+    }
+    args.extend(["--format", "csv"]);
+    args.extend_from_slice(extra);
+    match boards {
+        Boards::Args(texts) => {
+            args.extend_from_slice(texts);
+            run_ok(&args, None)
+        }
+        Boards::File(texts) => {
+            let input = tempfile::NamedTempFile::new().map_err(|e| e.to_string())?;
+            std::fs::write(input.path(), texts.join("\n") + "\n").map_err(|e| e.to_string())?;
+            let file = input.path().to_str().unwrap().to_string();
+            args.extend(["--input", &file]);
+            run_ok(&args, None)
+        }
+        Boards::Stdin(text) => {
+            args.extend(["--input", "-"]);
+            run_ok(&args, Some(text))
+        }
+    }
+}
+
+/// One row of `best --format csv`.
+#[derive(Debug, Clone)]
+pub struct BestRow {
+    pub board: String,
+    /// The values of the moves left, right, up and down (none where a move changes nothing).
+    pub q: [Option<f64>; 4],
+    pub value: f64,
+    pub best: String,
+}
+
+/// [`best_csv`]'s rows, checked to be CSV as `best` writes it, one for each board.
+pub fn best_rows(
+    data: &Path,
+    board: &str,
+    variant: Option<&str>,
+    extra: &[&str],
+    boards: Boards,
+) -> Result<Vec<BestRow>, String> {
+    let n = match boards {
+        Boards::Args(texts) => texts.len(),
+        Boards::File(texts) => texts.len(),
+        Boards::Stdin(text) => text.lines().filter(|l| !l.is_empty()).count(),
+    };
+    let out = best_csv(data, board, variant, extra, boards)?;
+    let mut lines = out.lines();
+    let header = lines.next().unwrap_or("");
+    if header != "board,L,R,U,D,value,best" {
+        return Err(format!("unexpected CSV header {header:?}"));
+    }
+    let float = |field: &str, what: &str| -> Result<Option<f64>, String> {
+        if field.is_empty() {
+            return Ok(None);
+        }
+        field
+            .parse::<f64>()
+            .map(Some)
+            .map_err(|e| format!("{what}: {field:?}: {e}"))
+    };
+    let mut rows = Vec::new();
+    for line in lines {
+        let f: Vec<&str> = line.split(',').collect();
+        if f.len() != 7 {
+            return Err(format!("CSV row with {} fields: {line:?}", f.len()));
+        }
+        let q = [
+            float(f[1], "L")?,
+            float(f[2], "R")?,
+            float(f[3], "U")?,
+            float(f[4], "D")?,
+        ];
+        let value = float(f[5], "value")?.ok_or_else(|| format!("empty value: {line:?}"))?;
+        rows.push(BestRow {
+            board: f[0].to_string(),
+            q,
+            value,
+            best: f[6].to_string(),
+        });
+    }
+    if rows.len() != n {
+        return Err(format!("{n} boards in, {} CSV rows out", rows.len()));
+    }
+    Ok(rows)
 }

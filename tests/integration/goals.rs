@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 
 use age2048::rules::{board, format_board, Shape};
 
-use crate::common::{fresh_dir, run, stderr, stdout};
+use crate::common::{fresh_dir, run, sql_csv, stderr};
 
 fn data() -> &'static Path {
     crate::common::shared_goal_solves()
@@ -37,20 +37,6 @@ fn csv_rows(path: &Path) -> Vec<Vec<String>> {
         .lines()
         .map(|l| l.split(',').map(str::to_string).collect())
         .collect()
-}
-
-/// `sql --format csv` of `query` over the fixture: its standard output (the query must run).
-fn sql_csv(query: &str) -> String {
-    let o = run(&[
-        "sql",
-        "--data",
-        data().to_str().unwrap(),
-        "--format",
-        "csv",
-        query,
-    ]);
-    assert!(o.status.success(), "{query}: {}", stderr(&o));
-    stdout(&o)
 }
 
 #[test]
@@ -145,7 +131,7 @@ fn the_report_draws_p_goal_per_age_and_summarises_the_index() {
     let q = "SELECT board, variant, age, best_afterstate_value FROM ages \
              WHERE variant LIKE 'goal-%' AND variant NOT LIKE '%-discount=%' \
              AND best_afterstate_value IS NOT NULL ORDER BY board, variant, age";
-    let want: Vec<Vec<String>> = sql_csv(q)
+    let want: Vec<Vec<String>> = sql_csv(data(), q)
         .lines()
         .map(|l| l.split(',').map(str::to_string).collect())
         .collect();
@@ -181,7 +167,7 @@ fn sql_macros_show_boards_as_the_rules_format_them() {
     let q = "SELECT id, board_text(id, board) AS text, tile(id, 0, 0, board) AS t00, \
              tile(id, 1, 2, board) AS t12, tile(id, 2, 0, board) AS off, max_tile(id) AS top \
              FROM states WHERE board = '2x3' AND variant = 'expectation' ORDER BY id";
-    let text = sql_csv(q);
+    let text = sql_csv(data(), q);
     let mut n = 0;
     for l in text.lines().skip(1) {
         let f: Vec<&str> = l.split(',').collect();
@@ -201,6 +187,7 @@ fn sql_macros_show_boards_as_the_rules_format_them() {
     // A square board, cells counted across rows of three: one 3x3 state in 997.
     let three = Shape::parse("3x3").unwrap();
     let rows: Vec<(u64, String)> = sql_csv(
+        data(),
         "SELECT id, board_text(id, board) FROM states \
          WHERE board = '3x3' AND variant = 'goal-256' AND id % 997 = 0",
     )
@@ -217,6 +204,7 @@ fn sql_macros_show_boards_as_the_rules_format_them() {
     }
     // The README's example: the ten states with the largest action gap, as boards.
     let shown = sql_csv(
+        data(),
         "SELECT board_text(id, board) AS shown, age, best, gap FROM states \
          WHERE board = '2x3' AND variant = 'expectation' AND gap IS NOT NULL ORDER BY gap DESC LIMIT 10",
     );

@@ -7,7 +7,10 @@
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use super::common::{self, shared_goal_solves, shared_policy_solve, shared_solves, BIN};
+use super::common::{
+    self, shared_compact_solve, shared_goal_solves, shared_policy_solve, shared_solves, Boards,
+    Sample, BIN,
+};
 
 /// `mpirun -np N age2048 ARGS…`: as root too, more processes than cores allowed, no binding
 /// to cores (the test threads share the machine).
@@ -78,49 +81,6 @@ fn rows_digest(data: &Path, board: &str, variant: &str) -> String {
     common::stdout(&o)
 }
 
-/// Up to 200 live boards of a full solve of `board` and `variant`, as board text.
-fn sample_boards(full: &Path, board: &str, variant: &str) -> String {
-    let q = format!(
-        "SELECT board_text(id, '{board}') FROM (SELECT id FROM states WHERE board = '{board}' \
-         AND variant = '{variant}' AND NOT terminal) USING SAMPLE 200 ROWS (reservoir, 11)"
-    );
-    let o = common::run(&[
-        "sql",
-        "--data",
-        full.to_str().unwrap(),
-        "--format",
-        "csv",
-        &q,
-    ]);
-    assert!(o.status.success(), "sql: {}", common::stderr(&o));
-    common::stdout(&o)
-        .lines()
-        .skip(1)
-        .filter(|l| !l.is_empty())
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// `best` of `boards` (one a line) in `data`, as CSV.
-fn best(data: &Path, board: &str, variant: &str, boards: &str) -> String {
-    let args = [
-        "best",
-        "--board",
-        board,
-        "--variant",
-        variant,
-        "--data",
-        data.to_str().unwrap(),
-        "--input",
-        "-",
-        "--format",
-        "csv",
-    ];
-    let o = common::run_stdin(&args, boards);
-    assert!(o.status.success(), "best: {}", common::stderr(&o));
-    common::stdout(&o)
-}
-
 /// The solve over `np` processes into `multi` is the one-process solve in `single`: the
 /// manifest's answer and every age's figures bit for bit, its parts, every row where the
 /// layout keeps rows, `best`'s answers on boards sampled from `full` (a full solve of the
@@ -140,12 +100,17 @@ fn same_solve(single: &Path, multi: &Path, full: &Path, np: u64, board: &str, va
             rows_digest(multi, board, variant)
         );
     }
-    let boards = sample_boards(full, board, variant);
+    let sample = Sample::Reservoir {
+        rows: 200,
+        seed: 11,
+    };
+    let boards = common::sample_boards(full, board, variant, sample).join("\n");
     assert!(boards.lines().count() > 100);
-    assert_eq!(
-        best(single, board, variant, &boards),
-        best(multi, board, variant, &boards)
-    );
+    let best = |data: &Path| {
+        common::best_csv(data, board, Some(variant), &[], Boards::Stdin(&boards))
+            .unwrap_or_else(|e| panic!("best: {e}"))
+    };
+    assert_eq!(best(single), best(multi));
     let o = common::run(&["verify", "--data", multi.to_str().unwrap()]);
     assert!(o.status.success(), "verify: {}", common::stdout(&o));
 }
@@ -187,12 +152,10 @@ fn two_and_three_processes_solve_what_one_does() {
     );
     assert!(o.status.success(), "{}", common::stderr(&o));
     same_solve(shared_policy_solve(), &m, goals, 2, "3x3", "goal-256");
-    let s = dir.join("3x3_compact_one");
-    common::solve(&s, "3x3", "goal-256", &["--layout", "compact"]);
     let m = dir.join("3x3_compact");
     let o = solve_np(3, &m, "3x3", "goal-256", &["--layout", "compact"]);
     assert!(o.status.success(), "{}", common::stderr(&o));
-    same_solve(&s, &m, goals, 3, "3x3", "goal-256");
+    same_solve(shared_compact_solve(), &m, goals, 3, "3x3", "goal-256");
 }
 
 #[test]

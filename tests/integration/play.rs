@@ -10,7 +10,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 
-use crate::common::{run, run_stdin, shared_solves, solve_all, stderr, stdout, BIN};
+use crate::common::{
+    best_rows, run, run_stdin, shared_solves, solve_all, stderr, stdout, Boards, BIN,
+};
 
 /// The 2x3 solves every test reads, made once per test run.
 fn data() -> &'static Path {
@@ -243,26 +245,10 @@ fn frames(text: &str) -> Vec<(String, String)> {
 
 /// `best --format csv` of one board: (q of L, R, U, D, value, best).
 fn best(board: &str, text: &str) -> (Vec<Option<f64>>, f64, String) {
-    let o = run(&[
-        "best",
-        "--board",
-        board,
-        "--data",
-        data_of(board).to_str().unwrap(),
-        "--format",
-        "csv",
-        text,
-    ]);
-    assert!(o.status.success(), "best {text}: {}", stderr(&o));
-    let out = stdout(&o);
-    let row = out.lines().nth(1).unwrap();
-    // The board text has no comma: split from the right.
-    let f: Vec<&str> = row.rsplitn(7, ',').collect();
-    let q = [f[5], f[4], f[3], f[2]]
-        .iter()
-        .map(|x| x.parse().ok())
-        .collect();
-    (q, f[1].parse().unwrap(), f[0].to_string())
+    let rows = best_rows(data_of(board), board, None, &[], Boards::Args(&[text]))
+        .unwrap_or_else(|e| panic!("best {text}: {e}"));
+    let row = rows.into_iter().next().unwrap();
+    (row.q.to_vec(), row.value, row.best)
 }
 
 #[test]

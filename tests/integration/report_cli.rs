@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::sync::OnceLock;
 
-use crate::common::{manifest, run, run_stdin, solve_all, stderr, stdout};
+use crate::common::{csv_rows, manifest, run, run_stdin, solve_all, sql_rows, stderr, stdout};
 
 /// Variants solved per board in the shared dataset.
 const SOLVED: [(&str, &str); 3] = [
@@ -21,27 +21,6 @@ const SOLVED: [(&str, &str); 3] = [
 fn fixture() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| solve_all("report_cli_data", &SOLVED))
-}
-
-/// Runs a query with `--format csv` and returns the rows (header first) split on commas.
-fn sql_csv(data: &Path, q: &str) -> Vec<Vec<String>> {
-    let o = run(&[
-        "sql",
-        "--data",
-        data.to_str().unwrap(),
-        "--format",
-        "csv",
-        q,
-    ]);
-    assert!(o.status.success(), "query failed: {q}\n{}", stderr(&o));
-    csv_rows(&stdout(&o))
-}
-
-fn csv_rows(text: &str) -> Vec<Vec<String>> {
-    text.lines()
-        .filter(|l| !l.is_empty())
-        .map(|l| l.split(',').map(str::to_string).collect())
-        .collect()
 }
 
 /// `age -> (n_states, n_afterstates, n_terminal_states)` from a manifest.
@@ -69,7 +48,7 @@ fn sql_counts(data: &Path, board: &str, variant: &str) -> BTreeMap<u64, (u64, u6
          SELECT coalesce(s.age, a.age) AS age, coalesce(s.n, 0) AS s, coalesce(a.n, 0) AS a, coalesce(s.t, 0) AS t \
          FROM s FULL JOIN a ON s.age = a.age ORDER BY 1"
     );
-    let rows = sql_csv(data, &q);
+    let rows = sql_rows(data, &q);
     assert_eq!(rows[0], ["age", "s", "a", "t"]);
     rows[1..]
         .iter()
@@ -98,7 +77,7 @@ fn sql_counts_per_age_equal_the_manifest() {
         }
     }
     // The ages view agrees with the manifest too.
-    let rows = sql_csv(
+    let rows = sql_rows(
         data,
         "SELECT sum(n_states) AS s, sum(n_afterstates) AS a, sum(n_terminal_states) AS t FROM ages \
          WHERE board = '2x3' AND variant = 'expectation'",
@@ -153,20 +132,20 @@ fn sql_missing_data_dir_exits_2() {
 #[test]
 fn sql_age_is_an_integer_and_hive_columns_filter() {
     let data = fixture();
-    let rows = sql_csv(data, "SELECT DISTINCT typeof(age) AS t FROM states");
+    let rows = sql_rows(data, "SELECT DISTINCT typeof(age) AS t FROM states");
     assert_eq!(rows[1..], [vec!["UINTEGER".to_string()]]);
     // Numeric comparison: as strings '8' < '10' would be false.
-    let rows = sql_csv(
+    let rows = sql_rows(
         data,
         "SELECT count(DISTINCT age) AS n FROM states WHERE board = '2x2' AND variant = 'optimistic' AND age < 10",
     );
     assert_eq!(rows[1], ["3"]); // ages 4, 6, 8
-    let rows = sql_csv(data, "SELECT DISTINCT board FROM ages ORDER BY board");
+    let rows = sql_rows(data, "SELECT DISTINCT board FROM ages ORDER BY board");
     assert_eq!(
         rows[1..],
         [vec!["2x2".to_string()], vec!["2x3".to_string()]]
     );
-    let rows = sql_csv(
+    let rows = sql_rows(
         data,
         "SELECT max(max_tile(id)) AS t FROM states WHERE board = '2x2'",
     );
@@ -224,7 +203,7 @@ fn sql_shows_finished_solves_only() {
 #[test]
 fn sql_and_report_handle_a_variant_with_an_equals_sign() {
     let data = fixture();
-    let rows = sql_csv(
+    let rows = sql_rows(
         data,
         "SELECT DISTINCT variant FROM states WHERE board = '2x2' ORDER BY variant",
     );
@@ -242,12 +221,12 @@ fn sql_and_report_handle_a_variant_with_an_equals_sign() {
         sql_counts(data, "2x2", "goal-32-p4=0.2"),
         nonzero(manifest_counts(&m))
     );
-    let rows = sql_csv(
+    let rows = sql_rows(
         data,
         "SELECT typeof(age) AS t, count(*) AS n FROM states WHERE variant = 'goal-32-p4=0.2' AND board = '2x2' GROUP BY 1",
     );
     assert_eq!(rows[1][0], "UINTEGER");
-    let rows = sql_csv(
+    let rows = sql_rows(
         data,
         "SELECT count(*) AS n FROM ages WHERE variant = 'goal-32-p4=0.2'",
     );
@@ -592,7 +571,7 @@ fn report_series_equal_the_sql_results() {
     assert!(o.status.success(), "{}", stderr(&o));
     let fig = |n: &str| out.join("figures").join(format!("{n}.csv"));
     let per_board = |col: &str, expr: &str| {
-        sql_csv(
+        sql_rows(
             data,
             &format!(
                 "SELECT board, variant, age, {expr} AS {col} FROM ages WHERE variant = 'expectation' \
@@ -624,14 +603,14 @@ fn report_series_equal_the_sql_results() {
     );
     assert_same_series(
         &fig("states_afterstates_per_age"),
-        &sql_csv(
+        &sql_rows(
             data,
             "SELECT board, variant, age, n_states, n_afterstates FROM ages WHERE variant = 'expectation' ORDER BY board, age",
         ),
     );
     assert_same_series(
         &fig("best_afterstate_value_per_age"),
-        &sql_csv(
+        &sql_rows(
             data,
             "SELECT board, variant, age, best_afterstate_value FROM ages WHERE best_afterstate_value IS NOT NULL \
              AND variant IN ('expectation', 'optimistic', 'pessimistic') ORDER BY board, variant, age",
@@ -641,7 +620,7 @@ fn report_series_equal_the_sql_results() {
     // same states, to the last bit or so (the two round the interpolation differently).
     assert_same_series(
         &fig("state_value_quantiles_2x3"),
-        &sql_csv(
+        &sql_rows(
             data,
             "SELECT board, variant, age, count(*) AS n, quantile_cont(value, 0.05) AS q05, \
              quantile_cont(value, 0.25) AS q25, quantile_cont(value, 0.5) AS q50, quantile_cont(value, 0.75) AS q75, \
@@ -715,7 +694,7 @@ fn compare_series_equal_a_duckdb_join() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let series = out.join("compare-2x3-expectation-vs-pessimistic.csv");
-    let rows = sql_csv(
+    let rows = sql_rows(
         data,
         "SELECT 'pessimistic' AS variant, 'expectation' AS base, a.age, 'states' AS over, count(*) AS n, \
          avg(b.value - a.value) AS mean_value_diff, \

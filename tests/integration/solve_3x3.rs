@@ -9,7 +9,7 @@ use age2048::store::Layout;
 use arrow::array::{Array, Float64Array, StringArray, UInt64Array};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
-use crate::common::bin;
+use crate::common::{self, Boards};
 
 fn read_states(path: &Path) -> Vec<(u64, f64, Option<String>)> {
     let f = File::open(path).unwrap();
@@ -51,23 +51,14 @@ fn read_states(path: &Path) -> Vec<(u64, f64, Option<String>)> {
 
 /// The q-values L, R, U, D of one board (empty for an invalid move).
 fn best_csv(data: &str, variant: &str, board: &str) -> Vec<String> {
-    let o = bin()
-        .args([
-            "best",
-            "--board",
-            "3x3",
-            "--data",
-            data,
-            "--variant",
-            variant,
-            "--format",
-            "csv",
-            board,
-        ])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let out = String::from_utf8(o.stdout).unwrap();
+    let out = common::best_csv(
+        Path::new(data),
+        "3x3",
+        Some(variant),
+        &[],
+        Boards::Args(&[board]),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     out.lines()
         .nth(1)
         .unwrap()
@@ -106,11 +97,9 @@ fn goal_512_on_3x3_reproduces_the_published_probabilities() {
 
 #[test]
 fn solve_3x3_reproduces_the_published_figures() {
-    // The solve several subjects read (made once per build of the binary); the boards' lists
-    // go to a folder of this test's own.
+    // The solve several subjects read (made once per build of the binary).
     let data = crate::common::shared_solves().to_path_buf();
     let d = data.to_str().unwrap();
-    let dir = tempfile::tempdir().unwrap();
 
     let m = crate::common::manifest(&data, "3x3", "expectation");
     assert_eq!(m["n_states"], 48_713_519u64, "published 3x3 state count");
@@ -158,28 +147,12 @@ fn solve_3x3_reproduces_the_published_figures() {
         let rows = read_states(&path);
         let step = (rows.len() / 200).max(1);
         let sample: Vec<_> = rows.iter().step_by(step).collect();
-        let input = dir.path().join(format!("boards-{age}.txt"));
         let text: Vec<String> = sample
             .iter()
             .map(|(id, _, _)| format_board(*id, shape))
             .collect();
-        fs::write(&input, text.join("\n")).unwrap();
-        let o = bin()
-            .args([
-                "best",
-                "--board",
-                "3x3",
-                "--data",
-                d,
-                "--format",
-                "csv",
-                "--input",
-                input.to_str().unwrap(),
-            ])
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let out = String::from_utf8(o.stdout).unwrap();
+        let out = common::best_csv(Path::new(d), "3x3", None, &[], Boards::File(&text))
+            .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(
             out.lines().count(),
             sample.len() + 1,
