@@ -89,6 +89,7 @@ fmt:
 # solves side by side with ../shared/reference (reports/bench/solve.md), then micro-benchmarks.
 bench:
 	bash benches/solve.sh
+	bash benches/layouts.sh 3 "3x3 goal-1024"
 	$(CARGO) bench --no-default-features --bench index --bench solver
 
 clean:

@@ -1,6 +1,8 @@
 //! Elias–Fano build and look-up against a plain sorted `Vec<u64>` with binary search, on
-//! random ids below 2^40 (the size of compact ids of large ages); and the encoding of one age's
-//! index file as the compact layout writes it (4x3 boards of one age, values in fixed point).
+//! random ids below 2^40 (the size of compact ids of large ages); the encoding of one age's
+//! index file as the compact layout writes it (4x3 boards of one age, values in fixed point);
+//! and the encoding of one age's policy file as the policy layout writes it (ranks skewed as
+//! the solves' are), on one thread and on all, per state.
 //!
 //! Run: `cargo bench --no-default-features --bench index`. Bits per id are printed per size.
 
@@ -9,8 +11,11 @@ mod harness;
 
 use std::hint::black_box;
 
+use std::sync::Arc;
+
 use age2048::index::{
-    encode_age_index_with_stats, AgeIndexMeta, EliasFano, IndexOptions, ValueCoding,
+    encode_age_index_with_stats, encode_policy, AgeIndexMeta, EliasFano, IndexOptions, MovesOf,
+    PolicyMeta, ValueCoding,
 };
 use harness::{time, Rng};
 
@@ -82,7 +87,68 @@ fn encode_case() {
     );
 }
 
+/// An age's policy file: 4x3 boards of one age, each with 0 to 4 valid moves drawn from its
+/// id and a rank skewed as a solve's (3x3 expectation: 1.24 bits a state), per state.
+fn policy_case() {
+    let age = 300;
+    let ids = boards_of_age(2_000_000, age, 5);
+    let moves_of: MovesOf = Arc::new(|id: u64| {
+        let x = id.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56;
+        [0u8, 1, 2, 2, 3, 3, 3, 4, 4, 4, 4, 4, 4, 4, 4, 4][(x & 15) as usize]
+    });
+    let mut rng = Rng(17);
+    let ranks: Vec<u8> = ids
+        .iter()
+        .map(|&id| {
+            let m = moves_of(id);
+            if m < 2 || rng.below(100) < 75 {
+                0
+            } else {
+                rng.below(u64::from(m)) as u8
+            }
+        })
+        .collect();
+    let meta = PolicyMeta {
+        rows: 4,
+        cols: 3,
+        age: age as u32,
+        variant: "goal-128".into(),
+        order: 6,
+        reached: false,
+        masks: false,
+    };
+    let n = ids.len();
+    let encode = || encode_policy(&meta, black_box(&ids), &ranks, moves_of.clone()).expect("ranks");
+    let one = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .expect("a pool");
+    one.install(|| {
+        time(
+            &format!("encode a policy file, 1 thread ({n} ids)"),
+            5,
+            n,
+            encode,
+        )
+    });
+    let threads = rayon::current_num_threads();
+    time(
+        &format!("encode a policy file, {threads} threads ({n} ids)"),
+        5,
+        n,
+        encode,
+    );
+    let (bytes, stats) = encode();
+    println!(
+        "policy file: {} bytes, {:.3} bits a state, keys at levels {:?}",
+        bytes.len(),
+        bytes.len() as f64 * 8.0 / n as f64,
+        stats.levels
+    );
+}
+
 fn main() {
+    policy_case();
     encode_case();
     for &(n, label) in &[(1_000_000usize, "1e6"), (10_000_000, "1e7")] {
         let ids = random_ids(n, 42);

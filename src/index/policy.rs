@@ -34,7 +34,7 @@
 //! (equal parts), each its own graph: a shard is built with a bounded scratch whatever the
 //! age's size, shards build in parallel, and a look-up finds its shard by a binary search over
 //! the shards' first ids. [`PolicyBuilder`] writes the same bytes from ids pushed a chunk at a
-//! time, holding 2 bits a state of the shards not built yet beside their ids. Fixed 160-byte
+//! time, holding a byte a state of the shards not built yet beside their ids. Fixed 160-byte
 //! header, little-endian:
 //!
 //! ```text
@@ -144,17 +144,6 @@ pub struct PolicyMeta {
     pub masks: bool,
 }
 
-impl PolicyMeta {
-    /// Bits of a symbol as the builder holds it, and the largest.
-    fn symbol(&self) -> (u32, u8) {
-        if self.masks {
-            (MASK_BITS, 15)
-        } else {
-            (2, 3)
-        }
-    }
-}
-
 /// Sizes of a policy file.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct PolicyStats {
@@ -166,17 +155,6 @@ pub struct PolicyStats {
     pub states: u64,
     /// Keys at each level of the unary code.
     pub levels: [u64; LEVELS],
-}
-
-impl PolicyStats {
-    /// Bits of the whole file per key (0 without keys).
-    pub fn bits_per_key(&self) -> f64 {
-        if self.keys == 0 {
-            0.0
-        } else {
-            self.file_bytes as f64 * 8.0 / self.keys as f64
-        }
-    }
 }
 
 /// Encodes the policy of one age: `ids` strictly increasing, each with the rank (below 4) of
@@ -199,124 +177,96 @@ pub(crate) fn encode_sharded(
     moves_of: MovesOf,
     shard_keys: usize,
 ) -> Result<(Vec<u8>, PolicyStats), IndexError> {
-    let mut b = PolicyBuilder::with_shard_keys(meta.clone(), ids.len(), moves_of, shard_keys)?;
-    b.push(ids, ranks)?;
+    let moves: Vec<u8> = ids.par_iter().map(|&id| moves_of(id)).collect();
+    let mut b = PolicyBuilder::with_shard_keys(meta.clone(), ids.len(), shard_keys)?;
+    b.push(ids, ranks, &moves)?;
     b.finish()
 }
 
-/// Symbols packed `bits` (2 or 4) bits each, low bits first: ranks take 2 bits a state,
-/// masks 4.
-struct Ranks {
-    bits: u32,
-    bytes: Vec<u8>,
-    len: usize,
-}
-
-impl Ranks {
-    fn new(bits: u32) -> Ranks {
-        debug_assert!(bits == 2 || bits == 4);
-        Ranks {
-            bits,
-            bytes: Vec::new(),
-            len: 0,
-        }
-    }
-
-    fn per(&self) -> usize {
-        (8 / self.bits) as usize
-    }
-
-    fn push(&mut self, r: u8) {
-        if self.len.is_multiple_of(self.per()) {
-            self.bytes.push(0);
-        }
-        let last = self.bytes.len() - 1;
-        let mask = (1u8 << self.bits) - 1;
-        self.bytes[last] |= (r & mask) << (self.bits as usize * (self.len % self.per()));
-        self.len += 1;
-    }
-
-    #[inline]
-    fn get(&self, i: usize) -> u8 {
-        let mask = (1u8 << self.bits) - 1;
-        (self.bytes[i / self.per()] >> (self.bits as usize * (i % self.per()))) & mask
-    }
-
-    fn clear(&mut self) {
-        self.bytes.clear();
-        self.len = 0;
+/// What a shard's build needs of a state, in a byte: for ranks, the rank (bits 0–1) and the
+/// length of its unary code (bits 2–3); for masks, the mask (bits 0–3) and whether the state
+/// is a key (bit 4: two valid moves or more).
+#[inline]
+fn code(masks: bool, symbol: u8, moves: u8) -> u8 {
+    if masks {
+        symbol | u8::from(moves >= 2) << 4
+    } else {
+        symbol | (unary(symbol, moves).0 as u8) << 2
     }
 }
 
 /// [`encode_policy`] fed a chunk of ids at a time, for an age whose ids do not fit memory
 /// at once: it keeps the ids of the shards not built yet (at most a shard a thread, the one
-/// being filled included) with their ranks at 2 bits each, and the built shards' cells, and
+/// being filled included) with a byte each of their symbols, and the built shards' cells, and
 /// gives the same bytes as [`encode_policy`] over all the ids.
 pub struct PolicyBuilder {
     meta: PolicyMeta,
-    moves_of: MovesOf,
     cuts: Cuts,
     /// Ids pushed so far, and the last of them (ids increase across pushes too).
     pushed: usize,
     last: Option<u64>,
-    /// The first shard not built and the shard being filled: `ids` and `ranks` hold the ids
+    /// The first shard not built and the shard being filled: `ids` and `codes` hold the ids
     /// from the start of `unbuilt` on (the shards before `filling` are complete).
     unbuilt: usize,
     filling: usize,
     ids: Vec<u64>,
-    ranks: Ranks,
+    /// Per id its [`code`].
+    codes: Vec<u8>,
     built: Vec<Built>,
 }
 
 impl PolicyBuilder {
     /// A builder for `n` ids in all, cut into shards as [`encode_policy`] cuts them.
-    pub fn new(meta: PolicyMeta, n: usize, moves_of: MovesOf) -> Result<PolicyBuilder, IndexError> {
-        Self::with_shard_keys(meta, n, moves_of, SHARD_KEYS)
+    pub fn new(meta: PolicyMeta, n: usize) -> Result<PolicyBuilder, IndexError> {
+        Self::with_shard_keys(meta, n, SHARD_KEYS)
     }
 
     /// [`PolicyBuilder::new`] with shards of at most `shard_keys` ids.
     pub(crate) fn with_shard_keys(
         meta: PolicyMeta,
         n: usize,
-        moves_of: MovesOf,
         shard_keys: usize,
     ) -> Result<PolicyBuilder, IndexError> {
         check_variant(&meta.variant)?;
         Ok(PolicyBuilder {
-            ranks: Ranks::new(meta.symbol().0),
             meta,
-            moves_of,
             cuts: Cuts::new(n, shard_keys),
             pushed: 0,
             last: None,
             unbuilt: 0,
             filling: 0,
             ids: Vec::new(),
+            codes: Vec::new(),
             built: Vec::new(),
         })
     }
 
-    /// Takes the next `ids` (strictly increasing, and above those pushed before) and their
-    /// ranks, as [`encode_policy`] takes them. The chunk is taken a shard at a time (never
-    /// copied whole), and the complete shards build in parallel once there is one a thread
-    /// (the rest at [`PolicyBuilder::finish`]). A refused chunk changes nothing.
-    pub fn push(&mut self, ids: &[u64], ranks: &[u8]) -> Result<(), IndexError> {
-        check_run(ids, ranks, self.last, self.pushed, self.meta.symbol().1)?;
+    /// Takes the next `ids` (strictly increasing, and above those pushed before), their
+    /// ranks (or masks) and their numbers of valid moves (what [`encode_policy`]'s
+    /// `moves_of` gives). The chunk is taken a shard at a time (never copied whole), and the
+    /// complete shards build in parallel once there is one a thread (the rest at
+    /// [`PolicyBuilder::finish`]). A refused chunk changes nothing.
+    pub fn push(&mut self, ids: &[u64], ranks: &[u8], moves: &[u8]) -> Result<(), IndexError> {
+        check_run(ids, ranks, moves, self.last, self.pushed, self.meta.masks)?;
         let n = self.cuts.n;
         let total = self.pushed.saturating_add(ids.len());
         if total > n {
             return Err(count_mismatch(total, n));
         }
-        let (mut ids, mut ranks) = (ids, ranks);
+        let masks = self.meta.masks;
+        let (mut ids, mut ranks, mut moves) = (ids, ranks, moves);
         self.last = ids.last().copied().or(self.last);
         while !ids.is_empty() {
             let end = self.cuts.start(self.filling + 1);
             let take = (end - self.pushed).min(ids.len());
             self.ids.extend_from_slice(&ids[..take]);
-            for &r in &ranks[..take] {
-                self.ranks.push(r);
-            }
-            (ids, ranks) = (&ids[take..], &ranks[take..]);
+            self.codes.extend(
+                ranks[..take]
+                    .iter()
+                    .zip(&moves[..take])
+                    .map(|(&r, &m)| code(masks, r, m)),
+            );
+            (ids, ranks, moves) = (&ids[take..], &ranks[take..], &moves[take..]);
             self.pushed += take;
             if self.pushed == end {
                 self.filling += 1;
@@ -340,18 +290,25 @@ impl PolicyBuilder {
     /// Builds the complete shards not built yet (all that `ids` holds then).
     fn build_complete(&mut self) -> Result<(), IndexError> {
         let base = self.cuts.start(self.unbuilt);
-        let (ids, ranks, moves_of, cuts) = (&self.ids, &self.ranks, &self.moves_of, self.cuts);
+        let (ids, codes, cuts) = (&self.ids, &self.codes, self.cuts);
         let masks = self.meta.masks;
-        let built = (self.unbuilt..self.filling)
-            .into_par_iter()
-            .map(|s| {
-                let r = cuts.start(s) - base..cuts.start(s + 1) - base;
-                build_shard(&ids[r.clone()], |i| ranks.get(r.start + i), moves_of, masks)
-            })
-            .collect::<Result<Vec<_>, IndexError>>()?;
+        let shard = |s: usize| {
+            let r = cuts.start(s) - base..cuts.start(s + 1) - base;
+            build_shard(&ids[r.clone()], &codes[r], masks)
+        };
+        // One shard is built on the caller's thread: a writer thread outside the pool then
+        // builds it beside the pass instead of queueing behind the pass's own work.
+        let built = if self.filling - self.unbuilt == 1 {
+            vec![shard(self.unbuilt)?]
+        } else {
+            (self.unbuilt..self.filling)
+                .into_par_iter()
+                .map(shard)
+                .collect::<Result<Vec<_>, IndexError>>()?
+        };
         self.built.extend(built.into_iter().flatten());
         self.ids.clear();
-        self.ranks.clear();
+        self.codes.clear();
         self.unbuilt = self.filling;
         Ok(())
     }
@@ -361,20 +318,23 @@ fn count_mismatch(pushed: usize, n: usize) -> IndexError {
     invalid(format!("{pushed} ids pushed for a policy of {n}"))
 }
 
-/// Checks ids `at..` of an age (`prev` the one before them): one symbol each, the ids
-/// strictly increasing, the symbols at most `most`.
+/// Checks ids `at..` of an age (`prev` the one before them): one symbol and one count of
+/// valid moves each, the ids strictly increasing, the moves at most 4; a state of two moves
+/// or more needs a rank below its moves, or a mask of at least one move.
 fn check_run(
     ids: &[u64],
     ranks: &[u8],
+    moves: &[u8],
     prev: Option<u64>,
     at: usize,
-    most: u8,
+    masks: bool,
 ) -> Result<(), IndexError> {
-    if ids.len() != ranks.len() {
+    if ids.len() != ranks.len() || ids.len() != moves.len() {
         return Err(invalid(format!(
-            "{} ids and {} ranks",
+            "{} ids, {} ranks and {} counts of moves",
             ids.len(),
-            ranks.len()
+            ranks.len(),
+            moves.len()
         )));
     }
     let across = prev
@@ -392,9 +352,21 @@ fn check_run(
             ids[i]
         )));
     }
+    let most = if masks { 15 } else { 3 };
     if let Some(r) = ranks.iter().find(|&&r| r > most) {
-        let what = if most == 3 { "rank" } else { "mask" };
+        let what = if masks { "mask" } else { "rank" };
         return Err(invalid(format!("{what} {r} (0 to {most})")));
+    }
+    let bad = |(&r, &m): (&u8, &u8)| m > 4 || (m >= 2 && if masks { r == 0 } else { r >= m });
+    if let Some(i) = ranks.iter().zip(moves).position(bad) {
+        let (id, r, m) = (ids[i], ranks[i], moves[i]);
+        return Err(invalid(if m > 4 {
+            format!("{m} moves of {id:#x}")
+        } else if masks {
+            format!("no optimal move of {id:#x}")
+        } else {
+            format!("rank {r} of {m} moves of {id:#x}")
+        }));
     }
     Ok(())
 }
@@ -443,42 +415,25 @@ pub fn unary(r: u8, m: u8) -> (usize, [u8; LEVELS]) {
     (len, bits)
 }
 
-/// The graph of one shard's ids (`rank(i)` the rank of `ids[i]`, or its mask with `masks`);
-/// `None` without a key.
-fn build_shard(
-    ids: &[u64],
-    rank: impl Fn(usize) -> u8,
-    moves_of: &MovesOf,
-    masks: bool,
-) -> Result<Option<Built>, IndexError> {
-    let mut keys: Vec<(u64, u8)> = Vec::new();
-    let mut values: Vec<u8> = Vec::new();
+/// The graph of one shard's ids (`codes[i]` the [`code`] of `ids[i]`); `None` without a key.
+fn build_shard(ids: &[u64], codes: &[u8], masks: bool) -> Result<Option<Built>, IndexError> {
+    let mut keys: Vec<(u64, u8)> = Vec::with_capacity(ids.len() + ids.len() / 2);
+    let mut values: Vec<u8> = Vec::with_capacity(keys.capacity());
     let mut levels = [0u64; LEVELS];
-    for (i, &id) in ids.iter().enumerate() {
-        let m = moves_of(id);
-        if m > 4 {
-            return Err(invalid(format!("{m} moves of {id:#x}")));
-        }
-        let r = rank(i);
+    for (&id, &c) in ids.iter().zip(codes) {
         if masks {
-            if m >= 2 {
-                if r == 0 {
-                    return Err(invalid(format!("no optimal move of {id:#x}")));
-                }
+            if c >> 4 != 0 {
                 keys.push((id, 0));
-                values.push(r);
+                values.push(c & 15);
                 levels[0] += 1;
             }
             continue;
         }
-        if m >= 2 && r >= m {
-            return Err(invalid(format!("rank {r} of {m} moves of {id:#x}")));
-        }
-        let (len, bits) = unary(r, m);
-        for (l, &b) in bits.iter().enumerate().take(len) {
-            keys.push((id, l as u8));
-            values.push(b);
-            levels[l] += 1;
+        let (r, len) = (c & 3, c >> 2);
+        for l in 0..len {
+            keys.push((id, l));
+            values.push(u8::from(r == l));
+            levels[usize::from(l)] += 1;
         }
     }
     let Some(&(first, _)) = keys.first() else {
@@ -867,6 +822,10 @@ mod tests {
         Arc::new(|id: u64| ((id.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 59) % 5) as u8)
     }
 
+    fn moves(ids: &[u64]) -> Vec<u8> {
+        ids.iter().map(|&id| moves_of()(id)).collect()
+    }
+
     /// Sorted distinct ids and a rank each (below its moves; 0 or random for those with at
     /// most one, which store nothing).
     fn sample(seed: u64, n: usize) -> (Vec<u64>, Vec<u8>) {
@@ -996,19 +955,6 @@ mod tests {
     }
 
     #[test]
-    fn ranks_pack_in_two_bits() {
-        for (bits, bytes) in [(2, 251), (4, 501)] {
-            let mut r = Ranks::new(bits);
-            let want: Vec<u8> = (0..1001u32).map(|i| (i * 7 % (1 << bits)) as u8).collect();
-            for &x in &want {
-                r.push(x);
-            }
-            assert_eq!(r.bytes.len(), bytes);
-            assert!((0..want.len()).all(|i| r.get(i) == want[i]));
-        }
-    }
-
-    #[test]
     fn a_flipped_byte_anywhere_is_damage() {
         let (keys, ranks) = sample(9, 300);
         let (bytes, _) = encode_sharded(&meta(), &keys, &ranks, moves_of(), 100).unwrap();
@@ -1085,13 +1031,15 @@ mod tests {
         shard: usize,
         mut chunk: impl FnMut() -> usize,
     ) -> (Vec<u8>, PolicyStats) {
-        let mut b = PolicyBuilder::with_shard_keys(meta(), ids.len(), moves_of(), shard).unwrap();
+        let mut b = PolicyBuilder::with_shard_keys(meta(), ids.len(), shard).unwrap();
+        let moves = moves(ids);
         let mut at = 0;
         while at < ids.len() {
             let end = (at + chunk()).min(ids.len());
-            b.push(&ids[at..end], &ranks[at..end]).unwrap();
+            b.push(&ids[at..end], &ranks[at..end], &moves[at..end])
+                .unwrap();
             assert!(b.ids.len() <= rayon::current_num_threads() * shard);
-            assert_eq!(b.ranks.len, b.ids.len());
+            assert_eq!(b.codes.len(), b.ids.len());
             at = end;
         }
         b.finish().unwrap()
@@ -1143,26 +1091,30 @@ mod tests {
     #[test]
     fn the_builder_refuses_what_encode_refuses() {
         let err = |r: Result<(), IndexError>| r.unwrap_err().to_string();
-        let mut b = PolicyBuilder::new(meta(), 5, moves_of()).unwrap();
-        b.push(&[1, 2, 3], &[0, 1, 0]).unwrap();
-        let e = err(b.push(&[3, 4], &[0, 0]));
+        let push =
+            |b: &mut PolicyBuilder, ids: &[u64], ranks: &[u8]| b.push(ids, ranks, &moves(ids));
+        let mut b = PolicyBuilder::new(meta(), 5).unwrap();
+        push(&mut b, &[1, 2, 3], &[0, 1, 0]).unwrap();
+        let e = err(push(&mut b, &[3, 4], &[0, 0]));
         assert!(
             e.contains("not strictly increasing at 3: 0x3 then 0x3"),
             "{e}"
         );
-        let e = err(b.push(&[4, 4], &[0, 0]));
+        let e = err(push(&mut b, &[4, 4], &[0, 0]));
         assert!(
             e.contains("not strictly increasing at 4: 0x4 then 0x4"),
             "{e}"
         );
-        let e = err(b.push(&[4, 5], &[0, 5]));
+        let e = err(push(&mut b, &[4, 5], &[0, 5]));
         assert!(e.contains("rank 5"), "{e}");
-        let e = err(b.push(&[4, 5], &[0]));
-        assert!(e.contains("2 ids and 1 ranks"), "{e}");
-        let e = err(b.push(&[4, 5, 6], &[0, 1, 2]));
+        let e = err(push(&mut b, &[4, 5], &[0]));
+        assert!(e.contains("2 ids, 1 ranks and 2 counts of moves"), "{e}");
+        let e = err(b.push(&[4, 5], &[0, 0], &[2, 5]));
+        assert!(e.contains("5 moves of 0x5"), "{e}");
+        let e = err(push(&mut b, &[4, 5, 6], &[0, 0, 0]));
         assert!(e.contains("6 ids pushed for a policy of 5"), "{e}");
         // A refused chunk changed nothing.
-        b.push(&[4, 5], &[0, 0]).unwrap();
+        push(&mut b, &[4, 5], &[0, 0]).unwrap();
         let want = encode_policy(&meta(), &[1, 2, 3, 4, 5], &[0, 1, 0, 0, 0], moves_of()).unwrap();
         assert!(b.finish().unwrap() == want);
 
@@ -1172,19 +1124,19 @@ mod tests {
         let e = encode_policy(&meta(), &[id], &[2], moves_of()).unwrap_err();
         assert!(e.to_string().contains("rank 2 of 2 moves"), "{e}");
 
-        let mut b = PolicyBuilder::new(meta(), 3, moves_of()).unwrap();
-        b.push(&[1, 2], &[0, 0]).unwrap();
+        let mut b = PolicyBuilder::new(meta(), 3).unwrap();
+        push(&mut b, &[1, 2], &[0, 0]).unwrap();
         let e = b.finish().unwrap_err().to_string();
         assert!(e.contains("2 ids pushed for a policy of 3"), "{e}");
-        let mut b = PolicyBuilder::new(meta(), 0, moves_of()).unwrap();
-        assert!(err(b.push(&[1], &[0])).contains("1 ids pushed for a policy of 0"));
-        b.push(&[], &[]).unwrap();
+        let mut b = PolicyBuilder::new(meta(), 0).unwrap();
+        assert!(err(push(&mut b, &[1], &[0])).contains("1 ids pushed for a policy of 0"));
+        push(&mut b, &[], &[]).unwrap();
         assert!(b.finish().unwrap() == encode_policy(&meta(), &[], &[], moves_of()).unwrap());
         let long = PolicyMeta {
             variant: "x".repeat(MAX_VARIANT_LEN + 1),
             ..meta()
         };
-        assert!(PolicyBuilder::new(long, 1, moves_of()).is_err());
+        assert!(PolicyBuilder::new(long, 1).is_err());
     }
 
     #[test]

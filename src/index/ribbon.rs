@@ -139,8 +139,12 @@ struct Solver {
     /// Per slot its reduced row (0: empty) and value.
     rows: Vec<u128>,
     vals: Vec<u8>,
+    /// Per key, in the keys' order: its start and coefficients.
+    bands: Vec<(usize, u128)>,
     /// Keys by start: (start, coefficients, value).
     keys: Vec<(usize, u128, u8)>,
+    /// Per start, where its keys go in `keys` (a counting sort).
+    at: Vec<usize>,
 }
 
 impl Solver {
@@ -153,14 +157,27 @@ impl Solver {
         values: &[u8],
     ) -> bool {
         let m = p.slots as usize;
+        let starts = m - BAND + 1;
+        self.bands.clear();
+        self.bands.extend((0..n).map(|i| p.band(hash(i))));
+        // By start, equal starts in the keys' order (a stable counting sort), so that the
+        // rows a key meets are close in memory and the result does not depend on anything
+        // but the keys.
+        self.at.clear();
+        self.at.resize(starts + 1, 0);
+        for &(s, _) in &self.bands {
+            self.at[s + 1] += 1;
+        }
+        for s in 1..=starts {
+            self.at[s] += self.at[s - 1];
+        }
         self.keys.clear();
-        self.keys.extend((0..n).map(|i| {
-            let (s, c) = p.band(hash(i));
-            (s, c, values[i])
-        }));
-        // By start (stable: equal starts keep the keys' order), so that the rows a key meets
-        // are close in memory and the result does not depend on anything but the keys.
-        self.keys.sort_by_key(|k| k.0);
+        self.keys.resize(n, (0, 0, 0));
+        for (&(s, c), &b) in self.bands.iter().zip(values) {
+            let at = &mut self.at[s];
+            self.keys[*at] = (s, c, b);
+            *at += 1;
+        }
         self.rows.clear();
         self.rows.resize(m, 0);
         self.vals.clear();

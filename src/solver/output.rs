@@ -47,19 +47,22 @@ pub fn stored_rank(order: Order, moves: &[Option<(u64, u32)>; 4], shape: Shape, 
 }
 
 /// [`PolicySymbols`] as counted: states by valid moves, tied, and by first optimal move and
-/// smallest optimal rank under each rule, for states of two to four moves.
+/// smallest optimal rank under [`Order::POLICY`], for states of two to four moves. (The other
+/// rules of `rules::order` are not counted: ranking every state seven times took a third of a
+/// policy solve; `reports/bench/policy.md` keeps what they came to.)
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct SymbolCounts {
     by_moves: [u64; 5],
     tied: u64,
     first: [[u64; 4]; 3],
-    ranks: [[[u64; 4]; 3]; Order::ALL.len()],
+    ranks: [[u64; 4]; 3],
 }
 
 impl SymbolCounts {
-    /// Counts a state of `moves` valid moves (as the rules give them) and `optimal` ones.
+    /// Counts a state of `moves` valid moves (as the rules give them) and `optimal` ones;
+    /// returns the rank stored under [`Order::POLICY`].
     #[inline]
-    fn add(&mut self, moves: &[Option<(u64, u32)>; 4], shape: Shape, optimal: u8) {
+    fn add(&mut self, moves: &[Option<(u64, u32)>; 4], shape: Shape, optimal: u8) -> u8 {
         let m = if optimal == 0 {
             0
         } else {
@@ -70,12 +73,12 @@ impl SymbolCounts {
             self.tied += 1;
         }
         if m < 2 {
-            return;
+            return 0;
         }
         self.first[m - 2][optimal.trailing_zeros() as usize] += 1;
-        for (o, order) in Order::ALL.into_iter().enumerate() {
-            self.ranks[o][m - 2][usize::from(stored_rank(order, moves, shape, optimal))] += 1;
-        }
+        let r = stored_rank(Order::POLICY, moves, shape, optimal);
+        self.ranks[m - 2][usize::from(r)] += 1;
+        r
     }
 
     fn merge(mut self, o: SymbolCounts) -> SymbolCounts {
@@ -95,8 +98,7 @@ impl SymbolCounts {
             .ranks
             .iter_mut()
             .flatten()
-            .flatten()
-            .zip(o.ranks.iter().flatten().flatten())
+            .zip(o.ranks.iter().flatten())
         {
             *a += b;
         }
@@ -110,11 +112,7 @@ impl SymbolCounts {
             by_moves: self.by_moves.to_vec(),
             tied: self.tied,
             first: rows(&self.first),
-            ranks: Order::ALL
-                .into_iter()
-                .zip(&self.ranks)
-                .map(|(o, r)| (o.name().to_string(), rows(r)))
-                .collect(),
+            ranks: [(Order::POLICY.name().to_string(), rows(&self.ranks))].into(),
         }
     }
 }
@@ -142,9 +140,7 @@ pub fn ranks_of(
                         counts.by_moves[0] += 1;
                         return 0;
                     }
-                    let moves = game.rules.moves(id);
-                    counts.add(&moves, shape, opt);
-                    stored_rank(Order::POLICY, &moves, shape, opt)
+                    counts.add(&game.rules.moves(id), shape, opt)
                 })
                 .collect();
             (ranks, counts)
@@ -241,7 +237,7 @@ impl<'a> AgeFiles<'a> {
                     masks: s.reach,
                 };
                 let path = store.layout().policy_file(shape, &v.name(), age);
-                PolicyBuilder::new(meta, n_states, moves_of(game, v.forward_class()))
+                PolicyBuilder::new(meta, n_states)
                     .map(|b| Some((b, SymbolCounts::default())))
                     .map_err(|source| SolveError::Index { path, source })
             })
@@ -463,8 +459,15 @@ impl<'a> AgeWriter for AgeFiles<'a> {
                         *x = recs[i * k + vi].optimal;
                     }
                 }
+                // The pass counted each state's valid moves as `moves_of` does.
+                let moves: Vec<u8> = recs[..n]
+                    .iter()
+                    .skip(vi)
+                    .step_by(k)
+                    .map(|r| r.moves)
+                    .collect();
                 policy
-                    .push(ids, &ranks)
+                    .push(ids, &ranks, &moves)
                     .map_err(|source| SolveError::Index {
                         path: self.store.layout().policy_file(
                             self.game.shape(),
