@@ -267,12 +267,12 @@ fn main() {
                                     r[2] += 1;
                                 }
                             }
-                            let body: String = if s == 503 {
-                                // One line a reason, not one a count of the queue.
-                                body.chars().take_while(|c| !c.is_ascii_digit()).collect()
-                            } else {
-                                body.chars().take(100).collect()
-                            };
+                            // One line a reason, not one a count of the queue or a time.
+                            let body: String = body
+                                .chars()
+                                .take(100)
+                                .map(|c| if c.is_ascii_digit() { '#' } else { c })
+                                .collect();
                             *failed.lock().unwrap().entry(format!("answered {s}: {kind}: {}", body.chars().take(100).collect::<String>())).or_default() += 1;
                         }
                         Err(e) => {

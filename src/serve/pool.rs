@@ -89,10 +89,24 @@ pub const GRACE: Duration = Duration::from_secs(2);
 /// The same for the short lane's process, which the cheap queries wait for.
 const SHORT_GRACE: Duration = Duration::from_millis(500);
 
-/// How long DuckDB may take to prepare a query (parse, bind, and fold its constants, which
-/// no interrupt reaches: `SELECT range(100000000)` takes many seconds there) before its
-/// process is killed and the query refused; in the short lane, its slice and grace.
-pub const PREPARE_LIMIT: Duration = Duration::from_secs(2);
+/// The CPU time DuckDB may take to prepare a query (parse, bind, and fold its constants,
+/// which no interrupt reaches: `SELECT range(100000000)` takes many seconds there) before its
+/// process is killed and the query refused. CPU time, not time: on a loaded machine a query
+/// over many files may wait seconds to be prepared.
+pub const PREPARE_CPU: Duration = Duration::from_secs(1);
+
+/// The CPU time process `pid` has used (`/proc/PID/stat`: user and system, in clock ticks).
+fn cpu_of(pid: u32) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let mut fields = rest.split(' ').skip(11);
+    let user: u64 = fields.next()?.parse().ok()?;
+    let system: u64 = fields.next()?.parse().ok()?;
+    // SAFETY: a query of a constant.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    let hz = u64::try_from(hz).ok().filter(|&h| h > 0)?;
+    Some(Duration::from_micros((user + system) * 1_000_000 / hz))
+}
 
 /// The short lane's slice: the CPU time a query may take there (the process's, so that a
 /// loaded machine does not make a cheap query look expensive) …
@@ -774,13 +788,13 @@ fn too_long(timeout: Duration) -> ApiError {
     )
 }
 
-/// The refusal of a query DuckDB did not prepare within `took`.
-fn slow_to_prepare(took: Duration) -> ApiError {
+/// The refusal of a query DuckDB did not prepare within [`PREPARE_CPU`].
+fn slow_to_prepare() -> ApiError {
     ApiError::new(
         422,
         format!(
-            "the query took more than {:.1} s to prepare and was stopped: DuckDB builds a query's constants (such as range(100000000), 100 million values) before it runs, where no time limit reaches; make them smaller, or use age2048 sql",
-            took.as_secs_f64()
+            "the query took more than {} s of CPU time to prepare and was stopped: DuckDB builds a query's constants (such as range(100000000), 100 million values) before it runs, where no time limit reaches; make them smaller, or use age2048 sql",
+            PREPARE_CPU.as_secs_f64()
         ),
     )
 }
@@ -810,14 +824,7 @@ fn feed(mut process: Option<Process>, recipe: &Recipe, shared: &Arc<Shared>) {
         let (ran, replace) = if left.is_zero() {
             (Ran::Answered(Err(too_long(timeout)), true), false)
         } else {
-            run_in(
-                &mut process,
-                recipe,
-                &job.statement,
-                budget,
-                slice,
-                budget.wall >= left,
-            )
+            run_in(&mut process, recipe, &job.statement, budget, slice)
         };
         let took = t.elapsed().as_secs_f64();
         {
@@ -827,9 +834,14 @@ fn feed(mut process: Option<Process>, recipe: &Recipe, shared: &Arc<Shared>) {
             if !matches!(ran, Ran::Sliced(_)) {
                 st.mean[lane] = 0.8 * st.mean[lane] + 0.2 * took;
             }
-            // A query the short lane gave back, or a long process took from the short queue
-            // and ran longer than a slice, goes to the long lane at once next time.
-            if matches!(ran, Ran::Sliced(_)) || (from == Lane::Short && took > SLICE_WALL.as_secs_f64()) {
+            // A query the short lane gave back or whose process it had to replace, or one a
+            // long process took from the short queue and ran longer than a slice, goes to the
+            // long lane at once next time.
+            let short_lost = recipe.lane == Lane::Short && replace;
+            if matches!(ran, Ran::Sliced(_))
+                || short_lost
+                || (from == Lane::Short && took > SLICE_WALL.as_secs_f64())
+            {
                 if st.known_long.len() >= KNOWN_LONG {
                     st.known_long.clear();
                 }
@@ -878,7 +890,6 @@ fn run_in(
     statement: &str,
     budget: Budget,
     slice: bool,
-    last: bool,
 ) -> (Ran, bool) {
     // A process that ended while idle (killed from outside) is not handed the query.
     if let Some(p) = process.as_mut() {
@@ -895,7 +906,7 @@ fn run_in(
             return (Ran::Answered(Err(not_started()), false), false);
         };
         let grace = recipe.grace();
-        match run(p, statement, budget, grace, recipe.limits.timeout, slice, last) {
+        match run(p, statement, budget, grace, recipe.limits.timeout, slice) {
             Ran::NotStarted if attempt == 0 => {
                 // The process had ended before it read the query: a new one runs it.
                 p.kill();
@@ -943,11 +954,9 @@ fn not_started() -> ApiError {
     )
 }
 
-/// Runs `statement` on `p` within `budget`, killing the process `grace` past it (or at
-/// [`PREPARE_LIMIT`] if DuckDB is still preparing it); `timeout` is the limit the refusal
-/// states, and `last` says the budget is the rest of that time; a `slice` that does not answer
-/// is [`Ran::Sliced`].
-#[allow(clippy::too_many_arguments)]
+/// Runs `statement` on `p` within `budget`, killing the process `grace` past it (or past
+/// [`PREPARE_CPU`] if DuckDB is still preparing it); `timeout` is the limit the refusal
+/// states; a `slice` that does not answer is [`Ran::Sliced`].
 fn run(
     p: &mut Process,
     statement: &str,
@@ -955,24 +964,22 @@ fn run(
     grace: Duration,
     timeout: Duration,
     slice: bool,
-    last: bool,
 ) -> Ran {
-    let start = Instant::now();
-    let deadline = start + budget.wall + grace;
-    // In the short lane its slice and grace are shorter.
-    let prepare_by = start + PREPARE_LIMIT;
+    let deadline = Instant::now() + budget.wall + grace;
+    let cpu0 = cpu_of(p.child.id());
     if write_frame(&mut p.stdin, QUERY, &query_frame(statement, budget)).is_err() {
         return Ran::NotStarted;
     }
     let mut started = false;
     let mut prepared = false;
     loop {
-        let until = if prepared {
-            deadline
+        let left = deadline.saturating_duration_since(Instant::now());
+        // While DuckDB prepares, its CPU time is looked at every 100 ms.
+        let left = if prepared {
+            left
         } else {
-            deadline.min(prepare_by)
+            left.min(Duration::from_millis(100))
         };
-        let left = until.saturating_duration_since(Instant::now());
         let reply = match p.answers.recv_timeout(left) {
             Ok(Ok((STARTED, _))) if !started => {
                 started = true;
@@ -982,12 +989,17 @@ fn run(
                 prepared = true;
                 continue;
             }
-            // Still preparing at the limit: its constants are being built, which the query's
-            // own time limit cannot stop; refused in either lane (unless the query's whole
-            // time ran out with this budget).
-            Err(RecvTimeoutError::Timeout) if !prepared && !(last && Instant::now() >= start + budget.wall) => {
+            // Still preparing: its constants are being built, which the query's own time limit
+            // cannot stop; refused in either lane past the CPU time allowed.
+            Err(RecvTimeoutError::Timeout) if !prepared && Instant::now() < deadline => {
+                let used = cpu0
+                    .zip(cpu_of(p.child.id()))
+                    .map(|(a, b)| b.saturating_sub(a));
+                if !used.is_some_and(|u| u >= PREPARE_CPU) {
+                    continue;
+                }
                 p.kill();
-                (Err(slow_to_prepare(start.elapsed())), false)
+                (Err(slow_to_prepare()), false)
             }
             Err(RecvTimeoutError::Disconnected) if !started => return Ran::NotStarted,
             Ok(Ok((200, json))) if started => (Ok(json), true),
