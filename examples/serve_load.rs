@@ -307,7 +307,13 @@ fn main() {
     let mut total = 0;
     let refused = refused.lock().unwrap();
     let mut lat = lat.lock().unwrap();
-    for kind in ["look-up", "game step", "query", "slow query", "hostile query"] {
+    for kind in [
+        "look-up",
+        "game step",
+        "query",
+        "slow query",
+        "hostile query",
+    ] {
         let v = lat.entry(kind).or_default();
         v.sort_by(f64::total_cmp);
         total += v.len();

@@ -692,7 +692,8 @@ impl Sql {
             }),
             changed: Condvar::new(),
         });
-        let lanes = std::iter::once(Lane::Short).chain(std::iter::repeat(Lane::Long).take(LONG_WORKERS));
+        let lanes =
+            std::iter::once(Lane::Short).chain(std::iter::repeat(Lane::Long).take(LONG_WORKERS));
         let thread_error = |e: io::Error| ServeError::Sandbox {
             context: "a query process".into(),
             message: format!("cannot start a thread: {e}"),
@@ -864,9 +865,7 @@ fn feed(mut process: Option<Process>, recipe: &Recipe, shared: &Arc<Shared>) {
             unreachable!("a sliced query went to the long lane")
         };
         // The client may have gone; its answer goes nowhere then.
-        let _ = job
-            .answer
-            .send(reply.map(|json| Answered { json, permit }));
+        let _ = job.answer.send(reply.map(|json| Answered { json, permit }));
         if replace {
             // Started again now, so that the next query does not wait for it.
             restart(&mut process, recipe);
@@ -1109,7 +1108,14 @@ mod tests {
             }
         };
         let mut t = Turns::default();
-        for (s, c) in [("a1", 1), ("a2", 1), ("a3", 1), ("b1", 2), ("c1", 3), ("b2", 2)] {
+        for (s, c) in [
+            ("a1", 1),
+            ("a2", 1),
+            ("a3", 1),
+            ("b1", 2),
+            ("c1", 3),
+            ("b2", 2),
+        ] {
             t.push(job(s, ip(c), &mut waiting));
         }
         // A client gone: its query is skipped.

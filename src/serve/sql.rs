@@ -54,7 +54,6 @@ use crate::query::text::{printable, Target, LOSSLESS};
 /// The most bytes of rows a query answers with (the rest are cut, with a note).
 pub const MAX_REPLY_BYTES: usize = 32 * 1024 * 1024;
 
-
 /// The names of DuckDB's statement types (`duckdb_statement_type`), to say what was refused.
 fn statement_type_name(t: ffi::duckdb_statement_type) -> &'static str {
     const NAMES: [&str; 31] = [
