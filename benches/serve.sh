@@ -5,6 +5,9 @@
 # reports/bench/serve.md. The start-up time and a warm look-up's time are measured first.
 #
 #   benches/serve.sh [DATA] [CLIENTS] [SECONDS]
+#
+# SERVE_BIN names another build of the server to measure (an older commit's, for a before and
+# after in the same conditions); the table then says which.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 data=${1:-data}
@@ -13,7 +16,7 @@ seconds=${3:-60}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/age2048/target}
 export DUCKDB_LIB_DIR=${DUCKDB_LIB_DIR:-$(scripts/duckdb.sh "$HOME/.cache/age2048/duckdb")}
 cargo build -q --bin age2048 --example serve_load
-bin=$CARGO_TARGET_DIR/debug/age2048
+bin=${SERVE_BIN:-$CARGO_TARGET_DIR/debug/age2048}
 load=$CARGO_TARGET_DIR/debug/examples/serve_load
 out=$(mktemp)
 t0=$(date +%s.%N)
@@ -34,7 +37,7 @@ cpu="$cpu, family $(grep -m1 'cpu family' /proc/cpuinfo | cut -d: -f2 | tr -d ' 
 {
   echo "# age2048 serve under load"
   echo
-  echo "Measured $(date -u +%Y-%m-%d) at commit $(git rev-parse --short HEAD) on $cpu ($(nproc) cores),"
+  echo "Measured $(date -u +%Y-%m-%d) at commit $(git rev-parse --short HEAD)${SERVE_BIN:+ (the server: $SERVE_BIN)} on $cpu ($(nproc) cores),"
   echo "data \`$data\` ($(sed -n 's/^serving \([0-9]*\) solves.*/\1/p' "$out") solves), by \`benches/serve.sh $data $clients $seconds\`."
   echo
   echo "- start-up (process start to listening, the data checked and opened): $(awk "BEGIN{printf \"%.2f\", $t1 - $t0}") s"

@@ -5,7 +5,8 @@
 //! hostile ones in turn: rows that take a gigabyte, cut at the reply's 32 MiB, and a constant
 //! of 100 million numbers DuckDB folds outside its memory limit). It prints a Markdown table of
 //! latencies by kind (median, p99, max; a hostile query's refusal counts as its answer), the
-//! requests that failed, the server's resident memory sampled every second and its peak
+//! requests that failed, the refused ones per kind (503, with how many carried `Retry-After`),
+//! the server's resident memory sampled every second and its peak
 //! (`/proc/PID/status`), and its query processes' (`serve-sql-worker`, its children).
 //!
 //! ```sh
@@ -37,8 +38,13 @@ impl Client {
         })
     }
 
-    /// One request; the status and the body.
-    fn request(&mut self, method: &str, path: &str, body: &str) -> std::io::Result<(u16, String)> {
+    /// One request; the status, the body and whether the answer carried `Retry-After`.
+    fn request(
+        &mut self,
+        method: &str,
+        path: &str,
+        body: &str,
+    ) -> std::io::Result<(u16, String, bool)> {
         let head = format!(
             "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
             self.addr,
@@ -53,6 +59,7 @@ impl Client {
             .and_then(|s| s.parse().ok())
             .ok_or_else(|| std::io::Error::other(format!("bad status line '{line}'")))?;
         let mut len = 0usize;
+        let mut retry = false;
         loop {
             line.clear();
             self.stream.read_line(&mut line)?;
@@ -63,11 +70,12 @@ impl Client {
                 if k.eq_ignore_ascii_case("content-length") {
                     len = v.trim().parse().unwrap_or(0);
                 }
+                retry |= k.eq_ignore_ascii_case("retry-after");
             }
         }
         let mut buf = vec![0u8; len];
         self.stream.read_exact(&mut buf)?;
-        Ok((status, String::from_utf8_lossy(&buf).into_owned()))
+        Ok((status, String::from_utf8_lossy(&buf).into_owned(), retry))
     }
 }
 
@@ -173,7 +181,7 @@ fn main() {
     // Boards to look up: a sample of the 3x3 states, as board text.
     let mut c = Client::connect(&addr).expect("server answers");
     let q = r#"{"query": "SELECT board_text(id, board) AS b FROM states WHERE board = '3x3' AND variant = 'expectation' USING SAMPLE 5000 ROWS"}"#;
-    let (status, body) = c.request("POST", "/api/sql", q).expect("sample");
+    let (status, body, _) = c.request("POST", "/api/sql", q).expect("sample");
     assert_eq!(status, 200, "{body}");
     let v: serde_json::Value = serde_json::from_str(&body).unwrap();
     let boards: Arc<Vec<String>> = Arc::new(
@@ -191,14 +199,21 @@ fn main() {
 
     let lat: Arc<Mutex<BTreeMap<&'static str, Vec<f64>>>> = Arc::default();
     let failed: Arc<Mutex<BTreeMap<String, usize>>> = Arc::default();
+    // By kind: refused 503, of them with Retry-After, answered with another status.
+    let refused: Arc<Mutex<BTreeMap<&'static str, [usize; 3]>>> = Arc::default();
     let end = Instant::now() + Duration::from_secs(seconds);
     let mut rss: Vec<f64> = Vec::new();
     let mut workers_rss: Vec<f64> = Vec::new();
     let mut anon: Vec<f64> = Vec::new();
     let threads: Vec<_> = (0..clients)
         .map(|i| {
-            let (addr, boards, lat, failed) =
-                (addr.clone(), boards.clone(), lat.clone(), failed.clone());
+            let (addr, boards, lat, failed, refused) = (
+                addr.clone(),
+                boards.clone(),
+                lat.clone(),
+                failed.clone(),
+                refused.clone(),
+            );
             std::thread::spawn(move || {
                 let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ (i as u64 + 1));
                 let mut client = Client::connect(&addr).expect("connect");
@@ -224,7 +239,7 @@ fn main() {
                     let res = client.request(method, &path, &body);
                     let ms = t.elapsed().as_secs_f64() * 1e3;
                     match res {
-                        Ok((200, body)) => {
+                        Ok((200, body, _)) => {
                             lat.lock().unwrap().entry(kind).or_default().push(ms);
                             if kind == "game step" {
                                 // Play on by the best move, a new game when this one ends.
@@ -236,12 +251,28 @@ fn main() {
                             }
                         }
                         // A hostile query's refusal (out of memory, out of time) is its answer.
-                        Ok((400 | 408 | 422, body)) if kind == "hostile query" => {
+                        Ok((400 | 408 | 422, body, _)) if kind == "hostile query" => {
                             lat.lock().unwrap().entry(kind).or_default().push(ms);
                             let why: String = body.chars().take(60).collect();
                             *failed.lock().unwrap().entry(format!("hostile query refused (expected): {why}")).or_default() += 1;
                         }
-                        Ok((s, body)) => {
+                        Ok((s, body, retry)) => {
+                            {
+                                let mut refused = refused.lock().unwrap();
+                                let r = refused.entry(kind).or_default();
+                                if s == 503 {
+                                    r[0] += 1;
+                                    r[1] += usize::from(retry);
+                                } else {
+                                    r[2] += 1;
+                                }
+                            }
+                            // One line a reason, not one a count of the queue or a time.
+                            let body: String = body
+                                .chars()
+                                .take(100)
+                                .map(|c| if c.is_ascii_digit() { '#' } else { c })
+                                .collect();
                             *failed.lock().unwrap().entry(format!("answered {s}: {kind}: {}", body.chars().take(100).collect::<String>())).or_default() += 1;
                         }
                         Err(e) => {
@@ -271,20 +302,37 @@ fn main() {
     }
     let rss_end = rss_mib(pid).unwrap_or(f64::NAN);
     let peak = status_mib(pid, "VmHWM:").unwrap_or(f64::NAN);
-    println!("| kind | requests | median ms | p99 ms | max ms |");
-    println!("|---|---:|---:|---:|---:|");
+    println!("| kind | answered | refused 503 | other status | median ms | p99 ms | max ms |");
+    println!("|---|---:|---:|---:|---:|---:|---:|");
     let mut total = 0;
-    for (kind, v) in lat.lock().unwrap().iter_mut() {
+    let refused = refused.lock().unwrap();
+    let mut lat = lat.lock().unwrap();
+    for kind in [
+        "look-up",
+        "game step",
+        "query",
+        "slow query",
+        "hostile query",
+    ] {
+        let v = lat.entry(kind).or_default();
         v.sort_by(f64::total_cmp);
         total += v.len();
+        let r = refused.get(kind).copied().unwrap_or_default();
         println!(
-            "| {kind} | {} | {:.2} | {:.2} | {:.2} |",
+            "| {kind} | {} | {} | {} | {:.2} | {:.2} | {:.2} |",
             v.len(),
+            r[0],
+            r[2],
             pct(v, 0.5),
             pct(v, 0.99),
             v.last().copied().unwrap_or(f64::NAN)
         );
     }
+    let (busy, with_retry): (usize, usize) = refused
+        .values()
+        .fold((0, 0), |(a, b), r| (a + r[0], b + r[1]));
+    println!();
+    println!("{busy} requests refused 503, {with_retry} of them with Retry-After; the latencies are of the answered requests (a hostile query's refusal, 400/408/422, is its answer)");
     let failed = failed.lock().unwrap();
     let unanswered: usize = failed
         .iter()

@@ -55,6 +55,9 @@ pub struct WorkerArgs {
     pub max_rows: usize,
     #[arg(long)]
     pub max_bytes: usize,
+    /// DuckDB's memory limit, in bytes.
+    #[arg(long)]
+    pub memory_limit: u64,
 }
 
 /// Runs a query process of `serve` until its standard input ends.
@@ -67,6 +70,7 @@ pub fn run_worker(a: &WorkerArgs) -> Result<(), CliError> {
         timeout: Duration::from_secs_f64(a.timeout),
         max_rows: a.max_rows,
         max_bytes: a.max_bytes,
+        memory_limit: a.memory_limit,
     })?;
     Ok(())
 }

@@ -39,6 +39,8 @@ impl ErrorKind for ServeError {
 pub struct ApiError {
     pub status: u16,
     pub message: String,
+    /// For a refusal of a busy server (503): when to come back, in seconds (`Retry-After`).
+    pub retry_after: Option<u64>,
 }
 
 impl ApiError {
@@ -46,6 +48,15 @@ impl ApiError {
         ApiError {
             status,
             message: message.into(),
+            retry_after: None,
+        }
+    }
+
+    /// 503: the server is busy; come back in `seconds`.
+    pub fn busy(message: impl Into<String>, seconds: u64) -> ApiError {
+        ApiError {
+            retry_after: Some(seconds),
+            ..ApiError::new(503, message)
         }
     }
 

@@ -38,6 +38,8 @@ pub struct Reply {
     pub status: u16,
     pub content_type: &'static str,
     pub body: Vec<u8>,
+    /// Seconds for `Retry-After` (a busy server's refusal).
+    pub retry_after: Option<u64>,
 }
 
 impl Reply {
@@ -47,12 +49,16 @@ impl Reply {
             status,
             content_type: "application/json",
             body: serde_json::to_vec(value).unwrap_or_else(|_| b"{}".to_vec()),
+            retry_after: None,
         }
     }
 
     /// `{"error": "…"}` with the error's status.
     pub fn error(e: &ApiError) -> Reply {
-        Reply::json(e.status, &serde_json::json!({ "error": e.message }))
+        Reply {
+            retry_after: e.retry_after,
+            ..Reply::json(e.status, &serde_json::json!({ "error": e.message }))
+        }
     }
 
     /// A file's bytes.
@@ -61,6 +67,7 @@ impl Reply {
             status: 200,
             content_type,
             body,
+            retry_after: None,
         }
     }
 }
@@ -92,19 +99,23 @@ impl Reply {
         if close {
             b = b.header("Connection", "close");
         }
+        if let Some(s) = self.retry_after {
+            b = b.header("Retry-After", s);
+        }
         b.body(Bytes::from(self.body))
             .unwrap_or_else(|_| hyper::Response::new(Bytes::new()))
     }
 }
 
 /// A 503 answer with `e`'s message as bytes on the wire, for a connection refused before
-/// hyper reads it (then closed).
+/// hyper reads it (then closed), with its `Retry-After` (1 s if it has none).
 pub fn busy_wire(e: &ApiError) -> Vec<u8> {
     let reply = Reply::error(e);
     let mut out = format!(
-        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n",
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\nRetry-After: {}\r\n",
         reply.content_type,
-        reply.body.len()
+        reply.body.len(),
+        e.retry_after.unwrap_or(1)
     );
     for (k, v) in HEADERS {
         out.push_str(&format!("{k}: {v}\r\n"));

@@ -13,7 +13,9 @@
 //! - [`game`]: a game replayed from its seed and moves, with the regret of each move (or,
 //!   over a policy solve, the stored move of each board);
 //! - [`pool`]: the query processes the SQL tab's queries run in, each under a data limit,
-//!   killed past its time and started again;
+//!   killed past its time and started again: a short lane that tries every new query within
+//!   a slice and a long lane for the queries it gives back, each queue taken by client
+//!   address in turn, a query refused 503 with `Retry-After` if it waits too long;
 //! - [`sql`]: what a query process runs: one read-only statement (DuckDB's parser decides) on
 //!   a sandboxed DuckDB, its result streamed to JSON within caps in rows, bytes and time;
 //! - [`figures`]: the report's figures and tables, rendered when stale;
@@ -27,9 +29,10 @@
 //!
 //! Memory: the server process runs no query and holds no DuckDB. What a query makes DuckDB
 //! allocate, inside its memory limit or outside it (a constant folded while binding), is its
-//! query process's, which the kernel stops at [`pool::DATA_LIMIT`] (DuckDB's 2 GB and a
-//! margin of 1 GiB). The bound of the whole is [`pool::WORKERS`] × that limit (two, 5.7 GiB)
-//! plus the server's own: its code, the index files it maps (clean pages, at most their
+//! query process's, which the kernel stops at its data limit: [`pool::DATA_LIMIT`] in the
+//! long lane's two (DuckDB's 1.5 GB and a margin of 1 GiB), [`pool::SHORT_DATA_LIMIT`] in the
+//! short lane's one (256 MB and 512 MiB). The bound of the whole is their sum (5.5 GiB, within
+//! the 5.7 GiB of the two processes of 2 GB and 1 GiB before the lanes) plus the server's own: its code, the index files it maps (clean pages, at most their
 //! size), and its heap, which holds a request's data and an answer at a time for each
 //! connection, query answers (each at most 32 MiB of rows and 4 MiB of head) at most
 //! [`server::MAX_SQL_ANSWERS`] at once, and none past the write timeout.

@@ -1,61 +1,131 @@
 //! The SQL tab's query processes: the server runs no query itself. Each query goes to one of a
 //! few processes of the same binary (its hidden command [`WORKER_COMMAND`]), each holding a
-//! sandboxed DuckDB ([`super::sql`]) and limited by the kernel to [`DATA_LIMIT`] bytes of data
+//! sandboxed DuckDB ([`super::sql`]) and limited by the kernel in the data it may hold
 //! (`RLIMIT_DATA`, set between `fork` and `exec`): whatever a query makes DuckDB allocate,
 //! inside its memory limit or outside it (a constant folded while binding, which no interrupt
 //! reaches), the process fails at that limit, not the machine. The server's own memory then
 //! holds no query's data but its reply.
 //!
-//! Each process has a thread of the server that feeds it queries from a bounded queue (a
-//! query beyond it is answered 503 at once) and waits for the answer until the query's time
-//! limit and a grace ([`GRACE`]); the process's own watchdog interrupts the query at the
-//! limit, and a process that has not answered by the grace is killed. A process that dies
-//! (out of memory: the allocation that fails aborts it, or DuckDB reports it) or is killed
-//! is started again before the next query, and the client is answered in one line that its
-//! query needed more memory, or more time, than the server allows. A process that holds more
-//! than [`RECYCLE_AT`] of data after a query (its allocator keeps what a big query took) is
-//! replaced too, so that the next query has the whole limit. The client's request
+//! Two lanes, so that cheap queries do not wait behind expensive ones. A new query goes to
+//! the short lane: one process under a small memory limit ([`SHORT_MEMORY`]) that gives each
+//! query a slice ([`SLICE_CPU`] of CPU time, [`SLICE_WALL`] of time). A query answered within
+//! it is done; one that runs out of its slice, of the short process's memory, or kills that
+//! process, is given back and runs again in the long lane: [`LONG_WORKERS`] processes with the
+//! whole limit ([`DATA_LIMIT`]) and the rest of the query's time. Its text is remembered, so
+//! that it goes to the long lane at once next time. A long process with nothing of its own to
+//! run takes the short lane's queries.
+//!
+//! Fair admission: each lane's queue takes its queries in turn by client address, and in the
+//! order they came within one address (a connection has one query at a time), so a client
+//! that sends many queries delays another address's by at most one of its own. A query waits
+//! at most [`QUEUE_WAIT`] for a process; then it is answered 503 with `Retry-After`, an
+//! estimate from the queue ahead of it and the lane's recent queries.
+//!
+//! Answers held: a process is handed a query only with one of the server's answer permits
+//! (at most `MAX_SQL_ANSWERS`), which the answer holds until the client has taken it; a query
+//! waits for a permit as for a process, within the same bound.
+//!
+//! Each process has a thread of the server that feeds it queries and waits for the answer
+//! until the query's budget and a grace ([`GRACE`]); the process's own watchdog interrupts the
+//! query at its budget, and a process that has not answered by the grace is killed. A process
+//! that dies (out of memory: the allocation that fails aborts it, or DuckDB reports it) or is
+//! killed is started again before the next query, and the client is answered in one line
+//! that its query needed more memory, or more time, than the server allows. A process that
+//! holds more than [`RECYCLE_AT`] of data after a query (its allocator keeps what a big query
+//! took) is replaced too, so that the next query has the whole limit. The client's request
 //! waits for its answer without holding a thread, and no thread a look-up needs waits on a
 //! query.
 //!
 //! The pipes carry frames: a tag (`u16`, little-endian), a length (`u32`) and that many bytes.
 //! The server sends the views' statements (tag [`VIEWS`]) once, then one query a frame (tag
-//! [`QUERY`]); the process answers the views with [`READY`] or its error, and each query
-//! with [`STARTED`] as soon as it has read it, then its HTTP status and the reply's JSON text
-//! (200) or the refusal's one line. A process that ends before [`STARTED`] had ended before
-//! the query reached it (killed while idle): the query goes to a new process instead.
+//! [`QUERY`]: its budget, then its text); the process answers the views with [`READY`] or its
+//! error, and each query with [`STARTED`] as soon as it has read it, then its HTTP status and
+//! the reply's JSON text (200) or the refusal's one line, or [`SLICED`]. A process that ends
+//! before [`STARTED`] had ended before the query reached it (killed while idle): the query
+//! goes to a new process instead.
 
+use std::collections::hash_map::DefaultHasher;
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::hash::{Hash, Hasher};
 use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
-use std::sync::mpsc::{self, sync_channel, Receiver, RecvTimeoutError, SyncSender, TrySendError};
-use std::sync::{Arc, Mutex};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::sql::{self, Limits, Runner};
+use super::sql::{self, Budget, Limits, Ran as Ran_, Runner};
 use super::{ApiError, ServeError};
 
 /// The binary's hidden command that runs a query process (`age2048 serve-sql-worker`).
 pub const WORKER_COMMAND: &str = "serve-sql-worker";
 
-/// The data a query process may hold (`RLIMIT_DATA`: its heap and private writable mappings,
-/// not its code or the files it maps): DuckDB's memory limit ([`sql::MEMORY_LIMIT`], 2 GB)
-/// and a margin of 1 GiB for what DuckDB allocates outside it and for the reply.
-pub const DATA_LIMIT: u64 = 2_000_000_000 + (1 << 30);
+/// DuckDB's memory limit in a long lane's process.
+pub const LONG_MEMORY: u64 = 1_500_000_000;
 
-/// A query process holding more data than this after a query is replaced ([`bloated`]).
+/// The data a long lane's process may hold (`RLIMIT_DATA`: its heap and private writable
+/// mappings, not its code or the files it maps): DuckDB's memory limit ([`LONG_MEMORY`]) and
+/// a margin of 1 GiB for what DuckDB allocates outside it and for the reply.
+pub const DATA_LIMIT: u64 = LONG_MEMORY + (1 << 30);
+
+/// DuckDB's memory limit in the short lane's process.
+pub const SHORT_MEMORY: u64 = 256_000_000;
+
+/// The data the short lane's process may hold: a query that needs more is given to the long
+/// lane. With the long lane's two, the processes together may hold 5.5 GiB, within the 5.7 GiB
+/// of the two processes of 2 GB and 1 GiB that ran every query before the lanes.
+pub const SHORT_DATA_LIMIT: u64 = SHORT_MEMORY + (512 << 20);
+
+/// A query process holding more data than this after a query (or half its limit, if less)
+/// is replaced ([`bloated`]).
 pub const RECYCLE_AT: u64 = 512 << 20;
 
-/// How long after a query's time limit its process may still answer before it is killed.
+/// How long after a query's budget its long process may still answer before it is killed.
 pub const GRACE: Duration = Duration::from_secs(2);
 
-/// Query processes: queries running at once.
-pub const WORKERS: usize = 2;
+/// The same for the short lane's process, which the cheap queries wait for.
+const SHORT_GRACE: Duration = Duration::from_millis(500);
 
-/// Queries waiting beyond those running: more are answered 503 at once.
-const QUEUE: usize = 32;
+/// The CPU time DuckDB may take to prepare a query (parse, bind, and fold its constants,
+/// which no interrupt reaches: `SELECT range(100000000)` takes many seconds there) before its
+/// process is killed and the query refused. CPU time, not time: on a loaded machine a query
+/// over many files may wait seconds to be prepared.
+pub const PREPARE_CPU: Duration = Duration::from_secs(1);
+
+/// The CPU time process `pid` has used (`/proc/PID/stat`: user and system, in clock ticks).
+fn cpu_of(pid: u32) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let mut fields = rest.split(' ').skip(11);
+    let user: u64 = fields.next()?.parse().ok()?;
+    let system: u64 = fields.next()?.parse().ok()?;
+    // SAFETY: a query of a constant.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    let hz = u64::try_from(hz).ok().filter(|&h| h > 0)?;
+    Some(Duration::from_micros((user + system) * 1_000_000 / hz))
+}
+
+/// The short lane's slice: the CPU time a query may take there (the process's, so that a
+/// loaded machine does not make a cheap query look expensive) …
+pub const SLICE_CPU: Duration = Duration::from_millis(300);
+
+/// … and the time, whatever the CPU did.
+pub const SLICE_WALL: Duration = Duration::from_millis(1000);
+
+/// Processes of the long lane.
+pub const LONG_WORKERS: usize = 2;
+
+/// Query processes: queries running at once (the short lane's one and the long lane's).
+pub const WORKERS: usize = 1 + LONG_WORKERS;
+
+/// The longest a query waits for a process (and an answer permit) before it is refused.
+pub const QUEUE_WAIT: Duration = Duration::from_secs(10);
+
+/// Query texts remembered as long (then forgotten all at once).
+const KNOWN_LONG: usize = 4096;
 
 /// Tags of the frames.
 const VIEWS: u16 = 1;
@@ -63,6 +133,8 @@ const QUERY: u16 = 2;
 const READY: u16 = 3;
 const FAILED: u16 = 4;
 const STARTED: u16 = 5;
+const SLICED: u16 = 6;
+const PREPARED: u16 = 7;
 
 /// How long a query process may take to start (DuckDB opened, the views defined).
 const START_DEADLINE: Duration = Duration::from_secs(60);
@@ -98,13 +170,38 @@ fn read_frame(r: &mut impl Read, cap: usize) -> io::Result<Option<(u16, Vec<u8>)
     Ok(Some((tag, bytes)))
 }
 
+/// A query frame's bytes: the budget's time and CPU time in microseconds (`u64::MAX`: no CPU
+/// budget), then the text.
+fn query_frame(statement: &str, budget: Budget) -> Vec<u8> {
+    let micros = |d: Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX - 1);
+    let mut out = Vec::with_capacity(16 + statement.len());
+    out.extend_from_slice(&micros(budget.wall).to_le_bytes());
+    out.extend_from_slice(&budget.cpu.map_or(u64::MAX, micros).to_le_bytes());
+    out.extend_from_slice(statement.as_bytes());
+    out
+}
+
+/// The budget and the text of a query frame.
+fn parse_query(bytes: &[u8]) -> Option<(Budget, String)> {
+    let wall = u64::from_le_bytes(bytes.get(..8)?.try_into().ok()?);
+    let cpu = u64::from_le_bytes(bytes.get(8..16)?.try_into().ok()?);
+    let budget = Budget {
+        wall: Duration::from_micros(wall),
+        cpu: (cpu != u64::MAX).then(|| Duration::from_micros(cpu)),
+    };
+    Some((budget, String::from_utf8_lossy(&bytes[16..]).into_owned()))
+}
+
 /// What a query process needs to know, given on its command line.
 pub struct WorkerArgs {
     /// The data directory (absolute), the one directory DuckDB may read.
     pub data: PathBuf,
+    /// The time limit the server states.
     pub timeout: Duration,
     pub max_rows: usize,
     pub max_bytes: usize,
+    /// DuckDB's memory limit, in bytes.
+    pub memory_limit: u64,
 }
 
 /// The hidden command: a query process, serving the frames of its standard input on its
@@ -122,7 +219,7 @@ pub fn worker_main(a: &WorkerArgs) -> Result<(), ServeError> {
             "the first frame is not the views",
         )));
     };
-    let duck = match sql::open(&String::from_utf8_lossy(&views), &a.data) {
+    let duck = match sql::open(&String::from_utf8_lossy(&views), &a.data, a.memory_limit) {
         Ok(d) => d,
         Err(e) => {
             write_frame(&mut output, FAILED, e.to_string().as_bytes()).map_err(broken)?;
@@ -143,28 +240,269 @@ pub fn worker_main(a: &WorkerArgs) -> Result<(), ServeError> {
             continue;
         }
         write_frame(&mut output, STARTED, b"").map_err(broken)?;
-        let statement = String::from_utf8_lossy(&query);
-        let (status, body) = match runner.answer(&statement) {
-            Ok(json) => (200, json),
-            Err(e) => (e.status, e.message.into_bytes()),
+        let Some((budget, statement)) = parse_query(&query) else {
+            write_frame(&mut output, 400, b"a query frame without its budget").map_err(broken)?;
+            continue;
+        };
+        let mut said = Ok(());
+        let ran = runner.answer(&statement, budget, &mut || {
+            said = write_frame(&mut output, PREPARED, b"");
+        });
+        said.map_err(broken)?;
+        let (status, body) = match ran {
+            Ran_::Reply(Ok(json)) => (200, json),
+            Ran_::Reply(Err(e)) => (e.status, e.message.into_bytes()),
+            Ran_::Sliced => (SLICED, Vec::new()),
         };
         write_frame(&mut output, status, &body).map_err(broken)?;
     }
     Ok(())
 }
 
+/// The lanes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Lane {
+    Short,
+    Long,
+}
+
+/// A query's answer: the reply's JSON text, and the permit its memory holds until sent.
+pub struct Answered {
+    pub json: Vec<u8>,
+    pub permit: Permit,
+}
+
+/// Where a query's answer goes.
+type Answer = tokio::sync::oneshot::Sender<Result<Answered, ApiError>>;
+
 /// A query waiting for a process, and where its answer goes.
 struct Job {
     statement: String,
-    answer: tokio::sync::oneshot::Sender<Result<Vec<u8>, ApiError>>,
+    /// Its text's hash, for the long queries remembered.
+    key: u64,
+    client: IpAddr,
+    /// When it came, from which its time limit counts.
+    came: Instant,
+    /// When it joined the queue it waits in.
+    queued: Instant,
+    answer: Answer,
 }
 
-/// How the server starts a query process.
+/// A lane's queue: by client address in turn, and in order within one address.
+#[derive(Default)]
+struct Turns {
+    turn: VecDeque<IpAddr>,
+    by_client: HashMap<IpAddr, VecDeque<Job>>,
+    len: usize,
+}
+
+impl Turns {
+    fn push(&mut self, job: Job) {
+        let q = self.by_client.entry(job.client).or_default();
+        if q.is_empty() {
+            self.turn.push_back(job.client);
+        }
+        q.push_back(job);
+        self.len += 1;
+    }
+
+    /// The next query whose client still waits: the first of the address whose turn it is.
+    fn pop(&mut self) -> Option<Job> {
+        while let Some(ip) = self.turn.pop_front() {
+            let Some(q) = self.by_client.get_mut(&ip) else {
+                continue;
+            };
+            let job = q.pop_front();
+            if q.is_empty() {
+                self.by_client.remove(&ip);
+            } else {
+                self.turn.push_back(ip);
+            }
+            let Some(job) = job else { continue };
+            self.len -= 1;
+            if !job.answer.is_closed() {
+                return Some(job);
+            }
+        }
+        None
+    }
+
+    /// Takes out the queries that waited longer than `wait` by `now`, or whose client left.
+    fn expire(&mut self, now: Instant, wait: Duration) -> Vec<Job> {
+        self.take_if(|job| job.answer.is_closed() || now.duration_since(job.queued) >= wait)
+    }
+
+    /// Takes out the queries `out` picks, in their order.
+    fn take_if(&mut self, out: impl Fn(&Job) -> bool) -> Vec<Job> {
+        let mut taken = Vec::new();
+        for q in self.by_client.values_mut() {
+            let mut kept = VecDeque::with_capacity(q.len());
+            for job in q.drain(..) {
+                if out(&job) {
+                    taken.push(job);
+                } else {
+                    kept.push_back(job);
+                }
+            }
+            *q = kept;
+        }
+        self.by_client.retain(|_, q| !q.is_empty());
+        self.turn.retain(|ip| self.by_client.contains_key(ip));
+        self.len -= taken.len();
+        taken
+    }
+}
+
+/// The pool's state, under one lock.
+struct State {
+    short: Turns,
+    long: Turns,
+    /// Answer permits not held.
+    free: usize,
+    max_answers: usize,
+    /// Queries running, by lane.
+    running: [usize; 2],
+    /// A lane's recent run time (exponentially weighted), seconds.
+    mean: [f64; 2],
+    known_long: HashSet<u64>,
+}
+
+impl State {
+    fn lane(&mut self, lane: Lane) -> &mut Turns {
+        match lane {
+            Lane::Short => &mut self.short,
+            Lane::Long => &mut self.long,
+        }
+    }
+}
+
+struct Shared {
+    state: Mutex<State>,
+    changed: Condvar,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// One of the answer permits, given back when dropped.
+pub struct Permit(Arc<Shared>);
+
+impl Drop for Permit {
+    fn drop(&mut self) {
+        self.0.lock().free += 1;
+        self.0.changed.notify_all();
+    }
+}
+
+/// The next query for a process of `lane`, with its answer permit: the lane's own first; a
+/// long process with none of its own takes the short lane's. The second value is the lane the
+/// query was queued in.
+fn take(shared: &Arc<Shared>, lane: Lane) -> (Job, Permit, Lane) {
+    let mut st = shared.lock();
+    loop {
+        // Queries of a text found long since they were queued go to the long lane.
+        if lane == Lane::Short && st.short.len > 0 && !st.known_long.is_empty() {
+            let State {
+                short,
+                long,
+                known_long,
+                ..
+            } = &mut *st;
+            for job in short.take_if(|j| known_long.contains(&j.key)) {
+                long.push(job);
+            }
+        }
+        if st.free > 0 {
+            let got = match lane {
+                Lane::Short => st.short.pop().map(|j| (j, Lane::Short)),
+                Lane::Long => st
+                    .long
+                    .pop()
+                    .map(|j| (j, Lane::Long))
+                    .or_else(|| st.short.pop().map(|j| (j, Lane::Short))),
+            };
+            if let Some((job, from)) = got {
+                st.free -= 1;
+                st.running[lane as usize] += 1;
+                return (job, Permit(shared.clone()), from);
+            }
+        }
+        st = shared.changed.wait(st).unwrap_or_else(|p| p.into_inner());
+    }
+}
+
+/// How long a client refused now should wait: the queue ahead of it over the lane's
+/// processes, each at the lane's recent run time; 1 to 60 s.
+fn retry_after(st: &State, lane: Lane) -> u64 {
+    let procs = match lane {
+        Lane::Short => 1,
+        Lane::Long => LONG_WORKERS,
+    };
+    let ahead = st.short.len + if lane == Lane::Long { st.long.len } else { 0 };
+    let secs = st.mean[lane as usize] * (ahead / procs + 1) as f64;
+    (secs.ceil() as u64).clamp(1, 60)
+}
+
+/// The refusal of a query that waited [`QUEUE_WAIT`] in `lane`.
+fn waited_too_long(st: &State, lane: Lane) -> ApiError {
+    let after = retry_after(st, lane);
+    ApiError::busy(
+        format!(
+            "the query waited {} s for a query process without one coming free ({} running, {} waiting, {} of {} answers being sent); try again in {after} s",
+            QUEUE_WAIT.as_secs(),
+            st.running[0] + st.running[1],
+            st.short.len + st.long.len,
+            st.max_answers - st.free,
+            st.max_answers,
+        ),
+        after,
+    )
+}
+
+/// Answers the queries that waited too long, every 100 ms, for as long as the server runs.
+fn reap(shared: &Shared) {
+    loop {
+        std::thread::sleep(Duration::from_millis(100));
+        let now = Instant::now();
+        let mut st = shared.lock();
+        for lane in [Lane::Short, Lane::Long] {
+            for job in st.lane(lane).expire(now, QUEUE_WAIT) {
+                if !job.answer.is_closed() {
+                    let e = waited_too_long(&st, lane);
+                    let _ = job.answer.send(Err(e));
+                }
+            }
+        }
+    }
+}
+
+/// How the server starts a query process of a lane.
 #[derive(Clone)]
 struct Recipe {
     data: PathBuf,
     views: Arc<String>,
     limits: Limits,
+    lane: Lane,
+}
+
+impl Recipe {
+    /// DuckDB's memory limit and the process's data limit.
+    fn memory(&self) -> (u64, u64) {
+        match self.lane {
+            Lane::Short => (SHORT_MEMORY, SHORT_DATA_LIMIT),
+            Lane::Long => (LONG_MEMORY, DATA_LIMIT),
+        }
+    }
+
+    fn grace(&self) -> Duration {
+        match self.lane {
+            Lane::Short => SHORT_GRACE,
+            Lane::Long => GRACE,
+        }
+    }
 }
 
 /// A query process running, with the thread reading its answers.
@@ -172,11 +510,13 @@ struct Process {
     child: Child,
     stdin: ChildStdin,
     answers: Receiver<io::Result<(u16, Vec<u8>)>>,
+    data_limit: u64,
 }
 
 impl Process {
     /// Starts a query process, gives it the views and waits until it is ready.
     fn start(r: &Recipe) -> Result<Process, String> {
+        let (memory, data_limit) = r.memory();
         let mut cmd = Command::new(own_binary());
         if let Some(name) = std::env::args_os().next() {
             // Listed under the server's name (not `/proc/self/exe`).
@@ -191,10 +531,12 @@ impl Process {
             .arg(r.limits.max_rows.to_string())
             .arg("--max-bytes")
             .arg(r.limits.max_bytes.to_string())
+            .arg("--memory-limit")
+            .arg(memory.to_string())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null());
-        limit_child(&mut cmd);
+        limit_child(&mut cmd, data_limit);
         let mut child = cmd
             .spawn()
             .map_err(|e| format!("cannot start a query process: {e}"))?;
@@ -228,6 +570,7 @@ impl Process {
             child,
             stdin,
             answers,
+            data_limit,
         };
         if let Err(e) = write_frame(&mut p.stdin, VIEWS, r.views.as_bytes()) {
             p.kill();
@@ -273,17 +616,17 @@ fn own_binary() -> PathBuf {
         .unwrap_or_else(|_| PathBuf::from(std::env::args().next().unwrap_or_default()))
 }
 
-/// The child's limits, set between `fork` and `exec`: [`DATA_LIMIT`] bytes of data, no core
+/// The child's limits, set between `fork` and `exec`: `data_limit` bytes of data, no core
 /// file (a process that aborts for memory would write gigabytes), and killed when the thread
 /// that started it ends (a feeding thread, which ends only with the server).
-fn limit_child(cmd: &mut Command) {
+fn limit_child(cmd: &mut Command, data_limit: u64) {
     use std::os::unix::process::CommandExt;
     // SAFETY: only async-signal-safe calls (setrlimit, prctl) between fork and exec.
     unsafe {
-        cmd.pre_exec(|| {
+        cmd.pre_exec(move || {
             let data = libc::rlimit {
-                rlim_cur: DATA_LIMIT as libc::rlim_t,
-                rlim_max: DATA_LIMIT as libc::rlim_t,
+                rlim_cur: data_limit as libc::rlim_t,
+                rlim_max: data_limit as libc::rlim_t,
             };
             if libc::setrlimit(libc::RLIMIT_DATA, &data) != 0 {
                 return Err(io::Error::last_os_error());
@@ -304,9 +647,10 @@ fn limit_child(cmd: &mut Command) {
     }
 }
 
-/// The query pool: a bounded queue and [`WORKERS`] query processes, each fed by a thread.
+/// The query pool: the lanes' queues and their [`WORKERS`] query processes, each fed by a
+/// thread.
 pub struct Sql {
-    jobs: SyncSender<Job>,
+    shared: Arc<Shared>,
     pub max_rows: usize,
     pub max_bytes: usize,
     pub timeout: Duration,
@@ -314,49 +658,64 @@ pub struct Sql {
 }
 
 impl Sql {
-    /// Starts `workers` query processes over the views `views` of `data` (an absolute path),
-    /// each with the limits given, and the threads that feed them; an error if the first
-    /// cannot start (the sandbox, or the views, refused).
+    /// Starts the query processes over the views `views` of `data` (an absolute path), each
+    /// with the limits given, and the threads that feed them; at most `max_answers` answers
+    /// are held at once. An error if a process cannot start (the sandbox, or the views,
+    /// refused).
     pub fn start(
         data: &Path,
         views: String,
-        workers: usize,
+        max_answers: usize,
         max_rows: usize,
         max_bytes: usize,
         timeout: Duration,
     ) -> Result<Sql, ServeError> {
-        let recipe = Recipe {
+        let recipe = |lane| Recipe {
             data: data.to_path_buf(),
-            views: Arc::new(views),
+            views: Arc::new(views.clone()),
             limits: Limits {
                 max_rows,
                 max_bytes,
                 timeout,
             },
+            lane,
         };
-        let (tx, rx) = sync_channel::<Job>(QUEUE);
-        let rx = Arc::new(Mutex::new(rx));
-        for i in 0..workers {
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                short: Turns::default(),
+                long: Turns::default(),
+                free: max_answers,
+                max_answers,
+                running: [0; 2],
+                mean: [0.1, 1.0],
+                known_long: HashSet::new(),
+            }),
+            changed: Condvar::new(),
+        });
+        let lanes =
+            std::iter::once(Lane::Short).chain(std::iter::repeat(Lane::Long).take(LONG_WORKERS));
+        let thread_error = |e: io::Error| ServeError::Sandbox {
+            context: "a query process".into(),
+            message: format!("cannot start a thread: {e}"),
+        };
+        for (i, lane) in lanes.enumerate() {
             // Each process is started by its own thread, which lives as long as the server:
             // the kernel kills a process when the thread that started it ends.
             let (started_tx, started) = mpsc::channel();
-            let rx = rx.clone();
-            let recipe = recipe.clone();
+            let recipe = recipe(lane);
+            let shared = shared.clone();
             std::thread::Builder::new()
                 .name(format!("sql-{i}"))
                 .spawn(move || match Process::start(&recipe) {
                     Ok(p) => {
                         let _ = started_tx.send(Ok(()));
-                        feed(Some(p), &recipe, &rx);
+                        feed(Some(p), &recipe, &shared);
                     }
                     Err(e) => {
                         let _ = started_tx.send(Err(e));
                     }
                 })
-                .map_err(|e| ServeError::Sandbox {
-                    context: "a query process".into(),
-                    message: format!("cannot start a thread: {e}"),
-                })?;
+                .map_err(thread_error)?;
             started
                 .recv()
                 .unwrap_or_else(|_| Err("the query process's thread ended".into()))
@@ -365,97 +724,207 @@ impl Sql {
                     message,
                 })?;
         }
+        {
+            let shared = shared.clone();
+            std::thread::Builder::new()
+                .name("sql-queue".into())
+                .spawn(move || reap(&shared))
+                .map_err(thread_error)?;
+        }
         Ok(Sql {
-            jobs: tx,
+            shared,
             max_rows,
             max_bytes,
             timeout,
-            workers,
+            workers: WORKERS,
         })
     }
 
-    /// Hands the query of `body` (`{"query": "…"}`) to a query process and returns where its
-    /// answer (the reply's JSON text) will come; a body that is not such JSON, or a query
-    /// beyond the queue, is answered at once.
+    /// Queues the query of `body` (`{"query": "…"}`) from `client` and returns where its
+    /// answer (the reply's JSON text) will come; a body that is not such JSON is answered at
+    /// once.
     pub fn submit(
         &self,
         body: &[u8],
-    ) -> Result<tokio::sync::oneshot::Receiver<Result<Vec<u8>, ApiError>>, ApiError> {
+        client: IpAddr,
+    ) -> Result<tokio::sync::oneshot::Receiver<Result<Answered, ApiError>>, ApiError> {
         let statement = serde_json::from_slice::<Value>(body)
             .ok()
             .and_then(|v| v.get("query").and_then(Value::as_str).map(String::from))
             .ok_or_else(|| ApiError::bad("the body must be JSON: {\"query\": \"SELECT …\"}"))?;
         let (tx, rx) = tokio::sync::oneshot::channel();
+        let mut h = DefaultHasher::new();
+        statement.hash(&mut h);
+        let now = Instant::now();
         let job = Job {
+            key: h.finish(),
             statement,
+            client,
+            came: now,
+            queued: now,
             answer: tx,
         };
-        if let Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) = self.jobs.try_send(job)
         {
-            return Err(ApiError::new(
-                503,
-                format!("{QUEUE} queries are waiting already; try again in a moment"),
-            ));
+            let mut st = self.shared.lock();
+            let lane = if st.known_long.contains(&job.key) {
+                Lane::Long
+            } else {
+                Lane::Short
+            };
+            st.lane(lane).push(job);
         }
+        self.shared.changed.notify_all();
         Ok(rx)
     }
 }
 
-/// A query process's thread: takes the queue's queries one at a time, hands each to the
-/// process and sends its answer on; starts the process again when it died or was killed.
-fn feed(mut process: Option<Process>, recipe: &Recipe, rx: &Mutex<Receiver<Job>>) {
+/// The refusal of a query that ran out of its time limit `timeout`.
+fn too_long(timeout: Duration) -> ApiError {
+    ApiError::new(
+        408,
+        format!(
+            "the query needed more time than the limit of {} s and was stopped (narrow it with WHERE board = …, variant = …, age …, or add a LIMIT)",
+            timeout.as_secs_f64()
+        ),
+    )
+}
+
+/// The refusal of a query DuckDB did not prepare within [`PREPARE_CPU`].
+fn slow_to_prepare() -> ApiError {
+    ApiError::new(
+        422,
+        format!(
+            "the query took more than {} s of CPU time to prepare and was stopped: DuckDB builds a query's constants (such as range(100000000), 100 million values) before it runs, where no time limit reaches; make them smaller, or use age2048 sql",
+            PREPARE_CPU.as_secs_f64()
+        ),
+    )
+}
+
+/// A query process's thread: takes its lane's queries one at a time with an answer permit,
+/// hands each to the process and sends its answer on, or gives a query its slice did not
+/// answer to the long lane; starts the process again when it died or was killed.
+fn feed(mut process: Option<Process>, recipe: &Recipe, shared: &Arc<Shared>) {
+    let timeout = recipe.limits.timeout;
     loop {
-        let job = {
-            let rx = rx.lock().unwrap_or_else(|p| p.into_inner());
-            match rx.recv() {
-                Ok(j) => j,
-                Err(_) => return,
+        let (mut job, permit, from) = take(shared, recipe.lane);
+        let left = timeout.saturating_sub(job.came.elapsed());
+        // The short lane tries a query within its slice; a long process runs it to the end.
+        let slice = recipe.lane == Lane::Short;
+        let budget = if slice {
+            Budget {
+                wall: left.min(SLICE_WALL),
+                cpu: Some(SLICE_CPU),
+            }
+        } else {
+            Budget {
+                wall: left,
+                cpu: None,
             }
         };
-        // A process that ended while idle (killed from outside) is not handed the query.
-        if let Some(p) = process.as_mut() {
-            if !matches!(p.child.try_wait(), Ok(None)) {
-                p.kill();
-                process = None;
+        let t = Instant::now();
+        let (ran, replace) = if left.is_zero() {
+            (Ran::Answered(Err(too_long(timeout)), true), false)
+        } else {
+            run_in(&mut process, recipe, &job.statement, budget, slice)
+        };
+        let took = t.elapsed().as_secs_f64();
+        {
+            let mut st = shared.lock();
+            let lane = recipe.lane as usize;
+            st.running[lane] -= 1;
+            if !matches!(ran, Ran::Sliced(_)) {
+                st.mean[lane] = 0.8 * st.mean[lane] + 0.2 * took;
+            }
+            // A query the short lane gave back or whose process it had to replace, or one a
+            // long process took from the short queue and ran longer than a slice, goes to the
+            // long lane at once next time.
+            let short_lost = recipe.lane == Lane::Short && replace;
+            if matches!(ran, Ran::Sliced(_))
+                || short_lost
+                || (from == Lane::Short && took > SLICE_WALL.as_secs_f64())
+            {
+                if st.known_long.len() >= KNOWN_LONG {
+                    st.known_long.clear();
+                }
+                st.known_long.insert(job.key);
+            }
+            if let Ran::Sliced(_) = ran {
+                job.queued = Instant::now();
+                st.long.push(job);
+                drop(st);
+                drop(permit);
+                shared.changed.notify_all();
+                if replace {
+                    restart(&mut process, recipe);
+                }
+                continue;
             }
         }
-        if process.is_none() {
-            process = Process::start(recipe).ok();
-        }
-        let (reply, replace) = match process.as_mut() {
-            None => (Err(not_started()), false),
-            Some(p) => match run(p, &job.statement, recipe.limits.timeout) {
-                Ran::Answered(reply, alive) => (reply, !alive || bloated(&p.child)),
-                // The process had ended before it read the query: a new one runs it.
-                Ran::NotStarted => {
-                    p.kill();
-                    process = Process::start(recipe).ok();
-                    match process.as_mut() {
-                        Some(p) => match run(p, &job.statement, recipe.limits.timeout) {
-                            Ran::Answered(reply, alive) => (reply, !alive || bloated(&p.child)),
-                            Ran::NotStarted => (Err(not_started()), true),
-                        },
-                        None => (Err(not_started()), false),
-                    }
-                }
-            },
+        shared.changed.notify_all();
+        let Ran::Answered(reply, _) = ran else {
+            unreachable!("a sliced query went to the long lane")
         };
         // The client may have gone; its answer goes nowhere then.
-        let _ = job.answer.send(reply);
+        let _ = job.answer.send(reply.map(|json| Answered { json, permit }));
         if replace {
             // Started again now, so that the next query does not wait for it.
-            if let Some(mut p) = process.take() {
-                p.kill();
-            }
-            process = Process::start(recipe).ok();
+            restart(&mut process, recipe);
         }
     }
 }
 
-/// True when a query process holds more than [`RECYCLE_AT`] of data after a query: DuckDB's
-/// allocator keeps the address space a big query took, which counts against the process's
-/// limit and would fail the next query, so the process is replaced.
-fn bloated(child: &Child) -> bool {
+/// Kills the process (if any) and starts another.
+fn restart(process: &mut Option<Process>, recipe: &Recipe) {
+    if let Some(mut p) = process.take() {
+        p.kill();
+    }
+    *process = Process::start(recipe).ok();
+}
+
+/// Runs `statement` within `budget` on the lane's process, started first if it is not
+/// running; whether the process is to be replaced after.
+fn run_in(
+    process: &mut Option<Process>,
+    recipe: &Recipe,
+    statement: &str,
+    budget: Budget,
+    slice: bool,
+) -> (Ran, bool) {
+    // A process that ended while idle (killed from outside) is not handed the query.
+    if let Some(p) = process.as_mut() {
+        if !matches!(p.child.try_wait(), Ok(None)) {
+            p.kill();
+            *process = None;
+        }
+    }
+    for attempt in 0..2 {
+        if process.is_none() {
+            *process = Process::start(recipe).ok();
+        }
+        let Some(p) = process.as_mut() else {
+            return (Ran::Answered(Err(not_started()), false), false);
+        };
+        let grace = recipe.grace();
+        match run(p, statement, budget, grace, recipe.limits.timeout, slice) {
+            Ran::NotStarted if attempt == 0 => {
+                // The process had ended before it read the query: a new one runs it.
+                p.kill();
+                *process = None;
+            }
+            Ran::NotStarted => return (Ran::Answered(Err(not_started()), false), true),
+            ran @ (Ran::Answered(_, alive) | Ran::Sliced(alive)) => {
+                let replace = !alive || bloated(&p.child, p.data_limit);
+                return (ran, replace);
+            }
+        }
+    }
+    unreachable!("the second attempt returns")
+}
+
+/// True when a query process holds more than [`RECYCLE_AT`] (or half its limit) of data after
+/// a query: DuckDB's allocator keeps the address space a big query took, which counts against
+/// the process's limit and would fail the next query, so the process is replaced.
+fn bloated(child: &Child, data_limit: u64) -> bool {
     let Ok(status) = std::fs::read_to_string(format!("/proc/{}/status", child.id())) else {
         return false;
     };
@@ -463,40 +932,77 @@ fn bloated(child: &Child) -> bool {
         .lines()
         .find_map(|l| l.strip_prefix("VmData:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok());
-    kib.is_some_and(|k| k * 1024 > RECYCLE_AT)
+    kib.is_some_and(|k| k * 1024 > RECYCLE_AT.min(data_limit / 2))
 }
 
 /// What became of a query handed to a process.
 enum Ran {
     /// The answer, and whether the process can take another query.
     Answered(Result<Vec<u8>, ApiError>, bool),
+    /// Its slice ran out, or the short lane's process died or was killed running it
+    /// (whether the process can take another query).
+    Sliced(bool),
     /// The process ended before it read the query.
     NotStarted,
 }
 
 fn not_started() -> ApiError {
-    ApiError::new(
-        503,
+    ApiError::busy(
         "no query process could be started; try again in a moment",
+        5,
     )
 }
 
-/// Runs `statement` on `p`.
-fn run(p: &mut Process, statement: &str, timeout: Duration) -> Ran {
-    let deadline = Instant::now() + timeout + GRACE;
-    if write_frame(&mut p.stdin, QUERY, statement.as_bytes()).is_err() {
+/// Runs `statement` on `p` within `budget`, killing the process `grace` past it (or past
+/// [`PREPARE_CPU`] if DuckDB is still preparing it); `timeout` is the limit the refusal
+/// states; a `slice` that does not answer is [`Ran::Sliced`].
+fn run(
+    p: &mut Process,
+    statement: &str,
+    budget: Budget,
+    grace: Duration,
+    timeout: Duration,
+    slice: bool,
+) -> Ran {
+    let deadline = Instant::now() + budget.wall + grace;
+    let cpu0 = cpu_of(p.child.id());
+    if write_frame(&mut p.stdin, QUERY, &query_frame(statement, budget)).is_err() {
         return Ran::NotStarted;
     }
     let mut started = false;
+    let mut prepared = false;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
+        // While DuckDB prepares, its CPU time is looked at every 100 ms.
+        let left = if prepared {
+            left
+        } else {
+            left.min(Duration::from_millis(100))
+        };
         let reply = match p.answers.recv_timeout(left) {
             Ok(Ok((STARTED, _))) if !started => {
                 started = true;
                 continue;
             }
+            Ok(Ok((PREPARED, _))) if started && !prepared => {
+                prepared = true;
+                continue;
+            }
+            // Still preparing: its constants are being built, which the query's own time limit
+            // cannot stop; refused in either lane past the CPU time allowed.
+            Err(RecvTimeoutError::Timeout) if !prepared && Instant::now() < deadline => {
+                let used = cpu0
+                    .zip(cpu_of(p.child.id()))
+                    .map(|(a, b)| b.saturating_sub(a));
+                if !used.is_some_and(|u| u >= PREPARE_CPU) {
+                    continue;
+                }
+                p.kill();
+                (Err(slow_to_prepare()), false)
+            }
             Err(RecvTimeoutError::Disconnected) if !started => return Ran::NotStarted,
             Ok(Ok((200, json))) if started => (Ok(json), true),
+            Ok(Ok((SLICED, _))) if started && slice => return Ran::Sliced(true),
             Ok(Ok((status, why))) if started && status >= 400 => (
                 Err(ApiError::new(status, String::from_utf8_lossy(&why))),
                 true,
@@ -523,19 +1029,16 @@ fn run(p: &mut Process, statement: &str, timeout: Duration) -> Ran {
                     false,
                 )
             }
+            // The short lane's process died (at its small limit) or outran its slice: the
+            // long lane tries the query.
+            Err(RecvTimeoutError::Disconnected | RecvTimeoutError::Timeout) if slice => {
+                p.kill();
+                return Ran::Sliced(false);
+            }
             Err(RecvTimeoutError::Disconnected) => (Err(ended(p.kill())), false),
             Err(RecvTimeoutError::Timeout) => {
                 p.kill();
-                (
-                    Err(ApiError::new(
-                        408,
-                        format!(
-                            "the query needed more time than the limit of {} s and was stopped (narrow it with WHERE board = …, variant = …, age …, or add a LIMIT)",
-                            timeout.as_secs_f64()
-                        ),
-                    )),
-                    false,
-                )
+                (Err(too_long(timeout)), false)
             }
         };
         return Ran::Answered(reply.0, reply.1);
@@ -586,6 +1089,71 @@ mod tests {
         assert_eq!(e.kind(), io::ErrorKind::InvalidData);
         // Cut short inside a frame: an error, not the end.
         assert!(read_frame(&mut &wire[..10], 8).is_err());
+    }
+
+    #[test]
+    fn queries_are_taken_by_address_in_turn() {
+        let ip = |n: u8| IpAddr::from([10, 0, 0, n]);
+        let mut waiting = Vec::new();
+        let job = |statement: &str, client, waiting: &mut Vec<_>| {
+            let (answer, rx) = tokio::sync::oneshot::channel();
+            waiting.push(rx);
+            Job {
+                statement: statement.into(),
+                key: 0,
+                client,
+                came: Instant::now(),
+                queued: Instant::now(),
+                answer,
+            }
+        };
+        let mut t = Turns::default();
+        for (s, c) in [
+            ("a1", 1),
+            ("a2", 1),
+            ("a3", 1),
+            ("b1", 2),
+            ("c1", 3),
+            ("b2", 2),
+        ] {
+            t.push(job(s, ip(c), &mut waiting));
+        }
+        // A client gone: its query is skipped.
+        t.push(job("d1", ip(4), &mut waiting));
+        waiting.pop();
+        let order: Vec<String> = std::iter::from_fn(|| t.pop().map(|j| j.statement)).collect();
+        assert_eq!(order, ["a1", "b1", "c1", "a2", "b2", "a3"]);
+        assert_eq!(t.len, 0);
+        // Queries taken out keep the others' turns.
+        t.push(job("a1", ip(1), &mut waiting));
+        t.push(job("b1", ip(2), &mut waiting));
+        t.push(job("a2", ip(1), &mut waiting));
+        let out: Vec<String> = t
+            .take_if(|j| j.statement == "a1")
+            .into_iter()
+            .map(|j| j.statement)
+            .collect();
+        assert_eq!(out, ["a1"]);
+        let order: Vec<String> = std::iter::from_fn(|| t.pop().map(|j| j.statement)).collect();
+        assert_eq!(order, ["a2", "b1"]);
+    }
+
+    #[test]
+    fn a_query_frame_carries_its_budget() {
+        for budget in [
+            Budget {
+                wall: Duration::from_millis(1500),
+                cpu: Some(Duration::from_millis(300)),
+            },
+            Budget {
+                wall: Duration::from_secs(120),
+                cpu: None,
+            },
+        ] {
+            let f = query_frame("SELECT 'é'", budget);
+            assert_eq!(parse_query(&f), Some((budget, "SELECT 'é'".to_string())));
+        }
+        assert_eq!(parse_query(b"short"), None);
     }
 
     #[test]

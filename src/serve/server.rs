@@ -34,13 +34,12 @@ use hyper::body::{Body, Frame, Incoming, SizeHint};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::api::{answer, App, MAX_LOG};
 use super::figures::Figures;
 use super::guard::Guard;
 use super::http::{busy_wire, Reply, Request, Target};
-use super::pool::{Sql, WORKERS};
+use super::pool::{Permit, Sql};
 use super::solved::Solved;
 use super::sql::MAX_REPLY_BYTES;
 use super::{assets, ApiError, Config, ServeError, MAX_BODY};
@@ -67,8 +66,9 @@ const MAX_HEAD: usize = 16 * 1024;
 /// The bytes of an answer handed to hyper at a time (hyper writes them before it takes more).
 pub const FRAME: usize = 64 * 1024;
 
-/// Query answers held at once, from the query's start until the client has taken the last
-/// frame (each at most [`MAX_REPLY_BYTES`] of rows and a note); one more is answered 503.
+/// Query answers held at once, from the query's start in a query process until the client
+/// has taken the last frame (each at most [`MAX_REPLY_BYTES`] of rows and a note); a query
+/// beyond them waits in the pool's queue (and is answered 503 if none comes free in time).
 pub const MAX_SQL_ANSWERS: usize = 8;
 
 /// Threads of the blocking pool that answers look-ups and pages.
@@ -114,7 +114,7 @@ pub fn start(config: Config) -> Result<Running, ServeError> {
     let sql = Sql::start(
         &data,
         views,
-        WORKERS,
+        MAX_SQL_ANSWERS,
         config.max_rows,
         MAX_REPLY_BYTES,
         config.sql_timeout,
@@ -188,16 +188,16 @@ impl Drop for Ticket {
 fn admit(open: &Arc<Mutex<Open>>, ip: IpAddr) -> Result<Ticket, ApiError> {
     let mut o = open.lock().unwrap_or_else(|p| p.into_inner());
     if o.total >= MAX_CONNECTIONS {
-        return Err(ApiError::new(
-            503,
+        return Err(ApiError::busy(
             format!("{MAX_CONNECTIONS} connections are open already; try again in a moment"),
+            1,
         ));
     }
     let mine = o.by_client.entry(ip).or_insert(0);
     if *mine >= MAX_PER_CLIENT {
-        return Err(ApiError::new(
-            503,
+        return Err(ApiError::busy(
             format!("{MAX_PER_CLIENT} connections from {ip} are open already; close some first"),
+            1,
         ));
     }
     *mine += 1;
@@ -241,7 +241,7 @@ impl Drop for Sending {
 pub struct Answer {
     rest: Bytes,
     _sending: Sending,
-    _permit: Option<OwnedSemaphorePermit>,
+    _permit: Option<Permit>,
 }
 
 impl Body for Answer {
@@ -273,7 +273,6 @@ async fn accept_loop(listener: std::net::TcpListener, app: Arc<App>, write_timeo
         return;
     };
     let open = Arc::new(Mutex::new(Open::default()));
-    let answers = Arc::new(Semaphore::new(MAX_SQL_ANSWERS));
     loop {
         let (stream, peer) = match listener.accept().await {
             Ok(c) => c,
@@ -293,15 +292,14 @@ async fn accept_loop(listener: std::net::TcpListener, app: Arc<App>, write_timeo
         };
         let _ = stream.set_nodelay(true);
         let app = app.clone();
-        let answers = answers.clone();
         tokio::spawn(async move {
             let _ticket = ticket;
             let watch = Watch::default();
             let service = {
                 let watch = watch.clone();
                 service_fn(move |rq| {
-                    let (app, answers, watch) = (app.clone(), answers.clone(), watch.clone());
-                    async move { Ok::<_, Infallible>(serve(app, answers, &watch, peer, rq).await) }
+                    let (app, watch) = (app.clone(), watch.clone());
+                    async move { Ok::<_, Infallible>(serve(app, &watch, peer, rq).await) }
                 })
             };
             let mut connection = pin!(http1::Builder::new()
@@ -366,7 +364,6 @@ fn too_large(cap: usize) -> ApiError {
 /// The answer to one request.
 async fn serve(
     app: Arc<App>,
-    answers: Arc<Semaphore>,
     watch: &Watch,
     peer: SocketAddr,
     rq: hyper::Request<Incoming>,
@@ -402,18 +399,7 @@ async fn serve(
         peer,
     };
     let (reply, permit) = if rq.method == "POST" && Target::parse(&rq.target).path == "/api/sql" {
-        match answers.try_acquire_owned() {
-            Ok(permit) => (query(&app, &rq).await, Some(permit)),
-            Err(_) => (
-                Reply::error(&ApiError::new(
-                    503,
-                    format!(
-                        "{MAX_SQL_ANSWERS} query answers are being sent already; try again in a moment"
-                    ),
-                )),
-                None,
-            ),
-        }
+        query(&app, &rq).await
     } else {
         let reply = tokio::task::spawn_blocking(move || handle(&app, &rq))
             .await
@@ -429,7 +415,7 @@ async fn serve(
 fn answer_with(
     response: hyper::Response<Bytes>,
     watch: &Watch,
-    permit: Option<OwnedSemaphorePermit>,
+    permit: Option<Permit>,
 ) -> hyper::Response<Answer> {
     response.map(|rest| Answer {
         rest,
@@ -438,10 +424,11 @@ fn answer_with(
     })
 }
 
-/// `POST /api/sql`: the guard, a JSON body, then the query pool's answer, awaited.
-async fn query(app: &App, rq: &Request) -> Reply {
+/// `POST /api/sql`: the guard, a JSON body, then the query pool's answer, awaited, with the
+/// permit its memory holds.
+async fn query(app: &App, rq: &Request) -> (Reply, Option<Permit>) {
     if let Err(e) = app.guard.check(rq) {
-        return Reply::error(&e);
+        return (Reply::error(&e), None);
     }
     let json = rq
         .header("Content-Type")
@@ -449,24 +436,31 @@ async fn query(app: &App, rq: &Request) -> Reply {
     if !json {
         // A form or text body would be a write a page of another site can send without
         // asking the browser first.
-        return Reply::error(&ApiError::new(
-            415,
-            "the body must be sent as Content-Type: application/json",
-        ));
+        return (
+            Reply::error(&ApiError::new(
+                415,
+                "the body must be sent as Content-Type: application/json",
+            )),
+            None,
+        );
     }
-    let answer = match app.sql.submit(&rq.body) {
+    let answer = match app.sql.submit(&rq.body, rq.peer.ip()) {
         Ok(rx) => rx
             .await
             .unwrap_or_else(|_| Err(ApiError::new(500, "the query failed inside the server"))),
         Err(e) => Err(e),
     };
     match answer {
-        Ok(body) => Reply {
-            status: 200,
-            content_type: "application/json",
-            body,
-        },
-        Err(e) => Reply::error(&e),
+        Ok(a) => (
+            Reply {
+                status: 200,
+                content_type: "application/json",
+                body: a.json,
+                retry_after: None,
+            },
+            Some(a.permit),
+        ),
+        Err(e) => (Reply::error(&e), None),
     }
 }
 

@@ -65,8 +65,9 @@ pub struct Solved {
     unfinished: Vec<String>,
 }
 
-/// Expectation first, then the other spawn rules, then goals and the rest by name.
-fn variant_rank(v: &Variant) -> (u8, String) {
+/// Expectation first, then the other spawn rules, then goals and the rest by name, the
+/// numbers in a name compared as numbers (goal-16, goal-128, goal-1024).
+fn variant_rank(v: &Variant) -> (u8, Vec<(String, u64)>) {
     let n = v.name();
     let r = match n.as_str() {
         "expectation" => 0,
@@ -74,7 +75,30 @@ fn variant_rank(v: &Variant) -> (u8, String) {
         "pessimistic" => 2,
         _ => 3,
     };
-    (r, n)
+    (r, natural(&n))
+}
+
+/// A name as runs of other characters, each with the number that follows it (0 if none).
+fn natural(name: &str) -> Vec<(String, u64)> {
+    let mut out = Vec::new();
+    let mut text = String::new();
+    let mut chars = name.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c.is_ascii_digit() {
+            let mut n = u64::from(c as u8 - b'0');
+            while let Some(d) = chars.peek().and_then(|d| d.to_digit(10)) {
+                n = n.saturating_mul(10).saturating_add(u64::from(d));
+                chars.next();
+            }
+            out.push((std::mem::take(&mut text), n));
+        } else {
+            text.push(c);
+        }
+    }
+    if !text.is_empty() {
+        out.push((text, 0));
+    }
+    out
 }
 
 impl Solved {
@@ -146,5 +170,47 @@ impl Solved {
             "solves": self.solves.iter().map(Solve::json).collect::<Vec<_>>(),
             "unfinished": self.unfinished,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn variants_are_listed_in_numeric_order() {
+        let names = [
+            "goal-1024",
+            "goal-16",
+            "pessimistic",
+            "goal-128",
+            "goal-2048-p4=0.2",
+            "expectation",
+            "goal-2048",
+            "guaranteed-64",
+            "goal-256",
+            "optimistic",
+        ];
+        let mut variants: Vec<Variant> = names
+            .iter()
+            .map(|n| Variant::parse(n, Given::default()).unwrap())
+            .collect();
+        variants.sort_by_key(variant_rank);
+        let sorted: Vec<String> = variants.iter().map(Variant::name).collect();
+        assert_eq!(
+            sorted,
+            [
+                "expectation",
+                "optimistic",
+                "pessimistic",
+                "goal-16",
+                "goal-128",
+                "goal-256",
+                "goal-1024",
+                "goal-2048",
+                "goal-2048-p4=0.2",
+                "guaranteed-64",
+            ]
+        );
     }
 }

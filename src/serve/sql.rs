@@ -54,10 +54,6 @@ use crate::query::text::{printable, Target, LOSSLESS};
 /// The most bytes of rows a query answers with (the rest are cut, with a note).
 pub const MAX_REPLY_BYTES: usize = 32 * 1024 * 1024;
 
-/// DuckDB's memory limit for the queries of one query process; the process's own limit
-/// ([`super::pool::DATA_LIMIT`]) adds a margin for what DuckDB allocates outside it.
-pub const MEMORY_LIMIT: &str = "2GB";
-
 /// The names of DuckDB's statement types (`duckdb_statement_type`), to say what was refused.
 fn statement_type_name(t: ffi::duckdb_statement_type) -> &'static str {
     const NAMES: [&str; 31] = [
@@ -379,7 +375,7 @@ impl Interrupter {
 
 /// The settings that lock the catalog's DuckDB down, in the order DuckDB takes them (the
 /// directory list before external access is turned off, the lock last).
-fn sandbox_settings(data: &Path) -> Vec<String> {
+fn sandbox_settings(data: &Path, memory_limit: u64) -> Vec<String> {
     let mut dir = data.to_string_lossy().into_owned();
     if !dir.ends_with('/') {
         dir.push('/');
@@ -388,7 +384,7 @@ fn sandbox_settings(data: &Path) -> Vec<String> {
         "SET autoinstall_known_extensions = false".into(),
         "SET autoload_known_extensions = false".into(),
         "SET temp_directory = ''".into(),
-        format!("SET memory_limit = '{MEMORY_LIMIT}'"),
+        format!("SET memory_limit = '{memory_limit}B'"),
         "SET threads = 1".into(),
         format!("SET allowed_directories = [{}]", sql_str(&dir)),
         "SET enable_external_access = false".into(),
@@ -397,8 +393,9 @@ fn sandbox_settings(data: &Path) -> Vec<String> {
 
 /// Opens the queries' in-memory DuckDB, defines the catalog's views on it (`views`, the
 /// statements `query::catalog::views` wrote over the data directory `data`, an absolute
-/// path), locks it down, and returns a connection to it that asks for lossless Arrow.
-pub fn open(views: &str, data: &Path) -> Result<Duck, ServeError> {
+/// path), limits DuckDB to `memory_limit` bytes, locks it down, and returns a connection to it
+/// that asks for lossless Arrow.
+pub fn open(views: &str, data: &Path, memory_limit: u64) -> Result<Duck, ServeError> {
     let sandbox = |context: &str, message: String| ServeError::Sandbox {
         context: context.to_string(),
         message,
@@ -414,7 +411,7 @@ pub fn open(views: &str, data: &Path) -> Result<Duck, ServeError> {
         .map_err(|e| sandbox("opening DuckDB", one_line(&e.to_string())))?;
     conn.execute_batch(views)
         .map_err(|e| sandbox("defining the views", one_line(&e.to_string())))?;
-    for s in sandbox_settings(data) {
+    for s in sandbox_settings(data, memory_limit) {
         conn.execute_batch(&s)
             .map_err(|e| sandbox(&s, one_line(&e.to_string())))?;
     }
@@ -588,8 +585,33 @@ struct Watchdog {
 
 struct Slot {
     deadline: Option<Instant>,
+    /// The process's CPU time when the query started and the most it may add (a slice).
+    cpu: Option<(Duration, Duration)>,
     handle: Interrupter,
     fired: bool,
+}
+
+impl Slot {
+    fn due(&self, now: Instant) -> bool {
+        self.deadline.is_some_and(|d| now >= d)
+            || self
+                .cpu
+                .is_some_and(|(start, most)| process_cpu().saturating_sub(start) >= most)
+    }
+}
+
+/// The CPU time this process has used (its threads together; a query process runs one
+/// query at a time on one DuckDB thread).
+fn process_cpu() -> Duration {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: an out-pointer of ours.
+    if unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut t) } != 0 {
+        return Duration::ZERO;
+    }
+    Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
 }
 
 impl Watchdog {
@@ -597,22 +619,24 @@ impl Watchdog {
         self.slots.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn arm(&self, i: usize, deadline: Instant) {
+    fn arm(&self, i: usize, deadline: Instant, cpu: Option<Duration>) {
         let mut s = self.lock();
         s[i].deadline = Some(deadline);
+        s[i].cpu = cpu.map(|most| (process_cpu(), most));
         s[i].fired = false;
     }
 
     /// True once worker `i`'s query was interrupted (or its time is up).
     fn fired(&self, i: usize) -> bool {
         let s = self.lock();
-        s[i].fired || s[i].deadline.is_some_and(|d| Instant::now() >= d)
+        s[i].fired || s[i].due(Instant::now())
     }
 
     /// Ends the watch of worker `i`; true if its query was interrupted.
     fn disarm(&self, i: usize) -> bool {
         let mut s = self.lock();
         s[i].deadline = None;
+        s[i].cpu = None;
         s[i].fired
     }
 
@@ -623,7 +647,7 @@ impl Watchdog {
             for slot in self.lock().iter_mut() {
                 // Again at every round past the deadline: a query that began to execute after
                 // an interrupt (which DuckDB clears when a query starts) is stopped too.
-                if slot.deadline.is_some_and(|d| now >= d) {
+                if slot.due(now) {
                     slot.handle.interrupt();
                     slot.fired = true;
                 }
@@ -637,7 +661,26 @@ impl Watchdog {
 pub struct Limits {
     pub max_rows: usize,
     pub max_bytes: usize,
+    /// The time limit the server states (`--sql-timeout`); a query's own budget may be less.
     pub timeout: Duration,
+}
+
+/// What one run of a query may take: until `wall` has passed, and, for a slice (the short
+/// queries' process trying a query first), `cpu` seconds of the process's CPU time; a slice
+/// that runs out, or out of DuckDB's memory, gives the query back ([`Ran::Sliced`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Budget {
+    pub wall: Duration,
+    pub cpu: Option<Duration>,
+}
+
+/// What became of a query a runner was given.
+#[derive(Debug, PartialEq)]
+pub enum Ran {
+    /// The reply's JSON text, or the refusal.
+    Reply(Result<Vec<u8>, ApiError>),
+    /// A slice ran out (of time or of memory) before the query was answered.
+    Sliced,
 }
 
 /// One connection's queries, answered one at a time, each interrupted at its time limit by a
@@ -654,6 +697,7 @@ impl Runner {
         let watchdog = Arc::new(Watchdog {
             slots: Mutex::new(vec![Slot {
                 deadline: None,
+                cpu: None,
                 handle: duck.interrupter(),
                 fired: false,
             }]),
@@ -672,28 +716,46 @@ impl Runner {
         }
     }
 
-    /// The answer to `statement`: the reply's JSON text, or the refusal.
-    pub fn answer(&self, statement: &str) -> Result<Vec<u8>, ApiError> {
+    /// The answer to `statement` within `budget`; `prepared` is called once DuckDB has
+    /// prepared it (or refused to).
+    pub fn answer(&self, statement: &str, budget: Budget, prepared: &mut dyn FnMut()) -> Ran {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            answer(0, &self.duck, &self.watchdog, statement, self.limits)
+            answer(
+                0,
+                &self.duck,
+                &self.watchdog,
+                statement,
+                self.limits,
+                budget,
+                prepared,
+            )
         }))
-        .unwrap_or_else(|_| Err(ApiError::new(500, "the query failed inside the server")))
+        .unwrap_or_else(|_| {
+            Ran::Reply(Err(ApiError::new(
+                500,
+                "the query failed inside the server",
+            )))
+        })
     }
 }
 
-/// Checks and runs one statement on worker `i`'s connections: the reply's JSON text.
+/// Checks and runs one statement on worker `i`'s connections within `budget`: the reply's
+/// JSON text, or the slice given back.
 fn answer(
     i: usize,
     duck: &Duck,
     watchdog: &Watchdog,
     statement: &str,
     limits: Limits,
-) -> Result<Vec<u8>, ApiError> {
+    budget: Budget,
+    prepared: &mut dyn FnMut(),
+) -> Ran {
     let start = Instant::now();
-    watchdog.arm(i, start + limits.timeout);
+    watchdog.arm(i, start + budget.wall, budget.cpu);
     let mut rows = RowWriter::new(limits.max_rows, limits.max_bytes);
     let stop = || watchdog.fired(i);
     let result = duck.prepare_one(statement).map(|p| {
+        prepared();
         if stop() {
             // Preparing took the query's time (DuckDB folds constants while preparing).
             return Err("interrupted".to_string());
@@ -703,19 +765,24 @@ fn answer(
     let interrupted = watchdog.fired(i);
     watchdog.disarm(i);
     let elapsed = start.elapsed();
+    let sliced = budget.cpu.is_some();
+    let out_of_memory = |m: &str| m.starts_with("Out of Memory Error");
     match result {
         Ok(Ok(())) => {}
+        Err(_) | Ok(Err(_)) if interrupted && sliced => return Ran::Sliced,
         Err(_) | Ok(Err(_)) if interrupted => {
-            return Err(ApiError::new(
+            return Ran::Reply(Err(ApiError::new(
                 408,
                 format!(
                     "the query ran longer than the limit of {} s and was interrupted (narrow it with WHERE board = …, variant = …, age …, or add a LIMIT)",
                     limits.timeout.as_secs_f64()
                 ),
-            ))
+            )))
         }
-        Err(refused) => return Err(refused),
-        Ok(Err(m)) => return Err(ApiError::bad(m)),
+        Err(e) if sliced && out_of_memory(&e.message) => return Ran::Sliced,
+        Ok(Err(m)) if sliced && out_of_memory(&m) => return Ran::Sliced,
+        Err(refused) => return Ran::Reply(Err(refused)),
+        Ok(Err(m)) => return Ran::Reply(Err(ApiError::bad(m))),
     }
     let shown = rows.rows;
     let note = match rows.cut {
@@ -738,7 +805,7 @@ fn answer(
     let mut out = rows.out;
     out.extend_from_slice(b"],");
     out.extend_from_slice(&tail.as_bytes()[1..]);
-    Ok(out)
+    Ran::Reply(Ok(out))
 }
 
 #[cfg(test)]
