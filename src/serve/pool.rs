@@ -693,7 +693,7 @@ impl Sql {
             changed: Condvar::new(),
         });
         let lanes =
-            std::iter::once(Lane::Short).chain(std::iter::repeat(Lane::Long).take(LONG_WORKERS));
+            std::iter::once(Lane::Short).chain(std::iter::repeat_n(Lane::Long, LONG_WORKERS));
         let thread_error = |e: io::Error| ServeError::Sandbox {
             context: "a query process".into(),
             message: format!("cannot start a thread: {e}"),
@@ -994,7 +994,7 @@ fn run(
                 let used = cpu0
                     .zip(cpu_of(p.child.id()))
                     .map(|(a, b)| b.saturating_sub(a));
-                if !used.is_some_and(|u| u >= PREPARE_CPU) {
+                if used.is_none_or(|u| u < PREPARE_CPU) {
                     continue;
                 }
                 p.kill();

@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 use super::*;
 use crate::rules::variant::Given;
 use crate::rules::{Group, Shape};
+use crate::solver::forward::absorbed;
 use crate::solver::forward::{self, AgeLayer, Start};
 use crate::solver::records::StateFigures;
-use crate::solver::forward::absorbed;
 use crate::solver::records::StateRec;
 use crate::solver::records::{state_figures, FigureSums};
 
