@@ -149,9 +149,18 @@ struct Change {
 /// doubled one at most half the goal, above which a cap bars nothing).
 fn claim(winnable: bool, changes: &[Change]) -> String {
     let (word, flipped) = if winnable {
-        ("minimal", changes.iter().filter(|c| c.to < c.from).all(|c| !c.winnable))
+        (
+            "minimal",
+            changes
+                .iter()
+                .filter(|c| c.to < c.from)
+                .all(|c| !c.winnable),
+        )
     } else {
-        ("maximal", changes.iter().filter(|c| c.to > c.from).all(|c| c.winnable))
+        (
+            "maximal",
+            changes.iter().filter(|c| c.to > c.from).all(|c| c.winnable),
+        )
     };
     if flipped {
         word.to_string()
@@ -194,7 +203,11 @@ fn write_restricted(
         }
     }
     let m = main.answer;
-    let result = if m.winnable { "winnable" } else { "not winnable" };
+    let result = if m.winnable {
+        "winnable"
+    } else {
+        "not winnable"
+    };
     let claim = a.minimal.then(|| claim(m.winnable, &changes));
     let require = r.require_text().unwrap_or_default();
     let goal_tile = 1u32 << goal;
@@ -232,7 +245,12 @@ fn write_restricted(
             writeln!(out, "{v}").map_err(io)?;
         }
         Format::Table => {
-            writeln!(out, "board {shape}, caps {}, goal {goal_tile}", r.caps_text()).map_err(io)?;
+            writeln!(
+                out,
+                "board {shape}, caps {}, goal {goal_tile}",
+                r.caps_text()
+            )
+            .map_err(io)?;
             if !require.is_empty() {
                 writeln!(out, "require {require}").map_err(io)?;
             }
@@ -250,7 +268,11 @@ fn write_restricted(
                     c.cell % shape.cols() + 1,
                     1u32 << c.from,
                     1u32 << c.to,
-                    if c.winnable { "winnable" } else { "not winnable" }
+                    if c.winnable {
+                        "winnable"
+                    } else {
+                        "not winnable"
+                    }
                 )
                 .map_err(io)?;
             }

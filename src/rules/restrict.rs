@@ -24,7 +24,9 @@ pub enum RestrictError {
         text: String,
         reason: String,
     },
-    #[error("bad --require: the tile {tile} in row {row}, column {col} is above that cell's cap {cap}")]
+    #[error(
+        "bad --require: the tile {tile} in row {row}, column {col} is above that cell's cap {cap}"
+    )]
     AboveCap {
         tile: u32,
         cap: u32,
@@ -127,7 +129,10 @@ impl Restriction {
     /// The same restriction with cell `i`'s cap set to exponent `e` (at least 2); `None` when
     /// a required tile would be above it.
     pub fn with_cap(&self, i: usize, e: u8) -> Option<Restriction> {
-        assert!((2..=MAX_EXP).contains(&e), "a cap is a tile from 4 to 32768");
+        assert!(
+            (2..=MAX_EXP).contains(&e),
+            "a cap is a tile from 4 to 32768"
+        );
         if cell(self.need, i) > e {
             return None;
         }
@@ -214,7 +219,10 @@ fn parse_grid(
         reason,
     };
     if text.len() > super::board::MAX_TEXT_LEN {
-        return Err(bad(format!("{} bytes, more than a grid can take", text.len())));
+        return Err(bad(format!(
+            "{} bytes, more than a grid can take",
+            text.len()
+        )));
     }
     let rows: Vec<Vec<&str>> = text
         .split('/')
@@ -256,7 +264,11 @@ fn parse_grid(
         .iter()
         .enumerate()
         .map(|(i, tok)| {
-            let at = format!("row {}, column {}", i / shape.cols() + 1, i % shape.cols() + 1);
+            let at = format!(
+                "row {}, column {}",
+                i / shape.cols() + 1,
+                i % shape.cols() + 1
+            );
             if *tok == "." {
                 return if free {
                     Ok(None)
@@ -335,10 +347,16 @@ mod tests {
     fn symmetries_keep_the_caps_and_the_requirement() {
         // Uniform caps: the whole group (8 on a square board, 4 on a rectangle).
         let all = |r, c, caps: &str| Restriction::parse(shape(r, c), caps, None).unwrap();
-        assert_eq!(all(3, 3, "16 16 16 16 16 16 16 16 16").symmetries().len(), 8);
+        assert_eq!(
+            all(3, 3, "16 16 16 16 16 16 16 16 16").symmetries().len(),
+            8
+        );
         assert_eq!(all(2, 4, "16 16 16 16 16 16 16 16").symmetries().len(), 4);
         // A bottom row of 8s: only the left-right mirror (index 1 in Symmetry::images) keeps it.
-        assert_eq!(all(3, 3, "16 16 16 16 16 16 8 8 8").symmetries(), vec![0, 1]);
+        assert_eq!(
+            all(3, 3, "16 16 16 16 16 16 8 8 8").symmetries(),
+            vec![0, 1]
+        );
         // Slizkov's 2x4 minimal caps: a column of 8s on the right is kept by up-down only.
         assert_eq!(all(2, 4, "16 16 16 8 16 16 16 8").symmetries(), vec![0, 2]);
         // No symmetry at all.
@@ -348,14 +366,28 @@ mod tests {
         let diag = all(3, 3, "8 16 16 16 8 16 16 16 8");
         let sym = Symmetry::new(shape(3, 3), Group::Full);
         let keep = diag.symmetries();
-        assert_eq!(keep.len(), 4, "identity, 180°, and the two diagonal mirrors");
+        assert_eq!(
+            keep.len(),
+            4,
+            "identity, 180°, and the two diagonal mirrors"
+        );
         for (k, img) in sym.images(diag.caps_code()).into_iter().enumerate() {
             assert_eq!(keep.contains(&k), img == diag.caps_code());
         }
         // A requirement breaks a symmetry the caps keep.
-        let req = Restriction::parse(shape(2, 4), "16 16 16 16 16 16 16 16", Some("16 . . . / . . . .")).unwrap();
+        let req = Restriction::parse(
+            shape(2, 4),
+            "16 16 16 16 16 16 16 16",
+            Some("16 . . . / . . . ."),
+        )
+        .unwrap();
         assert_eq!(req.symmetries(), vec![0]);
-        let req2 = Restriction::parse(shape(2, 4), "16 16 16 16 16 16 16 16", Some("16 . . 16 / . . . .")).unwrap();
+        let req2 = Restriction::parse(
+            shape(2, 4),
+            "16 16 16 16 16 16 16 16",
+            Some("16 . . 16 / . . . ."),
+        )
+        .unwrap();
         assert_eq!(req2.symmetries(), vec![0, 1]);
     }
 
@@ -363,6 +395,9 @@ mod tests {
     fn with_cap_changes_one_cell() {
         let r = Restriction::parse(shape(2, 2), "16 8 / 4 4", Some("16 . / . .")).unwrap();
         assert_eq!(r.with_cap(1, 4).unwrap().caps_text(), "16 16 / 4 4");
-        assert!(r.with_cap(0, 3).is_none(), "the required 16 would be above the cap");
+        assert!(
+            r.with_cap(0, 3).is_none(),
+            "the required 16 would be above the cap"
+        );
     }
 }

@@ -162,7 +162,10 @@ const AFTER_WON: u8 = 8;
 const DENSE_LIMIT: u64 = 1 << 31;
 
 enum Memory {
-    Dense { strides: [u64; 16], nibbles: Vec<u8> },
+    Dense {
+        strides: [u64; 16],
+        nibbles: Vec<u8>,
+    },
     Sparse(HashMap<u64, u8>),
 }
 
@@ -344,12 +347,7 @@ impl<'a> Restricted<'a> {
 
 /// Solves a restricted guaranteed question on its own stack (deep searches recurse once a
 /// spawn).
-pub fn restricted(
-    rules: &Rules,
-    restriction: &Restriction,
-    goal: u8,
-    p4: f64,
-) -> RestrictedAnswer {
+pub fn restricted(rules: &Rules, restriction: &Restriction, goal: u8, p4: f64) -> RestrictedAnswer {
     // A frame pair a spawn, at most one spawn per 2 of the largest age.
     std::thread::scope(|s| {
         std::thread::Builder::new()
@@ -397,7 +395,12 @@ mod tests {
                 let caps = vec![half.max(4).to_string(); shape.cells()].join(" ");
                 let res = Restriction::parse(shape, &caps, None).unwrap();
                 let a = restricted(&rules, &res, goal, 0.1);
-                assert_eq!(a.winnable, (1u32 << goal) <= forced, "{shape} goal {}", 1 << goal);
+                assert_eq!(
+                    a.winnable,
+                    (1u32 << goal) <= forced,
+                    "{shape} goal {}",
+                    1 << goal
+                );
                 assert!(a.states > 0 && a.afterstates > 0);
             }
         }
@@ -420,4 +423,3 @@ mod tests {
         assert!(restricted(&rules, &need, 4, 0.0).winnable);
     }
 }
-
