@@ -292,7 +292,8 @@ impl<'a> Restricted<'a> {
 
     /// Whether the player, to move on `code` (every tile within its cap), forces a win.
     pub fn state_wins(&mut self, code: u64) -> bool {
-        if self.restriction.met(code) {
+        // A spawn may complete the requirement, or put down the goal itself (goal 4).
+        if self.wins_at_once(code) {
             return true;
         }
         let known = self.memory.get(code);
