@@ -94,3 +94,9 @@ bench:
 
 clean:
 	rm -rf $(DATA)
+
+# Slizkov's appendix A.1 (guaranteed reachability under caps) row by row, his result beside ours:
+# reports/slizkov/a1.tsv (reports/slizkov/README.md reads it).
+.PHONY: slizkov
+slizkov: build
+	bash benches/slizkov_a1.sh $(BIN)

@@ -16,6 +16,7 @@ mod mpi;
 mod play;
 mod policy;
 mod report_cli;
+mod restricted;
 mod serve;
 mod solve_3x3;
 mod trust;

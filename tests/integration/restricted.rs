@@ -1,0 +1,304 @@
+//! Restricted solves (issue 64): guaranteed reachability under caps and a requirement, against
+//! a plain brute-force recursion on unreduced boards written here, and the real binary's answers
+//! and its one line for every bad grid.
+
+use std::collections::HashMap;
+
+use age2048::rules::{Restriction, Rules, Shape};
+use age2048::solver::guaranteed::Restricted;
+
+use crate::common::{run, stdout};
+
+/// A board as a grid of tiles (0 = empty), row-major.
+type Grid = Vec<u32>;
+
+/// Slides one line toward its start, merging equal neighbours once each.
+fn slide(line: &[u32]) -> Vec<u32> {
+    let tiles: Vec<u32> = line.iter().copied().filter(|&t| t != 0).collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < tiles.len() {
+        if i + 1 < tiles.len() && tiles[i] == tiles[i + 1] {
+            out.push(2 * tiles[i]);
+            i += 2;
+        } else {
+            out.push(tiles[i]);
+            i += 1;
+        }
+    }
+    out.resize(line.len(), 0);
+    out
+}
+
+/// The four moves' results (left, right, up, down), `None` where nothing changes.
+fn moves(g: &Grid, rows: usize, cols: usize) -> Vec<Option<Grid>> {
+    let mut all = Vec::new();
+    for dir in 0..4 {
+        let mut out = vec![0; rows * cols];
+        let lines: Vec<Vec<usize>> = if dir < 2 {
+            (0..rows)
+                .map(|r| (0..cols).map(|c| r * cols + c).collect())
+                .collect()
+        } else {
+            (0..cols)
+                .map(|c| (0..rows).map(|r| r * cols + c).collect())
+                .collect()
+        };
+        for mut idx in lines {
+            if dir % 2 == 1 {
+                idx.reverse();
+            }
+            let line: Vec<u32> = idx.iter().map(|&i| g[i]).collect();
+            for (k, t) in slide(&line).into_iter().enumerate() {
+                out[idx[k]] = t;
+            }
+        }
+        all.push((out != *g).then_some(out));
+    }
+    all
+}
+
+/// The rules of a restricted guaranteed game, spelt out on grids.
+struct Brute {
+    rows: usize,
+    cols: usize,
+    caps: Vec<u32>,
+    need: Vec<u32>, // 0 = free
+    goal: u32,
+    spawns: Vec<u32>,
+    states: HashMap<Grid, bool>,
+}
+
+impl Brute {
+    fn met(&self, g: &Grid) -> bool {
+        self.need.iter().any(|&t| t != 0)
+            && self.need.iter().zip(g).all(|(&n, &t)| n == 0 || n == t)
+    }
+    /// Player to move.
+    fn state(&mut self, g: &Grid) -> bool {
+        if self.met(g) {
+            return true;
+        }
+        if let Some(&v) = self.states.get(g) {
+            return v;
+        }
+        let mut won = false;
+        for a in moves(g, self.rows, self.cols).into_iter().flatten() {
+            if a.iter().any(|&t| t >= self.goal) || self.met(&a) {
+                won = true;
+            } else if a.iter().zip(&self.caps).all(|(&t, &c)| t <= c) && self.after(&a) {
+                won = true;
+            }
+        }
+        self.states.insert(g.clone(), won);
+        won
+    }
+    /// Spawner to move: every empty cell, every tile.
+    fn after(&mut self, g: &Grid) -> bool {
+        if self.met(g) {
+            return true;
+        }
+        let mut won = true;
+        for i in 0..g.len() {
+            for &t in &self.spawns.clone() {
+                if g[i] == 0 {
+                    let mut s = g.clone();
+                    s[i] = t;
+                    won &= self.state(&s);
+                }
+            }
+        }
+        won
+    }
+}
+
+fn code(g: &Grid) -> u64 {
+    g.iter()
+        .enumerate()
+        .map(|(i, &t)| u64::from(if t == 0 { 0 } else { t.trailing_zeros() }) << (4 * i))
+        .sum()
+}
+
+fn tiles(text: &str) -> Vec<u32> {
+    text.split_whitespace()
+        .filter(|t| *t != "/")
+        .map(|t| if t == "." { 0 } else { t.parse().unwrap() })
+        .collect()
+}
+
+/// Our answer from the empty start, and for every state the brute force valued, equal to it.
+fn check(rows: usize, cols: usize, caps: &str, need: Option<&str>, goal: u32, p4: f64) -> bool {
+    let shape = Shape::new(rows, cols).unwrap();
+    let r = Restriction::parse(shape, caps, need).unwrap();
+    let rules = Rules::new(shape);
+    let spawns = match p4 {
+        x if x == 0.0 => vec![2],
+        x if x == 1.0 => vec![4],
+        _ => vec![2, 4],
+    };
+    let mut brute = Brute {
+        rows,
+        cols,
+        caps: tiles(caps),
+        need: need.map_or(vec![0; rows * cols], tiles),
+        goal,
+        spawns,
+        states: HashMap::new(),
+    };
+    let expect = brute.after(&vec![0; rows * cols]);
+    let goal_exp = goal.trailing_zeros() as u8;
+    let ours = Restricted::new(&rules, &r, goal_exp, p4).solve();
+    assert_eq!(
+        ours.winnable, expect,
+        "{rows}x{cols} caps {caps} goal {goal}"
+    );
+    // Per state, on a fresh solver (each asks its own search).
+    let mut fresh = Restricted::new(&rules, &r, goal_exp, p4);
+    let mut n = 0;
+    for (g, &v) in &brute.states {
+        assert_eq!(
+            fresh.state_wins(code(g)),
+            v,
+            "{rows}x{cols} caps {caps}: state {g:?}"
+        );
+        n += 1;
+    }
+    assert!(n > 10, "the brute force valued {n} states");
+    expect
+}
+
+#[test]
+fn guaranteed_under_caps_equals_brute_force_on_2x3() {
+    // Unrestricted (caps of half the goal): 2x3 forces 16 and not 32 (Slizkov's figure 3).
+    assert!(check(2, 3, "8 8 8 / 8 8 8", None, 16, 0.1));
+    assert!(!check(2, 3, "16 16 16 / 16 16 16", None, 32, 0.1));
+    // Caps that bite (each against the brute force); the unrestricted one is winnable and a
+    // tight one is not.
+    let answers: Vec<bool> = [
+        "8 8 8 / 8 8 8",
+        "8 8 8 / 8 8 4",
+        "8 8 4 / 8 8 4",
+        "8 4 8 / 4 8 4",
+        "8 8 8 / 4 4 4",
+    ]
+    .iter()
+    .map(|caps| check(2, 3, caps, None, 16, 0.1))
+    .collect();
+    assert!(answers[0] && !answers[4], "{answers:?}");
+    // A requirement, and the spawner restricted to 2s or to 4s.
+    check(2, 3, "8 8 8 / 8 8 8", Some("8 8 . / . . ."), 32, 0.1);
+    check(2, 3, "8 8 4 / 8 8 4", None, 16, 0.0);
+    check(2, 3, "8 8 4 / 8 8 4", None, 16, 1.0);
+}
+
+#[test]
+fn guaranteed_under_caps_equals_brute_force_on_2x4() {
+    assert!(check(2, 4, "16 16 16 8 16 16 16 8", None, 32, 0.1));
+    check(2, 4, "16 16 8 8 16 16 8 8", None, 32, 0.1);
+    check(
+        2,
+        4,
+        "8 8 8 8 / 8 8 8 8",
+        Some("8 8 . . / . . . ."),
+        32,
+        0.1,
+    );
+}
+
+#[test]
+fn guaranteed_under_caps_equals_brute_force_on_3x3() {
+    check(3, 3, "8 8 8 / 8 8 8 / 4 4 4", None, 16, 0.1);
+    check(3, 3, "8 4 8 / 8 8 8 / 8 4 8", None, 16, 0.1);
+    check(
+        3,
+        3,
+        "8 8 8 / 8 8 8 / 8 8 8",
+        Some(". . . / . 8 . / . . ."),
+        32,
+        0.1,
+    );
+}
+
+#[test]
+fn the_binary_reproduces_a_published_row_and_its_minimality() {
+    let o = run(&[
+        "guaranteed",
+        "--board",
+        "2x4",
+        "--caps",
+        "16 16 16 8 / 16 16 16 8",
+        "--goal",
+        "32",
+        "--minimal",
+        "--format",
+        "csv",
+    ]);
+    assert!(o.status.success(), "{o:?}");
+    let out = stdout(&o);
+    let row = out.lines().nth(1).unwrap();
+    assert!(row.contains(",winnable,minimal,"), "{row}");
+    // The default table names every changed cap.
+    let o = run(&[
+        "guaranteed",
+        "--board",
+        "2x4",
+        "--caps",
+        "16 16 16 8 / 16 16 16 8",
+        "--goal",
+        "32",
+        "--minimal",
+    ]);
+    let out = stdout(&o);
+    assert_eq!(out.matches(" -> ").count(), 8 + 2, "{out}"); // 8 halvings, the two 8s doubled
+}
+
+#[test]
+fn every_bad_input_gets_one_line_and_exit_2() {
+    let cases: [(&[&str], &str); 8] = [
+        (&["--caps", "16 16 16 / 16 16 16 16"], "row 1 has 3 cells"),
+        (&["--caps", "16 16 16 16 16 16 16"], "7 cells"),
+        (
+            &["--caps", "16 16 16 16 / 16 16 16 16 / 16 16 16 16"],
+            "3 rows",
+        ),
+        (
+            &["--caps", "16 16 16 12 / 16 16 16 16"],
+            "12 is not a power of two",
+        ),
+        (&["--caps", "16 16 16 2 / 16 16 16 16"], "below 4"),
+        (
+            &[
+                "--caps",
+                "16 16 16 8 / 16 16 16 16",
+                "--require",
+                "16 16 16 16 / . . . .",
+            ],
+            "above that cell's cap 8",
+        ),
+        (
+            &[
+                "--caps",
+                "16 16 16 16 / 16 16 16 16",
+                "--require",
+                "16 . . . / . 5 . .",
+            ],
+            "5 is not a power of two",
+        ),
+        (
+            &["--caps", "16 16 16 16 / 16 16 16 16", "--goal", "48"],
+            "bad --goal",
+        ),
+    ];
+    for (extra, says) in cases {
+        let mut args = vec!["guaranteed", "--board", "2x4"];
+        args.extend_from_slice(extra);
+        if !extra.contains(&"--goal") {
+            args.extend_from_slice(&["--goal", "32"]);
+        }
+        let o = run(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
