@@ -84,9 +84,9 @@ impl Brute {
         }
         let mut won = false;
         for a in moves(g, self.rows, self.cols).into_iter().flatten() {
-            if a.iter().any(|&t| t >= self.goal) || self.met(&a) {
-                won = true;
-            } else if a.iter().zip(&self.caps).all(|(&t, &c)| t <= c) && self.after(&a) {
+            let wins = a.iter().any(|&t| t >= self.goal) || self.met(&a);
+            let allowed = a.iter().zip(&self.caps).all(|(&t, &c)| t <= c);
+            if wins || (allowed && self.after(&a)) {
                 won = true;
             }
         }
@@ -131,10 +131,12 @@ fn check(rows: usize, cols: usize, caps: &str, need: Option<&str>, goal: u32, p4
     let shape = Shape::new(rows, cols).unwrap();
     let r = Restriction::parse(shape, caps, need).unwrap();
     let rules = Rules::new(shape);
-    let spawns = match p4 {
-        x if x == 0.0 => vec![2],
-        x if x == 1.0 => vec![4],
-        _ => vec![2, 4],
+    let spawns = if p4 == 0.0 {
+        vec![2]
+    } else if p4 == 1.0 {
+        vec![4]
+    } else {
+        vec![2, 4]
     };
     let mut brute = Brute {
         rows,
