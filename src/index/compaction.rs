@@ -14,7 +14,7 @@
 use rayon::prelude::*;
 
 use super::elias_fano::EliasFano;
-use super::{corrupted, invalid, IndexError};
+use super::{invalid, IndexError};
 use crate::bits::{byte_max, max_byte, LOW};
 
 /// Codes a task of the parallel scans takes.
@@ -377,18 +377,6 @@ impl CodeSet<Vec<u8>> {
 }
 
 impl<B: AsRef<[u8]>> CodeSet<B> {
-    /// Combines an Elias–Fano set of compact ids with the codec that produced them.
-    pub fn from_parts(ef: EliasFano<B>, codec: Compaction) -> Result<Self, IndexError> {
-        if !ef.is_empty() && ef.max() >= codec.universe() {
-            return Err(corrupted(format!(
-                "compact id {} is outside the universe {}",
-                ef.max(),
-                codec.universe()
-            )));
-        }
-        Ok(Self { ef, codec })
-    }
-
     pub fn len(&self) -> usize {
         self.ef.len()
     }

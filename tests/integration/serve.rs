@@ -1415,13 +1415,19 @@ fn a_query_process_past_its_time_or_killed_is_replaced() {
     let before = query_processes(pid);
     assert_eq!(before.len(), age2048::serve::pool::WORKERS, "{before:?}");
     // A constant of 60 million numbers takes DuckDB seconds to fold while binding, where its
-    // interrupt does not reach.
+    // interrupt does not reach. Two limits stop it, whichever comes first: the CPU its
+    // preparation took (`pool::PREPARE_CPU`, 422; first on an idle machine, where CPU time
+    // keeps up with the clock) or the time limit and its grace (408; first on a loaded one).
+    // Either way its process is killed and a new one takes the next query.
     let t = Instant::now();
     let (status, v) = s.sql("SELECT range(60000000) AS r");
     let took = t.elapsed();
-    assert_eq!(status, 408, "{v}");
     let e = v["error"].as_str().unwrap();
-    assert!(e.contains("limit of 1 s"), "{e}");
+    match status {
+        408 => assert!(e.contains("limit of 1 s"), "{e}"),
+        422 => assert!(e.contains("CPU time to prepare"), "{e}"),
+        _ => panic!("{status}: {v}"),
+    }
     let grace = age2048::serve::pool::GRACE;
     assert!(
         took < Duration::from_secs(1) + grace + Duration::from_secs(3),
