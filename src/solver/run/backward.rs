@@ -9,7 +9,10 @@ use std::sync::mpsc::Receiver;
 use std::time::Instant;
 
 use super::forward::Forward;
-use super::{layers_of, stored_afterstates, AgeRecord, Class, Event, CHECKPOINT, INITIAL_AGES};
+use super::{
+    checked_record, layers_of, stored_afterstates, AgeRecord, Class, Event, CHECKPOINT,
+    INITIAL_AGES,
+};
 use crate::rules::Variant;
 use crate::solver::backward::{
     AfterFigures, Afterstates, AgeOutput, AgeWriter, Backward, Holding, Layers, Level, Phase, Wants,
@@ -706,15 +709,7 @@ fn check_backward(
     k: usize,
 ) -> std::result::Result<(), StoreError> {
     for age in (done..=top).step_by(2) {
-        let rec: AgeRecord = work
-            .load_record(age)?
-            .ok_or_else(|| StoreError::corrupt(work.record_path_of(age), "missing"))?;
-        if rec.stats.len() != k || rec.files.len() != k {
-            return Err(StoreError::corrupt(
-                work.record_path_of(age),
-                format!("{} variants recorded, {k} expected", rec.stats.len()),
-            ));
-        }
+        checked_record(work, age, k)?;
     }
     for age in [done, done + 2, 4, 6, 8] {
         if age < done || age > top {

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
 use super::forward::Forward;
-use super::{AgeRecord, Class};
+use super::{checked_record, AgeRecord, Class};
 use crate::rules::board;
 use crate::rules::{Game, Group, Kind, Symmetry, Variant};
 use crate::solver::exchange::Exchange;
@@ -14,7 +14,7 @@ use crate::solver::records::FigureSums;
 use crate::solver::{Result, SolveError};
 use crate::store::parquet::ages_parquet;
 use crate::store::work::{BackwardProgress, WorkDir};
-use crate::store::{AgeStats, FileEntry, Manifest, StoreError, Timings, LAYOUT_VERSION};
+use crate::store::{AgeStats, FileEntry, Manifest, Timings, LAYOUT_VERSION};
 
 /// Finishes the solve of `s` after its passes: returns its manifests, one per variant in the
 /// order of the pass (every process returns them).
@@ -83,17 +83,7 @@ fn load_records(s: &Class, min_age: u32, max_age: u32) -> Result<Vec<AgeRecord>>
     let (work, k) = (&s.work, s.k());
     let mut records: Vec<AgeRecord> = Vec::new();
     for age in (min_age..=max_age).step_by(2) {
-        let rec: AgeRecord = work
-            .load_record(age)?
-            .ok_or_else(|| StoreError::corrupt(work.record_path_of(age), "missing"))?;
-        if rec.stats.len() != k || rec.files.len() != k {
-            return Err(StoreError::corrupt(
-                work.record_path_of(age),
-                format!("{} variants recorded, {k} expected", rec.stats.len()),
-            )
-            .into());
-        }
-        records.push(rec);
+        records.push(checked_record(work, age, k)?);
     }
     Ok(records)
 }

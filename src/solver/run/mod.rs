@@ -519,3 +519,22 @@ fn stored_afterstates(
         .map(|c| c.map_err(|e| StoreError::corrupt(work.layer_path_of(age), e.to_string()).into()));
     super::forward::afterstates_of(game, class, age, states, plan.cap)?.into_layer()
 }
+
+/// The work record of `age` with the figures and files of each of the pass's `k` variants (a
+/// missing or short record is damage): what the resume check and the finish both read.
+fn checked_record(
+    work: &WorkDir,
+    age: u32,
+    k: usize,
+) -> std::result::Result<AgeRecord, StoreError> {
+    let rec: AgeRecord = work
+        .load_record(age)?
+        .ok_or_else(|| StoreError::corrupt(work.record_path_of(age), "missing"))?;
+    if rec.stats.len() != k || rec.files.len() != k {
+        return Err(StoreError::corrupt(
+            work.record_path_of(age),
+            format!("{} variants recorded, {k} expected", rec.stats.len()),
+        ));
+    }
+    Ok(rec)
+}
