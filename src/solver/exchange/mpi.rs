@@ -183,13 +183,7 @@ impl Transport for Mpi {
             let mut rp = PartitionMut::new(&mut recv[..], &recv_counts[..], &recv_displs[..]);
             self.world.all_to_all_varcount_into(&sp, &mut rp);
         }
-        let mut out = Vec::with_capacity(n);
-        let mut at = 0;
-        for &c in &recv_counts {
-            out.push(recv[at..at + c as usize].to_vec());
-            at += c as usize;
-        }
-        Ok(out)
+        Ok(split_by(&recv, &recv_counts))
     }
 
     fn all_gather(&self, bytes: &[u8]) -> Result<Vec<Vec<u8>>> {
@@ -206,13 +200,7 @@ impl Transport for Mpi {
             let mut rp = PartitionMut::new(&mut recv[..], &counts[..], &displs[..]);
             self.world.all_gather_varcount_into(bytes, &mut rp);
         }
-        let mut out = Vec::with_capacity(n);
-        let mut at = 0;
-        for &c in &counts {
-            out.push(recv[at..at + c as usize].to_vec());
-            at += c as usize;
-        }
-        Ok(out)
+        Ok(split_by(&recv, &counts))
     }
 
     fn all_max(&self, x: u64) -> Result<u64> {
@@ -226,4 +214,17 @@ impl Transport for Mpi {
     fn abort(&self, code: i32) -> ! {
         self.world.abort(code)
     }
+}
+
+/// A collective's receive buffer cut into each process's bytes, in rank order.
+fn split_by<T: Clone>(recv: &[T], counts: &[Count]) -> Vec<Vec<T>> {
+    let mut at = 0;
+    counts
+        .iter()
+        .map(|&c| {
+            let part = recv[at..at + c as usize].to_vec();
+            at += c as usize;
+            part
+        })
+        .collect()
 }
