@@ -444,6 +444,21 @@ fn variants_solve_together_and_guaranteed_reports_forced_tiles() {
     );
 }
 
+/// Regression: a row of 16 cells made `Rules::new` shift a u64 by 64 (a panic in the
+/// overflow-checked build), so `solve --board 1x16` died before its first age.
+#[test]
+fn a_board_sixteen_cells_wide_solves() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    for board in ["1x16", "2x8"] {
+        solve(&data, board, &["--variant", "goal-4"]);
+        let v = manifest(&data, board, "goal-4")["value_initial"]
+            .as_f64()
+            .unwrap();
+        assert!(v > 0.0 && v <= 1.0, "{board}: P(4) = {v}");
+    }
+}
+
 /// `best --format csv` of one 2x2 board: (q of L, R, U, D, value).
 fn q_2x2(data: &Path, variant: &str, board: &str) -> ([Option<f64>; 4], f64) {
     let o = best_2x2(data, &["--variant", variant, "--format", "csv", board]);
