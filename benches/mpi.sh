@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The solve over MPI on one machine (issue 55): one process with T threads against
-# `mpirun -np N` processes of one thread each, by the tiles, the hash and the line-sum parts.
+# `mpirun -np N` processes of one thread each, by the tiles, the hash and the line-sum parts;
+# `hosts`: the tiles over two hosts of this machine (scripts/hosts.sh, as root), N/2
+# processes a host, TCP between them instead of shared memory.
 # Prints one tab-separated row a run (append them to reports/bench/mpi.tsv):
 #   date commit processor board variant how wall_s forward_s backward_s boards
 #   sent_forward_bytes sent_backward_bytes (all processes) bytes_per_board_forward
@@ -8,9 +10,11 @@
 #
 #   benches/mpi.sh BIN "BOARD VARIANT" [REPEATS]    e.g. benches/mpi.sh target/release/age2048 "3x3 expectation" 2
 # BIN must be built with `--features mpi`. env: NP (default 2), WORK (default /tmp/age2048-mpi-bench),
-# HOWS (default "one tiles hash sums": which runs, in this order, each repeat), COMMIT (the
-# commit BIN was built at; default HEAD), TRACE (a folder: each run also writes its processes'
-# `--trace-memory` files there, TRACE/HOW.tsv.R, for benches/mpi_ages.py's bytes age by age).
+# HOWS (default "one tiles hash sums": which runs, in this order, each repeat; `hosts` too),
+# COMMIT (the commit BIN was built at; default HEAD), TRACE (a folder: each run also writes its
+# processes' `--trace-memory` files there, TRACE/HOW.tsv.R, for benches/mpi_ages.py's bytes
+# age by age), BIND (the processes' binding on one machine, default core; over hosts none:
+# each host would bind its first process to the same core).
 set -euo pipefail
 bin=$(realpath "${1:?usage: benches/mpi.sh BIN \"BOARD VARIANT\" [REPEATS]}")
 read -r board variant <<<"${2:?board and variant}"
@@ -21,7 +25,14 @@ hows=${HOWS:-one tiles hash sums}
 cd "$(dirname "$0")/.."
 cpu=$(bash benches/cpu.sh)
 commit=${COMMIT:-$(git rev-parse --short HEAD)}
+bind=${BIND:-core}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+hosts=
+if [[ " $hows " == *" hosts "* ]]; then
+  hosts=a2hbench$$
+  trap 'scripts/hosts.sh down "$hosts"' EXIT
+  scripts/hosts.sh up "$hosts"
+fi
 row() { # how, data, log, seconds
   local how=$1 data=$2 log=$3 secs=$4
   python3 - "$data" "$board" "$variant" "$log" "$secs" "$how" "$cpu" "$commit" <<'EOF'
@@ -55,8 +66,12 @@ for r in $(seq "$repeats"); do
     if [ "$how" = one ]; then
       "$bin" solve --quiet --board "$board" --variant "$variant" --data "$data" --threads "$np" \
         "${trace[@]}" >"$log" 2>&1
+    elif [ "$how" = hosts ]; then
+      scripts/hosts.sh mpirun "$hosts" -np "$np" --host "$hosts-a:$((np / 2)),$hosts-b:$((np - np / 2))" \
+        "$bin" solve --quiet --board "$board" --variant "$variant" --data "$data" --threads 1 \
+        --parts tiles "${trace[@]}" >"$log" 2>&1
     else
-      mpirun -np "$np" --bind-to core "$bin" solve --quiet --board "$board" --variant "$variant" \
+      mpirun -np "$np" --bind-to "$bind" "$bin" solve --quiet --board "$board" --variant "$variant" \
         --data "$data" --threads 1 --parts "$how" "${trace[@]}" >"$log" 2>&1
     fi
     end=$(date +%s.%N)

@@ -45,9 +45,10 @@ const LAYER_FILE_BYTES: f64 = 0.75;
 /// state).
 const WRITER_BYTES: f64 = 1.0;
 
-/// The budget when none is given: a share of the machine's memory (`MemTotal`), or
+/// The budget when none is given: a share of this host's memory (`MemTotal`), or
 /// [`MIN_BUDGET`] × 16 where that cannot be read, split evenly between the `sharers`
-/// processes of the solve on this machine.
+/// processes of the solve on this host (over several hosts, each host's own: a process
+/// shares its host's memory, not another's).
 pub fn default_budget(sharers: u32) -> u64 {
     let total = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
         m.lines()
@@ -60,7 +61,7 @@ pub fn default_budget(sharers: u32) -> u64 {
 }
 
 /// The memory budget of a solve, resolved once (`solve --memory`, or a share of the
-/// machine's) and carried by its configuration: what the plan is made from, and what the
+/// host's) and carried by its configuration: what the plan is made from, and what the
 /// allocator keeps of freed memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MemoryBudget {
@@ -70,12 +71,12 @@ pub struct MemoryBudget {
     pub fixed: u64,
     /// Given by the user: then what the solve frees goes back at once (`solver::huge`).
     pub given: bool,
-    /// The processes of the solve on this machine, between which the default is split.
+    /// The processes of the solve on this host, between which the default is split.
     pub sharers: u32,
 }
 
 impl MemoryBudget {
-    /// `given` bytes, or the default for `sharers` processes on this machine
+    /// `given` bytes, or the default for `sharers` processes on this host
     /// ([`default_budget`]), with a fixed part of `fixed` bytes (or [`FIXED`]); an error if no
     /// solve can keep to it.
     pub fn resolve(given: Option<u64>, fixed: Option<u64>, sharers: u32) -> Result<MemoryBudget> {
@@ -100,12 +101,12 @@ impl MemoryBudget {
             "--memory".to_string()
         } else if self.sharers > 1 {
             format!(
-                "80 % of this machine's over the solve's {} processes on it; --memory sets \
+                "80 % of this host's over the solve's {} processes on it; --memory sets \
                  each one's",
                 self.sharers
             )
         } else {
-            "80 % of this machine's; --memory sets it".to_string()
+            "80 % of this host's; --memory sets it".to_string()
         };
         format!("memory budget {} ({origin})", human(self.bytes))
     }
@@ -378,6 +379,43 @@ mod tests {
     /// Ages 4.. of `n` states each and half as many afterstates.
     fn counts(top: u32, n: u64) -> Vec<(u32, u64, u64)> {
         (4..=top).step_by(2).map(|a| (a, n, n / 2)).collect()
+    }
+
+    /// The default is the host's share split between the solve's processes on the host, and
+    /// says so; a given budget is each process's, whatever shares the host.
+    #[test]
+    fn the_default_budget_is_split_between_a_hosts_processes() {
+        let one = MemoryBudget::resolve(None, None, 1).unwrap();
+        let three = MemoryBudget::resolve(None, None, 3).unwrap();
+        assert_eq!(one.bytes, default_budget(1));
+        assert_eq!(three.bytes, default_budget(1) / 3);
+        assert_eq!((one.sharers, three.sharers), (1, 3));
+        assert!(!one.given && !three.given);
+        assert!(
+            one.describe()
+                .ends_with("(80 % of this host's; --memory sets it)"),
+            "{}",
+            one.describe()
+        );
+        assert!(
+            three
+                .describe()
+                .contains("over the solve's 3 processes on it; --memory sets each one's"),
+            "{}",
+            three.describe()
+        );
+        // None counted is one.
+        assert_eq!(
+            MemoryBudget::resolve(None, None, 0).unwrap().bytes,
+            one.bytes
+        );
+        let given = MemoryBudget::resolve(Some(MIN_BUDGET * 2), None, 3).unwrap();
+        assert_eq!(given.bytes, MIN_BUDGET * 2);
+        assert!(
+            given.describe().ends_with("(--memory)"),
+            "{}",
+            given.describe()
+        );
     }
 
     #[test]

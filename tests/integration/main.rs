@@ -12,6 +12,8 @@ mod cli;
 mod compact;
 mod goals;
 #[cfg(feature = "mpi")]
+mod hosts;
+#[cfg(feature = "mpi")]
 mod mpi;
 mod play;
 mod policy;

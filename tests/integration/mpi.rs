@@ -2,14 +2,17 @@
 //! real `mpirun`: the same dataset as one process's solve of the same board, variant and
 //! layout (manifest figures and values at the starts, every age's counts and figures, state
 //! and afterstate rows bit for bit, `best`'s answers), which `verify` passes; a job killed
-//! mid-solve resumes to the same files; a resume with another number of processes is refused.
+//! mid-solve resumes to the same files; a resume with another number of processes is refused;
+//! messages cut into many small rounds give the same files.
 
-use std::path::Path;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::sync::{Mutex, OnceLock};
 
 use super::common::{
     self, shared_compact_solve, shared_goal_solves, shared_policy_solve, shared_solves, Boards,
-    Sample, BIN,
+    Cell, Sample, BIN,
 };
 
 /// `mpirun -np N age2048 ARGS…`: as root too, more processes than cores allowed, no binding
@@ -36,6 +39,27 @@ fn solve_np(np: usize, data: &Path, board: &str, variant: &str, extra: &[&str]) 
     args.extend(["--data", data.to_str().unwrap(), "--threads", "1"]);
     args.extend_from_slice(extra);
     mpirun(np, &args).output().expect("mpirun runs")
+}
+
+/// `solve --quiet --threads 1` of `board` under `variant` over `np` processes on this machine
+/// with the `extra` arguments, made once and shared: the files the tests of this subject and
+/// of `hosts` compare with. Only readers may use it.
+pub fn local_solve(np: usize, board: &str, variant: &str, extra: &[&str]) -> PathBuf {
+    static SOLVES: OnceLock<Mutex<HashMap<String, Cell<PathBuf>>>> = OnceLock::new();
+    static ROOT: OnceLock<PathBuf> = OnceLock::new();
+    let key: String = format!("{np}_{board}_{variant}_{}", extra.join("_"))
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    let cell = common::cached(&SOLVES, key.clone(), || {
+        let dir = ROOT
+            .get_or_init(|| common::fresh_dir("mpi_local"))
+            .join(&key);
+        let o = solve_np(np, &dir, board, variant, extra);
+        assert!(o.status.success(), "{key}: {}", common::stderr(&o));
+        dir
+    });
+    cell.get().expect("made above").clone()
 }
 
 /// The manifest without what depends on how the solve ran (its files, timings, threads,
@@ -126,12 +150,17 @@ fn two_and_three_processes_solve_what_one_does() {
     let full = shared_solves();
     same_solve(full, &m, full, 2, "2x4", "expectation");
     // 3x3 goal-256: full over 3 processes by line sums, policy over 2 by hash, compact over 3
-    // by tiles.
+    // by tiles (the solves `hosts` compares its own with).
+    let shared = local_solve(3, "3x3", "goal-256", &["--parts", "sums"]);
+    same_solve(goals, &shared, goals, 3, "3x3", "goal-256");
+    // A damaged part (of a copy) is reported as damage, by its path.
     let m = dir.join("3x3_full");
-    let o = solve_np(3, &m, "3x3", "goal-256", &["--parts", "sums"]);
-    assert!(o.status.success(), "{}", common::stderr(&o));
-    same_solve(goals, &m, goals, 3, "3x3", "goal-256");
-    // A damaged part is reported as damage, by its path.
+    let cp = Command::new("cp")
+        .arg("-r")
+        .args([&shared, &m])
+        .status()
+        .unwrap();
+    assert!(cp.success());
     let part = m.join("states/board=3x3/variant=goal-256/age=100/part-2.parquet");
     let bytes = std::fs::read(&part).unwrap();
     std::fs::write(&part, &bytes[..bytes.len() / 2]).unwrap();
@@ -142,35 +171,27 @@ fn two_and_three_processes_solve_what_one_does() {
         "{}",
         common::stdout(&o)
     );
-    let m = dir.join("3x3_policy");
-    let o = solve_np(
-        2,
-        &m,
-        "3x3",
-        "goal-256",
-        &["--layout", "policy", "--parts", "hash"],
-    );
-    assert!(o.status.success(), "{}", common::stderr(&o));
+    let m = local_solve(2, "3x3", "goal-256", POLICY_BY_HASH);
     same_solve(shared_policy_solve(), &m, goals, 2, "3x3", "goal-256");
-    let m = dir.join("3x3_compact");
-    let o = solve_np(3, &m, "3x3", "goal-256", &["--layout", "compact"]);
-    assert!(o.status.success(), "{}", common::stderr(&o));
+    let m = local_solve(3, "3x3", "goal-256", COMPACT);
     same_solve(shared_compact_solve(), &m, goals, 3, "3x3", "goal-256");
 }
+
+/// The arguments of the policy and compact solves over several processes.
+pub const POLICY_BY_HASH: &[&str] = &["--layout", "policy", "--parts", "hash"];
+pub const COMPACT: &[&str] = &["--layout", "compact"];
 
 #[test]
 fn a_4x4_goal_over_two_processes_is_the_one_process_solve() {
     let dir = common::fresh_dir("mpi_4x4");
     let s = dir.join("one");
     common::solve(&s, "4x4", "goal-16", &[]);
-    let m = dir.join("two");
-    let o = solve_np(2, &m, "4x4", "goal-16", &[]);
-    assert!(o.status.success(), "{}", common::stderr(&o));
+    let m = local_solve(2, "4x4", "goal-16", &[]);
     same_solve(&s, &m, &s, 2, "4x4", "goal-16");
 }
 
 /// The processes `mpirun` started (its children).
-fn children(pid: u32) -> Vec<u32> {
+pub fn children(pid: u32) -> Vec<u32> {
     let mut out = Vec::new();
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
         return out;
@@ -187,7 +208,7 @@ fn children(pid: u32) -> Vec<u32> {
 }
 
 /// The files a manifest lists, with their digests.
-fn files_of(data: &Path, board: &str, variant: &str) -> Vec<(String, String)> {
+pub fn files_of(data: &Path, board: &str, variant: &str) -> Vec<(String, String)> {
     let m = common::manifest(data, board, variant);
     let mut files: Vec<(String, String)> = m["files"]
         .as_array()
@@ -209,9 +230,7 @@ fn a_killed_process_resumes_and_another_count_is_refused() {
     use std::io::{BufRead, BufReader};
     let dir = common::fresh_dir("mpi_resume");
     let (board, variant) = ("3x3", "goal-256");
-    let whole = dir.join("whole");
-    let o = solve_np(2, &whole, board, variant, &[]);
-    assert!(o.status.success(), "{}", common::stderr(&o));
+    let whole = local_solve(2, board, variant, &[]);
     let data = dir.join("killed");
     let d = data.to_str().unwrap();
     // Kill one process once the backward pass has finished some ages: the launcher ends the
@@ -354,9 +373,7 @@ fn processes_stopped_at_different_ages_resume_after_the_oldest() {
     use std::io::{BufRead, BufReader};
     let dir = common::fresh_dir("mpi_resume_ages");
     let (board, variant) = ("3x3", "goal-256");
-    let whole = dir.join("whole");
-    let o = solve_np(2, &whole, board, variant, &[]);
-    assert!(o.status.success(), "{}", common::stderr(&o));
+    let whole = local_solve(2, board, variant, &[]);
     // Killed after a number of finished ages that grows each try, until the processes had
     // recorded different ones: process 0 records every age, process 1 every 50 ms (on a
     // clock of its own, as a process records every second in a real job), so they differ
@@ -495,7 +512,7 @@ fn the_default_budget_is_split_between_the_processes_of_a_machine() {
     assert!(two.status.success(), "{}", common::stderr(&two));
     let (one, two) = (budget_line(&one), budget_line(&two));
     assert!(
-        one.contains("80 % of this machine's; --memory sets it"),
+        one.contains("80 % of this host's; --memory sets it"),
         "{one}"
     );
     assert!(two.contains("over the solve's 2 processes on it"), "{two}");
@@ -512,4 +529,47 @@ fn the_default_budget_is_split_between_the_processes_of_a_machine() {
     };
     let (a, b) = (amount(&one), amount(&two));
     assert!((b * 2.0 - a).abs() <= a * 0.02, "{one} / {two}");
+}
+
+/// Messages cut into rounds of at most 1000 elements a process (`AGE2048_MPI_MESSAGE_LIMIT`:
+/// 500 to each of two processes a round, where a 3x3 `goal-64` age moves thousands of ids)
+/// give the files of the solve in whole messages; a limit that is no number of elements is
+/// refused in one line by every process, before anything is written.
+#[test]
+fn small_messages_give_the_same_files() {
+    let dir = common::fresh_dir("mpi_messages");
+    let (board, variant) = ("3x3", "goal-64");
+    let solve = |data: &Path, limit: Option<&str>| {
+        let args = ["solve", "--quiet", "--board", board, "--variant", variant];
+        let mut c = mpirun(2, &args);
+        c.args(["--data", data.to_str().unwrap(), "--threads", "1"]);
+        if let Some(limit) = limit {
+            c.env("AGE2048_MPI_MESSAGE_LIMIT", limit);
+        }
+        c.output().expect("mpirun runs")
+    };
+    let (whole, small) = (dir.join("whole"), dir.join("small"));
+    for (data, limit) in [(&whole, None), (&small, Some("1000"))] {
+        let o = solve(data, limit);
+        assert!(o.status.success(), "{limit:?}: {}", common::stderr(&o));
+    }
+    assert_eq!(
+        files_of(&small, board, variant),
+        files_of(&whole, board, variant)
+    );
+    for bad in ["0", "many", "16777217"] {
+        let data = dir.join(format!("bad-{bad}"));
+        let o = solve(&data, Some(bad));
+        assert_eq!(o.status.code(), Some(2), "{}", common::stderr(&o));
+        let err = common::stderr(&o);
+        let ours: Vec<&str> = err
+            .lines()
+            .filter(|l| l.starts_with("age2048: error: process "))
+            .collect();
+        assert!(!ours.is_empty(), "{err}");
+        let want =
+            format!("AGE2048_MPI_MESSAGE_LIMIT={bad}: not a number of elements from 1 to 16777216");
+        assert!(ours.iter().all(|l| l.ends_with(&want)), "{err}");
+        assert!(!data.exists(), "{bad}: {} written", data.display());
+    }
 }

@@ -14,13 +14,18 @@
 //! moves nothing and every id is owned, so the single-process solve runs the same code.
 //!
 //! Collectives: every process calls the same methods in the same order (the passes go
-//! through the same ages in lockstep); a collective's counts are 32-bit in MPI, so a call
-//! moves its ids in rounds of at most [`ROUND`] ids to a process.
+//! through the same ages in lockstep). A collective's counts and displacements are 32-bit in
+//! MPI, so an exchange moves its elements in rounds: in one call a process sends, and
+//! receives, at most [`message_limit`] elements ([`MESSAGE_LIMIT`], or less by
+//! [`MESSAGE_LIMIT_VAR`]). Each process cuts its own share into rounds of its own size and
+//! the processes agree on the number of rounds, so a receiver only appends what each round
+//! brings.
 
 #[cfg(feature = "mpi")]
 pub mod mpi;
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
 
 use rayon::prelude::*;
 use serde::de::DeserializeOwned;
@@ -31,8 +36,45 @@ use crate::rules::symmetry::Images;
 use crate::rules::Shape;
 use crate::store::parts::Parts;
 
-/// Ids sent to one process in one round of a collective (32 MiB).
-pub const ROUND: usize = 1 << 22;
+/// The most elements (ids and values, or bytes) a process sends, and receives, in one call of
+/// a collective: 2^24 (128 MiB of ids), well under the 2^31 that MPI's 32-bit counts and
+/// displacements hold. An exchange that moves more goes in rounds.
+pub const MESSAGE_LIMIT: usize = 1 << 24;
+
+/// The environment variable that sets a smaller limit than [`MESSAGE_LIMIT`] (a number of
+/// elements from 1 up), read once: the tests force many rounds with it. Under `mpirun` a
+/// process on another host sees it when the launcher passes it (`mpirun -x`).
+pub const MESSAGE_LIMIT_VAR: &str = "AGE2048_MPI_MESSAGE_LIMIT";
+
+/// The limit in force: [`MESSAGE_LIMIT`], or the one [`MESSAGE_LIMIT_VAR`] sets (read once);
+/// an error names a value that is not a number from 1 to [`MESSAGE_LIMIT`].
+pub fn message_limit() -> Result<usize> {
+    static LIMIT: OnceLock<std::result::Result<usize, String>> = OnceLock::new();
+    LIMIT
+        .get_or_init(|| match std::env::var_os(MESSAGE_LIMIT_VAR) {
+            None => Ok(MESSAGE_LIMIT),
+            Some(v) => v
+                .to_str()
+                .and_then(|t| t.trim().parse::<usize>().ok())
+                .filter(|n| (1..=MESSAGE_LIMIT).contains(n))
+                .ok_or_else(|| {
+                    format!(
+                        "{MESSAGE_LIMIT_VAR}={}: not a number of elements from 1 to \
+                         {MESSAGE_LIMIT}",
+                        v.to_string_lossy()
+                    )
+                }),
+        })
+        .clone()
+        .map_err(SolveError::Processes)
+}
+
+/// The elements `from[r * per..(r + 1) * per]` (what is left of them), round `r` of a share
+/// cut into rounds of `per`.
+fn round_of<T>(from: &[T], r: usize, per: usize) -> &[T] {
+    let lo = r.saturating_mul(per).min(from.len());
+    &from[lo..lo.saturating_add(per).min(from.len())]
+}
 
 /// What moves data between the processes of a solve: a few MPI collectives.
 pub trait Transport: Send + Sync {
@@ -58,6 +100,10 @@ pub struct Exchange<'t> {
     parts: Parts,
     shape: Shape,
     rank: u32,
+    /// Elements a process sends to one other in one round of a collective: the message
+    /// limit over the number of processes, so that what one process sends, and receives, in
+    /// a call stays within the limit.
+    per_process: usize,
     /// Bytes this process sent to others: the forward pass's ids, the backward pass's
     /// requests and answers.
     sent_forward: AtomicU64,
@@ -72,12 +118,14 @@ impl<'t> Exchange<'t> {
             parts: Parts::ONE,
             shape,
             rank: 0,
+            per_process: MESSAGE_LIMIT,
             sent_forward: AtomicU64::new(0),
             sent_backward: AtomicU64::new(0),
         }
     }
 
-    /// The processes of `transport`, boards split by `parts` (one part a process).
+    /// The processes of `transport`, boards split by `parts` (one part a process); an error
+    /// if [`MESSAGE_LIMIT_VAR`] holds no limit.
     pub fn new(transport: &'t dyn Transport, parts: Parts, shape: Shape) -> Result<Exchange<'t>> {
         if parts.count != transport.ranks() {
             return Err(SolveError::Internal(format!(
@@ -86,11 +134,13 @@ impl<'t> Exchange<'t> {
                 transport.ranks()
             )));
         }
+        let per_process = (message_limit()? / parts.count.max(1) as usize).max(1);
         Ok(Exchange {
             rank: transport.rank(),
             transport: (parts.count > 1).then_some(transport),
             parts,
             shape,
+            per_process,
             sent_forward: AtomicU64::new(0),
             sent_backward: AtomicU64::new(0),
         })
@@ -167,12 +217,21 @@ impl<'t> Exchange<'t> {
         Ok(self.agree_min(u64::from(yes))? == 1)
     }
 
-    /// Every process's `bytes`, by rank. Collective.
+    /// Every process's `bytes`, by rank, gathered in rounds of at most the per-process
+    /// share of the message limit. Collective.
     pub fn gather(&self, bytes: Vec<u8>) -> Result<Vec<Vec<u8>>> {
-        match self.transport {
-            None => Ok(vec![bytes]),
-            Some(t) => t.all_gather(&bytes),
+        let Some(t) = self.transport else {
+            return Ok(vec![bytes]);
+        };
+        let per = self.per_process;
+        let rounds = self.agree_max(bytes.len().div_ceil(per) as u64)? as usize;
+        let mut got: Vec<Vec<u8>> = vec![Vec::new(); self.parts.count as usize];
+        for r in 0..rounds {
+            for (g, part) in got.iter_mut().zip(t.all_gather(round_of(&bytes, r, per))?) {
+                g.extend_from_slice(&part);
+            }
         }
+        Ok(got)
     }
 
     /// Every process's `mine`, by rank: encoded as JSON, gathered and decoded over several
@@ -233,15 +292,16 @@ impl<'t> Exchange<'t> {
         }
     }
 
-    /// `buckets[d]` to process `d`, in rounds of at most [`ROUND`] ids a process; what every
-    /// process sent here, by rank (each in the order it was sent).
+    /// `buckets[d]` to process `d`, in rounds of at most the per-process share of the
+    /// message limit; what every process sent here, by rank (each in the order it was sent).
     fn all_to_all(&self, buckets: &[Vec<u64>], forward: bool) -> Result<Vec<Vec<u64>>> {
         let t = self
             .transport
             .ok_or_else(|| SolveError::Internal("an exchange within one process".into()))?;
         let n = buckets.len();
+        let per = self.per_process;
         let longest = buckets.iter().map(Vec::len).max().unwrap_or(0);
-        let rounds = self.agree_max(longest.div_ceil(ROUND) as u64)? as usize;
+        let rounds = self.agree_max(longest.div_ceil(per) as u64)? as usize;
         let sent: usize = buckets
             .iter()
             .enumerate()
@@ -256,13 +316,7 @@ impl<'t> Exchange<'t> {
         counter.fetch_add(sent as u64, Ordering::Relaxed);
         let mut got: Vec<Vec<u64>> = vec![Vec::new(); n];
         for r in 0..rounds {
-            let send: Vec<&[u64]> = buckets
-                .iter()
-                .map(|b| {
-                    let lo = (r * ROUND).min(b.len());
-                    &b[lo..((r + 1) * ROUND).min(b.len())]
-                })
-                .collect();
+            let send: Vec<&[u64]> = buckets.iter().map(|b| round_of(b, r, per)).collect();
             for (g, part) in got.iter_mut().zip(t.all_to_all(&send)?) {
                 g.extend_from_slice(&part);
             }
@@ -451,6 +505,25 @@ mod tests {
             (vec![3], vec![0.5, 0.25])
         );
         assert_eq!(ex.sent(), (0, 0));
+    }
+
+    #[test]
+    fn rounds_cut_a_share_into_pieces_that_join_to_it() {
+        let share: Vec<u64> = (0..1000).collect();
+        for per in [1, 7, 500, 999, 1000, 1001, usize::MAX] {
+            let rounds = share.len().div_ceil(per);
+            let mut joined = Vec::new();
+            for r in 0..rounds {
+                let piece = round_of(&share, r, per);
+                assert!(!piece.is_empty() && piece.len() <= per, "{per}: round {r}");
+                joined.extend_from_slice(piece);
+            }
+            assert_eq!(joined, share, "{per}");
+            // Rounds past a share's end (another process had more) send nothing.
+            assert!(round_of(&share, rounds, per).is_empty());
+            assert!(round_of(&share, rounds + 5, per).is_empty());
+        }
+        assert!(round_of::<u64>(&[], 0, 3).is_empty());
     }
 
     #[test]

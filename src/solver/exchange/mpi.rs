@@ -48,8 +48,9 @@ pub fn launched() -> bool {
 
 /// One process of `mpirun -np N age2048 solve`: MPI initialised, then `solve` run as one of
 /// the job's processes (boards of `shape` split by `scheme`, one part a process), told how
-/// many processes of the job share this machine's memory; a job of one process solves as a
-/// single process. An error in any process is printed by it in one line and ends the whole
+/// many processes of the job share this host's memory; a job of one process solves as a
+/// single process. Each process of a job says on standard error, in one line, which host it
+/// runs on and how many of the job's processes that host holds. An error in any process is printed by it in one line and ends the whole
 /// job with its status (`MPI_Abort`), so that no process waits for one that stopped; an error
 /// that `quiet` accepts (a closed standard output) just returns.
 pub fn run_mpi<E>(
@@ -72,7 +73,14 @@ where
     if mpi.ranks() == 1 {
         return solve(&Exchange::single(shape), 1);
     }
-    let sharers = mpi.on_this_machine()?;
+    let sharers = mpi.on_this_host()?;
+    let host = ::mpi::environment::processor_name().unwrap_or_else(|_| "?".into());
+    let _ = writeln!(
+        std::io::stderr().lock(),
+        "process {} of {} on host {host} ({sharers} of the solve's processes on it)",
+        mpi.rank(),
+        mpi.ranks()
+    );
     let parts = Parts {
         count: mpi.ranks(),
         scheme,
@@ -110,9 +118,10 @@ impl Mpi {
         })
     }
 
-    /// How many processes of the job run on this machine (those that share its memory:
-    /// `MPI_Comm_split_type` by shared memory). Collective.
-    pub fn on_this_machine(&self) -> Result<u32> {
+    /// How many processes of the job run on this host (those that share its memory:
+    /// `MPI_Comm_split_type` by shared memory, which the launcher answers by the node it
+    /// started each process on; processes on other hosts are not counted). Collective.
+    pub fn on_this_host(&self) -> Result<u32> {
         self.on_owner()?;
         Ok(self.world.split_shared(0).size() as u32)
     }
