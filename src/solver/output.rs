@@ -30,7 +30,11 @@ pub fn moves_of(game: &Game, class: ForwardClass) -> MovesOf {
         if super::forward::absorbed(&class, id) {
             0
         } else {
-            rules.moves(id).iter().filter(|m| m.is_some()).count() as u8
+            class
+                .moves(&rules, id)
+                .iter()
+                .filter(|m| m.is_some())
+                .count() as u8
         }
     })
 }
