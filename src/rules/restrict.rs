@@ -525,4 +525,37 @@ mod tests {
             "the required 16 would be above the cap"
         );
     }
+
+    #[test]
+    fn limits_read_back_from_their_digits_and_choose_the_group() {
+        let r = Restriction::parse(
+            shape(3, 4),
+            "256 128 64 64 / 64 64 64 64 / 64 64 64 64",
+            Some("256 128 . . / . . . . / . . . ."),
+        )
+        .unwrap();
+        let l = r.limits();
+        assert_eq!(l.caps_digits(12), "876666666666");
+        assert_eq!(l.need_digits(12).unwrap(), "870000000000");
+        assert_eq!(
+            Limits::from_digits("876666666666", Some("870000000000")),
+            Some(l)
+        );
+        assert_eq!(Restriction::from_limits(shape(3, 4), l).unwrap(), r);
+        assert!(Restriction::from_limits(shape(3, 3), l).is_none());
+        // A cap below 4, a required tile above its cap, a stray character, a short need.
+        assert!(Limits::from_digits("816666666666", None).is_none());
+        assert!(Limits::from_digits("876666666666", Some("890000000000")).is_none());
+        assert!(Limits::from_digits("87666666666x", None).is_none());
+        assert!(Limits::from_digits("876666666666", Some("87")).is_none());
+        // The group: none here; the left-right mirror for a bottom row of 8s on 3x3, within
+        // the group asked for.
+        assert_eq!(r.group(Group::Full), Group::None);
+        let lr = Restriction::parse(shape(3, 3), "16 16 16 / 16 16 16 / 8 8 8", None).unwrap();
+        assert_eq!(lr.group(Group::Full), Group::Kept(0b11));
+        assert_eq!(lr.group(Group::None), Group::None);
+        let all = Restriction::parse(shape(3, 3), "16 16 16 / 16 16 16 / 16 16 16", None).unwrap();
+        assert_eq!(all.group(Group::Full), Group::Full);
+        assert_eq!(all.group(Group::Flips), Group::Flips);
+    }
 }

@@ -455,4 +455,47 @@ mod tests {
             }
         }
     }
+
+    #[test]
+    fn kept_subgroups_pick_their_images_and_read_back_by_name() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+        // On 3x3: the left-right mirror; the diagonal subgroup (identity, half turn, both
+        // diagonal mirrors). On 2x4: the up-down mirror.
+        for (r, c, mask, name) in [
+            (3, 3, 0b0000_0011u8, "keeps-id+lr"),
+            (3, 3, 0b1001_1001, "keeps-id+turn180+diag+antidiag"),
+            (2, 4, 0b0000_0101, "keeps-id+ud"),
+        ] {
+            let shape = Shape::new(r, c).unwrap();
+            let g = Group::Kept(mask);
+            assert_eq!(g.name(), name);
+            assert_eq!(Group::parse(name).unwrap(), g);
+            let sym = Symmetry::new(shape, g);
+            let full = Symmetry::new(shape, Group::Full);
+            assert_eq!(sym.order(), mask.count_ones() as usize);
+            for _ in 0..2000 {
+                let b = random_board(&mut rng, shape.cells());
+                let all = full.images(b);
+                let want = (0..8)
+                    .filter(|k| mask & (1 << k) != 0)
+                    .map(|k| all[k])
+                    .min()
+                    .unwrap();
+                assert_eq!(sym.canon(b), want, "{shape} {name}");
+                let img = sym.images_of(b).unwrap();
+                assert_eq!(img.min(), want);
+                for i in (0..shape.cells()).filter(|&i| cell(b, i) == 0) {
+                    let child = b | (1u64 << (4 * i));
+                    assert_eq!(sym.spawn_canon(&img, i, 1), sym.canon(child));
+                }
+            }
+        }
+        // The usual groups keep their names; a mask without the identity is no group.
+        assert_eq!(Group::from_mask(0xFF, 8), Group::Full);
+        assert_eq!(Group::from_mask(0x0F, 8), Group::Flips);
+        assert_eq!(Group::from_mask(0x0F, 4), Group::Full);
+        assert_eq!(Group::from_mask(0x01, 8), Group::None);
+        assert!(Group::parse("keeps-lr").is_err());
+        assert!(Group::parse("keeps-id+spin").is_err());
+    }
 }

@@ -464,6 +464,29 @@ mod tests {
     }
 
     #[test]
+    fn restricted_names_round_trip_and_bar_moves() {
+        let shape = super::super::Shape::new(2, 2).unwrap();
+        let r = super::super::Restriction::parse(shape, "8 4 / 4 4", Some("8 . / . .")).unwrap();
+        let v = parse("goal-16-p4=0.25")
+            .unwrap()
+            .restricted(r.limits())
+            .unwrap();
+        assert_eq!(v.name(), "goal-16-p4=0.25-caps=3222-need=3000");
+        assert_eq!(parse(&v.name()).unwrap(), v);
+        assert!(parse("goal-16-caps=3122").is_err(), "a cap below 4");
+        let class = v.forward_class();
+        assert_ne!(class, parse("goal-16-p4=0.25").unwrap().forward_class());
+        assert!(class.key().ends_with("-caps2223-need3"), "{}", class.key());
+        // 4 4 / . . : left makes an 8 in cell 0 (cap 8: allowed), right an 8 in cell 1 (cap 4:
+        // barred), up and down are no moves.
+        let rules = Rules::new(shape);
+        let moves = class.moves(&rules, 0x0022);
+        assert!(moves[0].is_some() && moves[1].is_none(), "{moves:?}");
+        // The requirement is absorbing: 8 in cell 0.
+        assert!(class.absorbs(0x0003) && !class.absorbs(0x0030));
+    }
+
+    #[test]
     fn names_round_trip() {
         for name in [
             "expectation",
@@ -496,7 +519,12 @@ mod tests {
                     &[1.0]
                 };
                 for &discount in gammas {
-                    let v = Variant { kind, p4, discount };
+                    let v = Variant {
+                        kind,
+                        p4,
+                        discount,
+                        limits: None,
+                    };
                     assert_eq!(parse(&v.name()).unwrap(), v, "{}", v.name());
                 }
             }

@@ -567,3 +567,227 @@ fn restricted_goal_solves_equal_brute_force_on_3x3() {
         1.0,
     );
 }
+
+/// Runs `solve` on 2x4 with `extra` and a fresh data directory.
+fn solve_2x4(dir: &std::path::Path, extra: &[&str]) -> std::process::Output {
+    let data = dir.display().to_string();
+    let mut args = vec!["solve", "--board", "2x4", "--data", &data, "--threads", "1"];
+    args.extend_from_slice(extra);
+    run(&args)
+}
+
+#[test]
+fn a_restricted_solve_is_identified_by_the_symmetries_that_keep_its_caps_only() {
+    let dir = crate::common::fresh_dir("restricted_symmetry");
+    // A column of 8s on the right: only the up-down mirror keeps it, and the plan line says so.
+    let caps = ["--variant", "goal-32", "--caps", "16 16 16 8 / 16 16 16 8"];
+    let o = solve_2x4(&dir, &caps);
+    assert!(o.status.success(), "{o:?}");
+    let err = crate::common::stderr(&o);
+    assert!(
+        err.contains("symmetry keeps-id+ud (2 of the board's"),
+        "{err}"
+    );
+    let m = |v: &str| {
+        age2048::store::manifest::read_path(&dir.join(format!(
+            "manifest/board=2x4/variant={}.json",
+            v.replace('=', "%3D")
+        )))
+        .unwrap()
+    };
+    let ud = m("goal-32-caps=44434443");
+    assert_eq!(ud.symmetry, "keeps-id+ud");
+    assert_eq!(ud.caps.as_deref(), Some("16 16 16 8 / 16 16 16 8"));
+    assert_eq!(ud.require, None);
+    // A requirement in one corner keeps no symmetry; uniform caps keep every one. Beside them
+    // in the same directory, the unrestricted solve keeps the full group.
+    let o = solve_2x4(
+        &dir,
+        &[
+            "--variant",
+            "goal-32",
+            "--caps",
+            "16 16 16 16 / 16 16 16 16",
+            "--require",
+            "16 . . . / . . . .",
+            "-q",
+        ],
+    );
+    assert!(o.status.success(), "{o:?}");
+    let o = solve_2x4(
+        &dir,
+        &[
+            "--variant",
+            "goal-32",
+            "--caps",
+            "16 16 16 16 / 16 16 16 16",
+            "-q",
+        ],
+    );
+    assert!(o.status.success(), "{o:?}");
+    let o = solve_2x4(&dir, &["--variant", "goal-32", "-q"]);
+    assert!(o.status.success(), "{o:?}");
+    let need = m("goal-32-caps=44444444-need=40000000");
+    assert_eq!(need.symmetry, "none");
+    assert_eq!(need.require.as_deref(), Some("16 . . . / . . . ."));
+    let uniform = m("goal-32-caps=44444444");
+    assert_eq!(uniform.symmetry, "full");
+    let free = m("goal-32");
+    assert_eq!(free.symmetry, "full");
+    // Caps of half the goal restrict nothing: the same values as the unrestricted solve.
+    assert_eq!(uniform.n_states, free.n_states);
+    assert_eq!(uniform.value_initial, free.value_initial);
+    assert!(need.value_initial.unwrap() >= free.value_initial.unwrap());
+    // The Parquet files name the caps and requirement; an unrestricted solve's say nothing.
+    let kv = |m: &age2048::store::Manifest, key: &str| -> Vec<Option<String>> {
+        use parquet::file::reader::FileReader;
+        m.files
+            .iter()
+            .filter(|f| f.path.ends_with(".parquet"))
+            .map(|f| {
+                let file = std::fs::File::open(dir.join(&f.path)).unwrap();
+                let r = parquet::file::reader::SerializedFileReader::new(file).unwrap();
+                let kvs = r.metadata().file_metadata().key_value_metadata().cloned();
+                kvs.unwrap_or_default()
+                    .into_iter()
+                    .find(|kv| kv.key == key)
+                    .and_then(|kv| kv.value)
+            })
+            .collect()
+    };
+    let caps_of = kv(&need, "age2048.caps");
+    assert!(caps_of.len() > 10, "{} Parquet files", caps_of.len());
+    assert!(caps_of
+        .iter()
+        .all(|c| c.as_deref() == Some("16 16 16 16 / 16 16 16 16")));
+    assert!(kv(&need, "age2048.require")
+        .iter()
+        .all(|c| c.as_deref() == Some("16 . . . / . . . .")));
+    assert!(kv(&free, "age2048.caps").iter().all(Option::is_none));
+    // `verify` checks them all; `best` answers within the caps and refuses a board above them
+    // in one line.
+    let data = dir.display().to_string();
+    let o = run(&["verify", "--data", &data, "-q"]);
+    assert!(o.status.success(), "{o:?}");
+    let best = |board: &str| {
+        run(&[
+            "best",
+            "--board",
+            "2x4",
+            "--data",
+            &data,
+            "--variant",
+            "goal-32-caps=44434443",
+            board,
+        ])
+    };
+    let o = best("2 2 0 0 / 0 0 0 0");
+    assert!(o.status.success(), "{o:?}");
+    let o = best("2 0 0 16 / 0 0 0 0");
+    let err = crate::common::stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("outside the caps")
+            && err.contains("the tile 16 in row 1, column 4 is above that cell's cap 8"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_restricted_solve_in_the_compact_layout_gives_the_full_layouts_values() {
+    let dir = crate::common::fresh_dir("restricted_compact");
+    let data = dir.display().to_string();
+    let caps = "16 16 8 4 / 8 8 8 4";
+    let o = solve_2x4(
+        &dir,
+        &[
+            "--variant",
+            "goal-32",
+            "--caps",
+            caps,
+            "--layout",
+            "compact",
+            "--precision",
+            "f64",
+            "-q",
+        ],
+    );
+    assert!(o.status.success(), "{o:?}");
+    let other = crate::common::fresh_dir("restricted_compact_full");
+    let o = solve_2x4(&other, &["--variant", "goal-32", "--caps", caps, "-q"]);
+    assert!(o.status.success(), "{o:?}");
+    let ask = |d: &str| {
+        let o = run(&[
+            "best",
+            "--board",
+            "2x4",
+            "--data",
+            d,
+            "--variant",
+            "goal-32-caps=44323332",
+            "2 2 0 0 / 0 4 0 0",
+            "8 4 2 0 / 2 0 0 0",
+        ]);
+        assert!(o.status.success(), "{o:?}");
+        stdout(&o)
+    };
+    assert_eq!(ask(&data), ask(&other.display().to_string()));
+    // The policy layout is refused in one line.
+    let o = solve_2x4(
+        &dir,
+        &["--variant", "goal-32", "--caps", caps, "--layout", "policy"],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(crate::common::stderr(&o).contains("policy layout is not available"));
+}
+
+#[test]
+fn every_bad_restricted_solve_gets_one_line_and_exit_2() {
+    let cases: [(&[&str], &str); 7] = [
+        (&["--caps", "16 16 16 / 16 16 16 16"], "row 1 has 3 cells"),
+        (&["--caps", "16 16 16 16 16 16 16"], "7 cells"),
+        (
+            &["--caps", "16 16 16 12 / 16 16 16 16"],
+            "12 is not a power of two",
+        ),
+        (&["--caps", "16 16 16 2 / 16 16 16 16"], "below 4"),
+        (
+            &[
+                "--caps",
+                "16 16 16 8 / 16 16 16 16",
+                "--require",
+                "16 16 16 16 / . . . .",
+            ],
+            "above that cell's cap 8",
+        ),
+        (
+            &["--require", "16 . . . / . . . ."],
+            "--require needs --caps",
+        ),
+        (
+            &[
+                "--variant",
+                "expectation",
+                "--caps",
+                "16 16 16 16 / 16 16 16 16",
+                "--require",
+                "16 . . . / . . . .",
+            ],
+            "scores points",
+        ),
+    ];
+    let dir = crate::common::fresh_dir("restricted_bad");
+    for (extra, says) in cases {
+        let mut args: Vec<&str> = extra.to_vec();
+        if !extra.contains(&"--variant") {
+            args.extend_from_slice(&["--variant", "goal-32"]);
+        }
+        let o = solve_2x4(&dir, &args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    assert!(!dir.join("manifest").exists(), "nothing solved");
+}

@@ -113,7 +113,11 @@ fn manifest(
         .flat_map(|r| r.files[vi].iter().cloned())
         .collect();
     let ages_file = store.layout().ages_file(shape, &name);
-    let bytes = ages_parquet(&ages_file, &ages)?;
+    let bytes = ages_parquet(
+        &ages_file,
+        &ages,
+        &crate::solver::output::file_meta(shape, v),
+    )?;
     files.push(store.write_file(&ages_file, &bytes)?);
     let max_tile = ages
         .iter()
