@@ -11,7 +11,7 @@ use super::trace::MemoryTrace;
 use super::{set_threads, CliError};
 use crate::index::MAX_FRACTION_BITS;
 use crate::rules::variant::Given;
-use crate::rules::{Group, Shape, Variant};
+use crate::rules::{Group, Restriction, Shape, Variant};
 use crate::solver::exchange::Exchange;
 use crate::solver::plan::MemoryBudget;
 use crate::solver::run::solve_exchanged;
@@ -47,6 +47,18 @@ pub struct SolveArgs {
     /// γ; recorded in the variant name (goal-32-discount=0.95).
     #[arg(long)]
     pub discount: Option<String>,
+    /// Restrict play (Slizkov): the largest tile each cell may hold, a grid row-major with rows
+    /// split by `/` (`"256 128 64 / 64 64 64"`). A move whose result holds a tile above its
+    /// cell's cap is not played unless it wins; a state with no other move is lost. Boards are
+    /// identified only by the symmetries that keep the caps (and the requirement). Recorded in
+    /// the variant name (`-caps=` one hexadecimal exponent a cell).
+    #[arg(long, value_name = "GRID")]
+    pub caps: Option<String>,
+    /// With --caps: a configuration whose reaching wins, as a grid with `.` in a free cell
+    /// (`"256 128 . / . . ."`): a board holding exactly these tiles in these cells is worth 1,
+    /// as one holding the goal tile is. Goal and guaranteed variants only.
+    #[arg(long, value_name = "GRID")]
+    pub require: Option<String>,
     /// No progress bars.
     #[arg(long, short)]
     pub quiet: bool,
@@ -135,9 +147,16 @@ pub struct SolveArgs {
 /// `sharers` (1 but under `mpirun`: the default budget is split between them).
 pub fn config(a: &SolveArgs, sharers: u32) -> Result<SolveConfig, CliError> {
     let shape = Shape::parse(&a.board)?;
-    let group = Group::parse(&a.symmetry)?;
+    let mut group = Group::parse(&a.symmetry)?;
     let given = Given::from_args(a.p4.as_deref(), a.discount.as_deref())?;
-    let variants = Variant::parse_list(&a.variant, given)?;
+    let mut variants = Variant::parse_list(&a.variant, given)?;
+    if let Some(r) = restriction(a, shape, &variants)? {
+        group = r.group(group);
+        variants = variants
+            .into_iter()
+            .map(|v| v.restricted(r.limits()))
+            .collect::<Result<_, _>>()?;
+    }
     Ok(SolveConfig {
         shape,
         group,
@@ -165,6 +184,46 @@ pub fn config(a: &SolveArgs, sharers: u32) -> Result<SolveConfig, CliError> {
             None => None,
         },
     })
+}
+
+/// The checked `--caps` and `--require` (`None` without `--caps`), for `variants`: a
+/// requirement is a win, which only goal and guaranteed variants have; the policy layout's
+/// readers rank the unrestricted moves, so it is refused.
+fn restriction(
+    a: &SolveArgs,
+    shape: Shape,
+    variants: &[Variant],
+) -> Result<Option<Restriction>, CliError> {
+    let Some(caps) = &a.caps else {
+        if a.require.is_some() {
+            return Err(CliError::Usage(
+                "--require needs --caps (the requirement restricts a capped solve)".into(),
+            ));
+        }
+        return Ok(None);
+    };
+    let r = Restriction::parse(shape, caps, a.require.as_deref())
+        .map_err(|e| CliError::Usage(e.to_string()))?;
+    if r.require_code().is_some() {
+        if let Some(v) = variants.iter().find(|v| v.scored()) {
+            return Err(CliError::Usage(format!(
+                "--require: {} scores points, it has no win; a requirement applies to goal-T and guaranteed-T variants",
+                v.name()
+            )));
+        }
+    }
+    if a.layout == "policy" {
+        return Err(CliError::Usage(
+            "--caps: the policy layout is not available for a restricted solve (its moves are ranked among the unrestricted ones); use --layout full or compact".into(),
+        ));
+    }
+    if let Some(v) = variants.iter().find(|v| v.limits.is_some()) {
+        return Err(CliError::Usage(format!(
+            "--caps and the variant {} restricted by its name: give the restriction once",
+            v.name()
+        )));
+    }
+    Ok(Some(r))
 }
 
 /// The checked `--memory` and hidden `--fixed-memory`, resolved once (the default: a share
@@ -364,6 +423,12 @@ fn one_group_per_board(store: &Store, cfg: &SolveConfig) -> Result<(), CliError>
         }
         // An unreadable manifest is the reuse check's business (it solves that variant again).
         let Ok(m) = m else { continue };
+        // A restricted solve's ids are joined with no other solve's: its group is the one
+        // that keeps its caps, whatever the others'.
+        let restricted = cfg.variants.iter().any(|v| v.limits.is_some());
+        if restricted || m.caps.is_some() {
+            continue;
+        }
         if m.symmetry != cfg.group.name() {
             return Err(StoreError::MixedSymmetry {
                 dir: store.root().to_path_buf(),

@@ -74,6 +74,27 @@ impl Answer {
     }
 }
 
+/// The error of a board holding a tile above its cell's cap under `variant`'s restriction.
+pub fn outside_caps(game: &Game, variant: &Variant, code: u64, text: &str) -> QueryError {
+    let l = variant.limits.expect("a restricted variant");
+    let cell = (0..game.cells())
+        .find(|&i| board::cell(code, i) > board::cell(l.caps, i))
+        .unwrap_or(0);
+    let cols = game.shape().cols();
+    QueryError::OutsideCaps {
+        text: text.to_string(),
+        board: game.shape().to_string(),
+        variant: variant.name(),
+        what: format!(
+            "the tile {} in row {}, column {} is above that cell's cap {}",
+            1u32 << board::cell(code, cell),
+            cell / cols + 1,
+            cell % cols + 1,
+            1u32 << board::cell(l.caps, cell)
+        ),
+    }
+}
+
 /// Evaluates `code` under `variant`. `index(id)` must be the index of the board's age for
 /// this game and variant that holds board `id` (the age's one index, or in a solve of several
 /// parts the part's; `None` if the solve has no board of that age there).
@@ -93,9 +114,15 @@ pub fn evaluate<'a, B: AsRef<[u8]> + 'a>(
         value: 0.0,
         best: None,
     };
-    if variant.goal().is_some_and(|g| board::max_exp(code) >= g) {
+    let class = variant.forward_class();
+    if class.absorbs(code) {
         ev.value = 1.0;
         return Ok(ev);
+    }
+    if let Some(l) = variant.limits {
+        if l.breaks_caps(code) {
+            return Err(outside_caps(game, variant, code, text));
+        }
     }
     let unreachable = || QueryError::Unreachable {
         text: text.to_string(),
@@ -113,8 +140,11 @@ pub fn evaluate<'a, B: AsRef<[u8]> + 'a>(
     if states && own.state_rank(id).is_none() {
         return Err(unreachable());
     }
+    // The moves the variant allows (under caps, not one into a tile above its cap unless it
+    // wins), in the order of `Dir::ALL`.
+    let moves = class.moves(&game.rules, code);
     for (i, d) in Dir::ALL.iter().enumerate() {
-        let Some((after, reward)) = game.rules.apply(code, *d) else {
+        let Some((after, reward)) = moves[i] else {
             continue;
         };
         let after = game.canon(after);

@@ -186,10 +186,8 @@ impl<'a> Player<'a> {
 
     /// True when the game is over because the goal tile is on the board.
     pub fn at_goal(&self, code: u64) -> bool {
-        self.tb
-            .variant()
-            .goal()
-            .is_some_and(|g| board::max_exp(code) >= g)
+        // The goal tile, or a restricted solve's requirement.
+        self.tb.variant().forward_class().absorbs(code)
     }
 
     /// The candidate among `items` with the largest (`max`) or smallest state value, ties
@@ -281,7 +279,7 @@ impl<'a> Player<'a> {
     ) -> Result<(Option<Dir>, Option<Evaluation>)> {
         let probe = eval || (self.policy == Policy::Optimal && self.tb.has_values());
         let ev = if probe { Some(self.probe(code)?) } else { None };
-        let moves = self.tb.game().rules.moves(code);
+        let moves = self.tb.moves(code);
         let valid: Vec<usize> = (0..4).filter(|&i| moves[i].is_some()).collect();
         let dir = match self.policy {
             Policy::Optimal if ev.is_some() => ev.as_ref().and_then(|e| e.best),
@@ -322,7 +320,7 @@ impl<'a> Player<'a> {
             }
             let (dir, ev) = self.choose(b, rng, watch.is_some())?;
             let Some(dir) = dir else { break };
-            let Some((after, reward)) = self.tb.game().rules.apply(b, dir) else {
+            let Some((after, reward)) = self.tb.moves(b)[dir as usize] else {
                 // The policy only plays valid moves; an optimal move that changes nothing
                 // would be an index that disagrees with the rules.
                 return Err(QueryError::Unreachable {
@@ -647,7 +645,7 @@ impl<'a> Session<'a> {
 
     /// No move can be played: no valid move, or the goal is made.
     pub fn over(&self) -> bool {
-        self.won() || self.tablebase().game().rules.moves(self.board) == [None; 4]
+        self.won() || self.tablebase().moves(self.board) == [None; 4]
     }
 
     /// Plays `dir` without asking for values (the policy layout has none): its reward, or
@@ -657,7 +655,7 @@ impl<'a> Session<'a> {
         if self.over() {
             return Ok(None);
         }
-        let Some((after, reward)) = self.tablebase().game().rules.apply(self.board, dir) else {
+        let Some((after, reward)) = self.tablebase().moves(self.board)[dir as usize] else {
             return Ok(None);
         };
         self.board = self.player.spawn(after, &mut self.rng)?;
@@ -671,7 +669,7 @@ impl<'a> Session<'a> {
         if self.over() {
             return Ok(Outcome::Invalid(dir));
         }
-        let Some((after, reward)) = self.tablebase().game().rules.apply(self.board, dir) else {
+        let Some((after, reward)) = self.tablebase().moves(self.board)[dir as usize] else {
             return Ok(Outcome::Invalid(dir));
         };
         let eval = self.evaluation()?;

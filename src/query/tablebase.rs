@@ -99,6 +99,12 @@ impl Tablebase {
         &self.game
     }
 
+    /// The moves the solved variant plays from `code` (L, R, U, D): every valid one, but in a
+    /// restricted solve none into a tile above its cell's cap unless it wins.
+    pub fn moves(&self, code: u64) -> [Option<(u64, u32)>; 4] {
+        self.variant.forward_class().moves(&self.game.rules, code)
+    }
+
     pub fn variant(&self) -> &Variant {
         &self.variant
     }

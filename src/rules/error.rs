@@ -43,6 +43,8 @@ pub enum VariantError {
         len: usize,
         max: usize,
     },
+    #[error("variant '{name}': its -caps= and -need= are not one hexadecimal digit a cell (exponents; caps at least 2, a required tile at most its cap, 0 in a free cell)")]
+    Limits { name: String },
     #[error("variant '{0}' is listed twice")]
     Duplicate(String),
 }

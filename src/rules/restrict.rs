@@ -35,6 +35,108 @@ pub enum RestrictError {
     },
 }
 
+/// Caps and an optional requirement as the rules apply them, without the shape: what a
+/// variant and its forward class carry ([`super::Variant::limits`]). Named in a variant's name
+/// as one hexadecimal digit a cell, cell 0 first: the exponent of its cap (`caps=8766…`), or
+/// of its required tile, `0` in a free cell (`need=8700…`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Limits {
+    /// The cap of each cell as an exponent, in a board code.
+    pub caps: u64,
+    /// The required tiles (exponents) and the mask of the nibbles they occupy (`0` = none).
+    pub need: u64,
+    pub need_mask: u64,
+}
+
+impl Limits {
+    /// True when some tile of `code` is above its cell's cap.
+    #[inline]
+    pub fn breaks_caps(&self, code: u64) -> bool {
+        // Nibble by nibble: tile > cap. A nibble's borrow cannot be seen through a
+        // subtraction of whole words, so each cell is compared on its own.
+        let mut c = code;
+        let mut k = self.caps;
+        while c != 0 {
+            if (c & 0xF) > (k & 0xF) {
+                return true;
+            }
+            c >>= 4;
+            k >>= 4;
+        }
+        false
+    }
+
+    /// True when `code` holds the requirement (always false without one).
+    #[inline]
+    pub fn met(&self, code: u64) -> bool {
+        self.need_mask != 0 && code & self.need_mask == self.need
+    }
+
+    /// The caps' digits, one a cell (`cells` of them), as a variant's name writes them.
+    pub fn caps_digits(&self, cells: usize) -> String {
+        digits(self.caps, cells)
+    }
+
+    /// The requirement's digits (`0` in a free cell), if there is one.
+    pub fn need_digits(&self, cells: usize) -> Option<String> {
+        (self.need_mask != 0).then(|| digits(self.need, cells))
+    }
+
+    /// Reads the digits a variant's name writes: `None` if any is not a hexadecimal digit, a
+    /// cap is below 4 (`2`), or a required tile is above its cell's cap.
+    pub fn from_digits(caps: &str, need: Option<&str>) -> Option<Limits> {
+        let code = |text: &str| -> Option<(u64, u64)> {
+            if text.is_empty() || text.len() > 16 {
+                return None;
+            }
+            let mut code = 0u64;
+            let mut mask = 0u64;
+            for (i, ch) in text.chars().enumerate() {
+                let e = u64::from(ch.to_digit(16)?);
+                code |= e << (4 * i);
+                if e != 0 {
+                    mask |= 0xF << (4 * i);
+                }
+            }
+            Some((code, mask))
+        };
+        let (caps, _) = code(caps)?;
+        let cells = caps_len(caps);
+        if (0..cells).any(|i| cell(caps, i) < 2) {
+            return None;
+        }
+        let (need, need_mask) = match need {
+            Some(t) => {
+                if t.len() != cells {
+                    return None;
+                }
+                let (n, m) = code(t)?;
+                if m == 0 || (0..cells).any(|i| cell(n, i) > cell(caps, i)) {
+                    return None;
+                }
+                (n, m)
+            }
+            None => (0, 0),
+        };
+        Some(Limits {
+            caps,
+            need,
+            need_mask,
+        })
+    }
+}
+
+/// The number of cells a caps code covers (every cap is at least 4, so none is `0`).
+fn caps_len(caps: u64) -> usize {
+    (0..16).take_while(|&i| cell(caps, i) != 0).count()
+}
+
+fn digits(code: u64, cells: usize) -> String {
+    (0..cells)
+        .map(|i| char::from_digit(u32::from(cell(code, i)), 16).expect("a nibble"))
+        .collect()
+}
+
 /// Caps and an optional requirement on one board shape, checked once.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Restriction {
@@ -141,26 +243,49 @@ impl Restriction {
         Some(r)
     }
 
+    /// What the rules apply, without the shape.
+    pub fn limits(&self) -> Limits {
+        Limits {
+            caps: self.caps,
+            need: self.need,
+            need_mask: self.need_mask,
+        }
+    }
+
+    /// The restriction `limits` names on `shape` (`None` if its cells are not the shape's).
+    pub fn from_limits(shape: Shape, limits: Limits) -> Option<Restriction> {
+        (caps_len(limits.caps) == shape.cells()).then_some(Restriction {
+            shape,
+            caps: limits.caps,
+            need: limits.need,
+            need_mask: limits.need_mask,
+        })
+    }
+
     /// True when some tile of `code` is above its cell's cap.
     #[inline]
     pub fn breaks_caps(&self, code: u64) -> bool {
-        // Nibble by nibble: tile > cap.
-        let mut c = code;
-        let mut k = self.caps;
-        while c != 0 {
-            if (c & 0xF) > (k & 0xF) {
-                return true;
-            }
-            c >>= 4;
-            k >>= 4;
-        }
-        false
+        self.limits().breaks_caps(code)
     }
 
     /// True when `code` holds the requirement (always false without one).
     #[inline]
     pub fn met(&self, code: u64) -> bool {
-        self.need_mask != 0 && code & self.need_mask == self.need
+        self.limits().met(code)
+    }
+
+    /// The group of the symmetries that keep the caps and the requirement, within `within`
+    /// (the group asked for): the group a restricted solve identifies boards by.
+    pub fn group(&self, within: Group) -> Group {
+        let full = Symmetry::new(self.shape, Group::Full).order();
+        let allowed: u8 = match within {
+            Group::Full => 0xFF,
+            Group::Flips => 0x0F,
+            Group::None => 0x01,
+            Group::Kept(m) => m,
+        };
+        let mask = self.symmetries().into_iter().fold(0u8, |m, k| m | (1 << k)) & allowed;
+        Group::from_mask(mask, full)
     }
 
     /// The symmetries of the board (indices into [`Symmetry::images`] of the shape's full
@@ -399,5 +524,38 @@ mod tests {
             r.with_cap(0, 3).is_none(),
             "the required 16 would be above the cap"
         );
+    }
+
+    #[test]
+    fn limits_read_back_from_their_digits_and_choose_the_group() {
+        let r = Restriction::parse(
+            shape(3, 4),
+            "256 128 64 64 / 64 64 64 64 / 64 64 64 64",
+            Some("256 128 . . / . . . . / . . . ."),
+        )
+        .unwrap();
+        let l = r.limits();
+        assert_eq!(l.caps_digits(12), "876666666666");
+        assert_eq!(l.need_digits(12).unwrap(), "870000000000");
+        assert_eq!(
+            Limits::from_digits("876666666666", Some("870000000000")),
+            Some(l)
+        );
+        assert_eq!(Restriction::from_limits(shape(3, 4), l).unwrap(), r);
+        assert!(Restriction::from_limits(shape(3, 3), l).is_none());
+        // A cap below 4, a required tile above its cap, a stray character, a short need.
+        assert!(Limits::from_digits("816666666666", None).is_none());
+        assert!(Limits::from_digits("876666666666", Some("890000000000")).is_none());
+        assert!(Limits::from_digits("87666666666x", None).is_none());
+        assert!(Limits::from_digits("876666666666", Some("87")).is_none());
+        // The group: none here; the left-right mirror for a bottom row of 8s on 3x3, within
+        // the group asked for.
+        assert_eq!(r.group(Group::Full), Group::None);
+        let lr = Restriction::parse(shape(3, 3), "16 16 16 / 16 16 16 / 8 8 8", None).unwrap();
+        assert_eq!(lr.group(Group::Full), Group::Kept(0b11));
+        assert_eq!(lr.group(Group::None), Group::None);
+        let all = Restriction::parse(shape(3, 3), "16 16 16 / 16 16 16 / 16 16 16", None).unwrap();
+        assert_eq!(all.group(Group::Full), Group::Full);
+        assert_eq!(all.group(Group::Flips), Group::Flips);
     }
 }

@@ -26,7 +26,21 @@ pub enum Group {
     Flips,
     /// Identity only: every board is its own id.
     None,
+    /// The elements of the full group whose bits are set (bit `k`: the `k`-th image of
+    /// [`Symmetry::images`] under [`Group::Full`]; bit 0, the identity, always): the symmetries
+    /// a restricted solve keeps ([`super::Restriction::group`]). Named by its elements,
+    /// `keeps-id+lr` ([`ELEMENT_NAMES`]).
+    Kept(u8),
 }
+
+/// The names of the full group's elements, in the order of its images: identity, left-right
+/// mirror, up-down mirror, half turn, then (square boards) the main diagonal's mirror, the
+/// quarter turn clockwise, the quarter turn anticlockwise, the other diagonal's mirror.
+pub const ELEMENT_NAMES: [&str; 8] = [
+    "id", "lr", "ud", "turn180", "diag", "turn90", "turn270", "antidiag",
+];
+
+const KEPT_PREFIX: &str = "keeps-";
 
 impl Group {
     pub fn parse(text: &str) -> Result<Group, BoardError> {
@@ -34,14 +48,44 @@ impl Group {
             "full" => Ok(Group::Full),
             "flips" => Ok(Group::Flips),
             "none" => Ok(Group::None),
-            _ => Err(BoardError::Symmetry(text.to_string())),
+            _ => text
+                .strip_prefix(KEPT_PREFIX)
+                .and_then(|list| {
+                    list.split('+').try_fold(0u8, |m, name| {
+                        let k = ELEMENT_NAMES.iter().position(|&n| n == name)?;
+                        Some(m | (1 << k))
+                    })
+                })
+                .filter(|m| m & 1 == 1)
+                .map(Group::Kept)
+                .ok_or_else(|| BoardError::Symmetry(text.to_string())),
         }
     }
-    pub fn name(self) -> &'static str {
+
+    pub fn name(self) -> String {
         match self {
-            Group::Full => "full",
-            Group::Flips => "flips",
-            Group::None => "none",
+            Group::Full => "full".into(),
+            Group::Flips => "flips".into(),
+            Group::None => "none".into(),
+            Group::Kept(m) => {
+                let names: Vec<&str> = (0..8)
+                    .filter(|k| m & (1 << k) != 0)
+                    .map(|k| ELEMENT_NAMES[k])
+                    .collect();
+                format!("{KEPT_PREFIX}{}", names.join("+"))
+            }
+        }
+    }
+
+    /// The group of the elements in `mask` (bit `k`: the `k`-th image of the full group of
+    /// `full` elements), by its usual name where it has one.
+    pub fn from_mask(mask: u8, full: usize) -> Group {
+        let all = if full >= 8 { 0xFF } else { (1u8 << full) - 1 };
+        match mask & all {
+            m if m == all => Group::Full,
+            0x0F => Group::Flips,
+            0x01 | 0x00 => Group::None,
+            m => Group::Kept(m | 1),
         }
     }
 }
@@ -102,12 +146,25 @@ pub struct Symmetry {
     /// Cell permutations of every group element (the definition; also the path for shapes
     /// wider or taller than 4).
     perms: Vec<Vec<u8>>,
+    /// Under [`Group::Kept`]: which of the full group's images each slot takes (unused slots
+    /// the identity's).
+    pick: Option<[usize; 8]>,
 }
 
 impl Symmetry {
     pub fn new(shape: Shape, group: Group) -> Symmetry {
         let perms = group_perms(shape, group);
         let order = perms.len();
+        let pick = match group {
+            Group::Kept(mask) => {
+                let mut pick = [0usize; 8];
+                for (slot, k) in (0..8).filter(|k| mask & (1 << k) != 0).enumerate() {
+                    pick[slot] = k;
+                }
+                Some(pick)
+            }
+            _ => None,
+        };
         let images_fn = images_fn(shape, group);
         let symmetry = |images_fn| Symmetry {
             shape,
@@ -116,6 +173,7 @@ impl Symmetry {
             order,
             spawn_or: Vec::new(),
             perms: perms.clone(),
+            pick,
         };
         let mut sym = symmetry(images_fn.unwrap_or(generic_placeholder));
         if images_fn.is_none() {
@@ -123,7 +181,7 @@ impl Symmetry {
         }
         // Where each cell's new tile lands in each image: the image of the one-tile board.
         sym.spawn_or = (0..shape.cells())
-            .map(|i| [1u64, 2].map(|e| (sym.images_fn)(e << (4 * i))))
+            .map(|i| [1u64, 2].map(|e| sym.image_codes(e << (4 * i))))
             .collect();
         sym
     }
@@ -146,9 +204,19 @@ impl Symmetry {
             return None;
         }
         Some(Images {
-            codes: (self.images_fn)(code),
+            codes: self.image_codes(code),
             n: self.order,
         })
+    }
+
+    /// The bit-parallel images, those of a [`Group::Kept`] picked from the full group's.
+    #[inline(always)]
+    fn image_codes(&self, code: u64) -> [u64; 8] {
+        let all = (self.images_fn)(code);
+        match &self.pick {
+            None => all,
+            Some(pick) => pick.map(|k| all[k]),
+        }
     }
 
     /// The canonical id of the board `a` with exponent `e` placed in its empty cell `i`,
@@ -193,6 +261,11 @@ fn generic_placeholder(code: u64) -> [u64; 8] {
 
 /// The bit-parallel image function of a shape of up to 4×4 and a group.
 fn images_fn(shape: Shape, group: Group) -> Option<fn(u64) -> [u64; 8]> {
+    // A kept subgroup picks from the full group's images.
+    let group = match group {
+        Group::Kept(_) => Group::Full,
+        g => g,
+    };
     macro_rules! pick {
         ($($r:literal x $c:literal),*) => {
             match (shape.rows(), shape.cols(), group, shape.is_square()) {
@@ -296,6 +369,13 @@ fn group_perms(shape: Shape, group: Group) -> Vec<Vec<u8>> {
             })
             .collect()
     };
+    if let Group::Kept(mask) = group {
+        let all = group_perms(shape, Group::Full);
+        return (0..all.len())
+            .filter(|k| mask & (1 << k) != 0)
+            .map(|k| all[k].clone())
+            .collect();
+    }
     let mut perms = vec![make(&|r, c| (r, c))];
     if group == Group::None {
         return perms;
@@ -374,5 +454,48 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn kept_subgroups_pick_their_images_and_read_back_by_name() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+        // On 3x3: the left-right mirror; the diagonal subgroup (identity, half turn, both
+        // diagonal mirrors). On 2x4: the up-down mirror.
+        for (r, c, mask, name) in [
+            (3, 3, 0b0000_0011u8, "keeps-id+lr"),
+            (3, 3, 0b1001_1001, "keeps-id+turn180+diag+antidiag"),
+            (2, 4, 0b0000_0101, "keeps-id+ud"),
+        ] {
+            let shape = Shape::new(r, c).unwrap();
+            let g = Group::Kept(mask);
+            assert_eq!(g.name(), name);
+            assert_eq!(Group::parse(name).unwrap(), g);
+            let sym = Symmetry::new(shape, g);
+            let full = Symmetry::new(shape, Group::Full);
+            assert_eq!(sym.order(), mask.count_ones() as usize);
+            for _ in 0..2000 {
+                let b = random_board(&mut rng, shape.cells());
+                let all = full.images(b);
+                let want = (0..8)
+                    .filter(|k| mask & (1 << k) != 0)
+                    .map(|k| all[k])
+                    .min()
+                    .unwrap();
+                assert_eq!(sym.canon(b), want, "{shape} {name}");
+                let img = sym.images_of(b).unwrap();
+                assert_eq!(img.min(), want);
+                for i in (0..shape.cells()).filter(|&i| cell(b, i) == 0) {
+                    let child = b | (1u64 << (4 * i));
+                    assert_eq!(sym.spawn_canon(&img, i, 1), sym.canon(child));
+                }
+            }
+        }
+        // The usual groups keep their names; a mask without the identity is no group.
+        assert_eq!(Group::from_mask(0xFF, 8), Group::Full);
+        assert_eq!(Group::from_mask(0x0F, 8), Group::Flips);
+        assert_eq!(Group::from_mask(0x0F, 4), Group::Full);
+        assert_eq!(Group::from_mask(0x01, 8), Group::None);
+        assert!(Group::parse("keeps-lr").is_err());
+        assert!(Group::parse("keeps-id+spin").is_err());
     }
 }

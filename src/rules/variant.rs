@@ -20,12 +20,21 @@
 //! a board is E[γ^(moves to make T)] (0 if T is never made). The discount changes no reachable
 //! board: `goal-T` and its discounted versions share their forward class.
 //!
-//! Names: the base name, then `-discount=γ` if γ ≠ 1, then `-p4=x` if `p4` ≠ 0.1
-//! (`goal-32-discount=0.95-p4=0.2`); [`Variant::parse`] reads what [`Variant::name`] writes.
+//! A variant may be restricted ([`Limits`], Slizkov's caps and requirement): a move whose
+//! result holds a tile above its cell's cap may not be played unless it wins, and a board
+//! holding the requirement is absorbing with value 1, as one holding the goal tile is. The
+//! restriction changes the reachable boards, so it is part of the forward class.
+//!
+//! Names: the base name, then `-discount=γ` if γ ≠ 1, then `-p4=x` if `p4` ≠ 0.1, then
+//! `-caps=D…` and `-need=D…` if restricted (one hexadecimal digit a cell, [`Limits`])
+//! (`goal-32-discount=0.95-p4=0.2`, `goal-512-caps=876666666666`); [`Variant::parse`] reads
+//! what [`Variant::name`] writes.
 
 use std::fmt;
 
 use super::error::VariantError;
+use super::moves::Rules;
+use super::restrict::Limits;
 
 /// The probability of a 4 in the real game.
 pub const DEFAULT_P4: f64 = 0.1;
@@ -41,6 +50,8 @@ pub const NO_DISCOUNT: f64 = 1.0;
 /// The name suffixes of the parameters, in the order a name writes them.
 const DISCOUNT_KEY: &str = "-discount=";
 const P4_KEY: &str = "-p4=";
+const CAPS_KEY: &str = "-caps=";
+const NEED_KEY: &str = "-need=";
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Kind {
@@ -60,6 +71,8 @@ pub struct Variant {
     pub p4: f64,
     /// γ: each move multiplies the value by it. [`NO_DISCOUNT`] except for a discounted goal.
     pub discount: f64,
+    /// The caps and requirement play is restricted by, if any.
+    pub limits: Option<Limits>,
 }
 
 /// The parameters given beside a variant's name (`--p4`, `--discount`); a name's own suffix
@@ -93,6 +106,9 @@ pub struct ForwardClass {
     pub spawn4: bool,
     /// Boards holding a tile with at least this exponent are absorbing (not expanded).
     pub absorb: Option<u8>,
+    /// The restriction of play: moves barred by the caps, boards holding the requirement
+    /// absorbing.
+    pub limits: Option<Limits>,
 }
 
 impl ForwardClass {
@@ -104,10 +120,38 @@ impl ForwardClass {
             (false, true) => "4",
             (false, false) => "none",
         };
-        match self.absorb {
+        let mut key = match self.absorb {
             Some(e) => format!("spawn{spawns}-absorb{}", 1u32 << e),
             None => format!("spawn{spawns}"),
+        };
+        if let Some(l) = self.limits {
+            key.push_str(&format!("-caps{:x}-need{:x}", l.caps, l.need));
         }
+        key
+    }
+
+    /// True if `code` is absorbing: it holds the goal tile or the requirement. A move into
+    /// such a board wins.
+    #[inline(always)]
+    pub fn absorbs(&self, code: u64) -> bool {
+        self.absorb
+            .is_some_and(|e| super::board::max_exp(code) >= e)
+            || self.limits.is_some_and(|l| l.met(code))
+    }
+
+    /// The moves of `code` that may be played: every valid one, but under caps none whose
+    /// result holds a tile above its cell's cap unless it wins ([`Self::absorbs`]).
+    #[inline(always)]
+    pub fn moves(&self, rules: &Rules, code: u64) -> [Option<(u64, u32)>; 4] {
+        let mut moves = rules.moves(code);
+        if let Some(l) = self.limits {
+            for m in &mut moves {
+                if m.is_some_and(|(a, _)| l.breaks_caps(a) && !self.absorbs(a)) {
+                    *m = None;
+                }
+            }
+        }
+        moves
     }
 }
 
@@ -116,7 +160,8 @@ impl Variant {
     /// `guaranteed-T`, optionally followed by `-discount=γ` (goal-T only) and `-p4=x`) and
     /// applies the parameters `given` beside it. A suffix and a different given value conflict.
     pub fn parse(name: &str, given: Given) -> Result<Variant, VariantError> {
-        let (base, p4_text, discount_text) = split_suffixes(name)?;
+        let (rest, limits) = split_limits(name)?;
+        let (base, p4_text, discount_text) = split_suffixes(rest)?;
         let p4 = p4_text.map(parse_p4).transpose()?;
         let discount = discount_text.map(parse_discount).transpose()?;
         let conflict = |what: &'static str, given: f64| VariantError::Conflict {
@@ -154,7 +199,12 @@ impl Variant {
                 discount: discount.to_string(),
             });
         }
-        let v = Variant { kind, p4, discount };
+        let v = Variant {
+            kind,
+            p4,
+            discount,
+            limits,
+        };
         let len = v.name().len();
         if len > MAX_NAME_LEN {
             return Err(VariantError::NameTooLong {
@@ -189,7 +239,25 @@ impl Variant {
             kind,
             p4,
             discount: NO_DISCOUNT,
+            limits: None,
         }
+    }
+
+    /// The same variant restricted by `limits` (refused if its name would be too long).
+    pub fn restricted(self, limits: Limits) -> Result<Variant, VariantError> {
+        let v = Variant {
+            limits: Some(limits),
+            ..self
+        };
+        let len = v.name().len();
+        if len > MAX_NAME_LEN {
+            return Err(VariantError::NameTooLong {
+                name: v.name(),
+                len,
+                max: MAX_NAME_LEN,
+            });
+        }
+        Ok(v)
     }
 
     /// The name used in the layout (`variant=<name>`).
@@ -207,6 +275,15 @@ impl Variant {
         }
         if self.p4 != DEFAULT_P4 {
             name.push_str(&format!("{P4_KEY}{}", self.p4));
+        }
+        if let Some(l) = self.limits {
+            let cells = (0..16)
+                .take_while(|&i| super::board::cell(l.caps, i) != 0)
+                .count();
+            name.push_str(&format!("{CAPS_KEY}{}", l.caps_digits(cells)));
+            if let Some(need) = l.need_digits(cells) {
+                name.push_str(&format!("{NEED_KEY}{need}"));
+            }
         }
         name
     }
@@ -269,6 +346,7 @@ impl Variant {
             spawn2: self.p4 < 1.0,
             spawn4: self.p4 > 0.0,
             absorb: self.goal(),
+            limits: self.limits,
         }
     }
 }
@@ -307,6 +385,22 @@ fn check_discount(g: f64) -> Result<(), VariantError> {
     } else {
         Err(VariantError::Discount(g.to_string()))
     }
+}
+
+/// Splits a name's restriction (`-caps=…`, then optionally `-need=…`, at its end) off.
+fn split_limits(name: &str) -> Result<(&str, Option<Limits>), VariantError> {
+    let Some(at) = name.find(CAPS_KEY) else {
+        return Ok((name, None));
+    };
+    let tail = &name[at + CAPS_KEY.len()..];
+    let (caps, need) = match tail.split_once(NEED_KEY) {
+        Some((c, n)) => (c, Some(n)),
+        None => (tail, None),
+    };
+    let limits = Limits::from_digits(caps, need).ok_or_else(|| VariantError::Limits {
+        name: name.to_string(),
+    })?;
+    Ok((&name[..at], Some(limits)))
 }
 
 /// Splits a name into its base and the texts of its `-p4=` and `-discount=` suffixes (in
@@ -370,6 +464,29 @@ mod tests {
     }
 
     #[test]
+    fn restricted_names_round_trip_and_bar_moves() {
+        let shape = super::super::Shape::new(2, 2).unwrap();
+        let r = super::super::Restriction::parse(shape, "8 4 / 4 4", Some("8 . / . .")).unwrap();
+        let v = parse("goal-16-p4=0.25")
+            .unwrap()
+            .restricted(r.limits())
+            .unwrap();
+        assert_eq!(v.name(), "goal-16-p4=0.25-caps=3222-need=3000");
+        assert_eq!(parse(&v.name()).unwrap(), v);
+        assert!(parse("goal-16-caps=3122").is_err(), "a cap below 4");
+        let class = v.forward_class();
+        assert_ne!(class, parse("goal-16-p4=0.25").unwrap().forward_class());
+        assert!(class.key().ends_with("-caps2223-need3"), "{}", class.key());
+        // 4 4 / . . : left makes an 8 in cell 0 (cap 8: allowed), right an 8 in cell 1 (cap 4:
+        // barred), up and down are no moves.
+        let rules = Rules::new(shape);
+        let moves = class.moves(&rules, 0x0022);
+        assert!(moves[0].is_some() && moves[1].is_none(), "{moves:?}");
+        // The requirement is absorbing: 8 in cell 0.
+        assert!(class.absorbs(0x0003) && !class.absorbs(0x0030));
+    }
+
+    #[test]
     fn names_round_trip() {
         for name in [
             "expectation",
@@ -402,7 +519,12 @@ mod tests {
                     &[1.0]
                 };
                 for &discount in gammas {
-                    let v = Variant { kind, p4, discount };
+                    let v = Variant {
+                        kind,
+                        p4,
+                        discount,
+                        limits: None,
+                    };
                     assert_eq!(parse(&v.name()).unwrap(), v, "{}", v.name());
                 }
             }

@@ -7,7 +7,8 @@
 //! the caller (who stores them), and spawns into `n+2` and `n+4`.
 //!
 //! Boards holding a tile at or above the class's absorbing tile are kept but not expanded:
-//! goal variants stop there.
+//! goal variants stop there. A restricted class plays only the moves its caps allow and
+//! stops at its requirement too ([`ForwardClass::moves`], [`ForwardClass::absorbs`]).
 
 use std::collections::BTreeMap;
 
@@ -95,10 +96,11 @@ pub enum Start {
     },
 }
 
-/// True if the board holds a tile the class treats as absorbing.
+/// True if the board holds a tile the class treats as absorbing (or, restricted, the
+/// requirement: [`ForwardClass::absorbs`]).
 #[inline]
 pub fn absorbed(class: &ForwardClass, code: u64) -> bool {
-    class.absorb.is_some_and(|e| board::max_exp(code) >= e)
+    class.absorbs(code)
 }
 
 /// The canonical two-tile starting states, by age.
@@ -169,7 +171,7 @@ fn moves_of(game: &Game, class: &ForwardClass, s: u64, mut out: impl FnMut(u64))
     if absorbed(class, s) {
         return;
     }
-    for (a, _) in game.rules.moves(s).into_iter().flatten() {
+    for (a, _) in class.moves(&game.rules, s).into_iter().flatten() {
         out(game.canon(a));
     }
 }

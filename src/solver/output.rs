@@ -18,8 +18,8 @@ use crate::rules::board;
 use crate::rules::order::{rank_moves, Order};
 use crate::rules::{ForwardClass, Game, Rules, Shape, Variant};
 use crate::store::{
-    AgeStats, FileEntry, IndexEntry, PartWriter, PolicyEntry, PolicySymbols, StatesColumns,
-    Storage, Store, TempFile, ROWS_PER_GROUP,
+    AgeStats, FileEntry, FileMeta, IndexEntry, PartWriter, PolicyEntry, PolicySymbols,
+    StatesColumns, Storage, Store, TempFile, ROWS_PER_GROUP,
 };
 
 /// The number of valid moves of a state id for the policy file (0 for a state without a
@@ -30,7 +30,11 @@ pub fn moves_of(game: &Game, class: ForwardClass) -> MovesOf {
         if super::forward::absorbed(&class, id) {
             0
         } else {
-            rules.moves(id).iter().filter(|m| m.is_some()).count() as u8
+            class
+                .moves(&rules, id)
+                .iter()
+                .filter(|m| m.is_some())
+                .count() as u8
         }
     })
 }
@@ -371,6 +375,21 @@ impl<'a> AgeFiles<'a> {
     }
 }
 
+/// What the Parquet files of variant `v` say of themselves: a restricted solve's caps and
+/// requirement.
+pub fn file_meta(shape: Shape, v: &Variant) -> FileMeta {
+    match v
+        .limits
+        .and_then(|l| crate::rules::Restriction::from_limits(shape, l))
+    {
+        Some(r) => FileMeta {
+            caps: Some(r.caps_text()),
+            require: r.require_text(),
+        },
+        None => FileMeta::default(),
+    }
+}
+
 /// The `states` part of variant `v`, created if no row group came yet.
 fn states_part(
     store: &Store,
@@ -383,7 +402,7 @@ fn states_part(
         Some(part) => Ok(part),
         None => {
             let path = store.layout().states_file(game.shape(), &v.name(), age);
-            Ok(store.states_part(&path)?)
+            Ok(store.states_part(&path, &file_meta(game.shape(), v))?)
         }
     }
 }
@@ -718,7 +737,7 @@ fn after_files(
             if !storage.parquet_at(age) {
                 return Ok(None);
             }
-            let mut part = store.afterstates_part(&after_path)?;
+            let mut part = store.afterstates_part(&after_path, &file_meta(shape, v))?;
             for (ids, values) in a
                 .ids
                 .chunks(ROWS_PER_GROUP)

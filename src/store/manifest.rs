@@ -304,6 +304,19 @@ pub struct Manifest {
     /// once, whatever the solve's `symmetry`): the convention of published tables. Null in
     /// manifests written before it.
     pub value_initial_distinct: Option<f64>,
+    /// Value from the empty board with the computer to move (Slizkov's start: a spawn, the
+    /// player's move of the one tile, a spawn, then play). Null in manifests written before
+    /// it.
+    #[serde(default)]
+    pub value_empty: Option<f64>,
+    /// The caps of a restricted solve, as grid text (`256 128 / 64 64`; absent otherwise):
+    /// a move whose result holds a tile above its cell's cap is not played unless it wins.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caps: Option<String>,
+    /// The required configuration of a restricted solve, as grid text (`.` in a free cell),
+    /// if it has one: reaching it wins.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub require: Option<String>,
     pub timings: Timings,
     pub peak_rss_bytes: u64,
     /// How the files are stored; absent (the full layout) in manifests of full solves, so

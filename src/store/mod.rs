@@ -50,7 +50,7 @@ pub use manifest::{
     AgeStats, FileEntry, IndexEntry, LayoutKind, Manifest, PolicyEntry, PolicySymbols, Storage,
     Timings, LAYOUT_VERSION,
 };
-pub use parquet::{ColumnData, PartWriter, StatesColumns, ROWS_PER_GROUP};
+pub use parquet::{ColumnData, FileMeta, PartWriter, StatesColumns, ROWS_PER_GROUP};
 
 /// A data directory.
 #[derive(Clone, Debug)]
@@ -180,13 +180,13 @@ impl Store {
 
     /// The `states` part at `path`, written row group by row group under its temporary name
     /// until [`Store::commit_part`].
-    pub fn states_part(&self, path: &Path) -> Result<PartWriter<TempFile>> {
-        PartWriter::states(path, TempFile::create(path)?)
+    pub fn states_part(&self, path: &Path, meta: &FileMeta) -> Result<PartWriter<TempFile>> {
+        PartWriter::states(path, TempFile::create(path)?, meta)
     }
 
     /// The `afterstates` part at `path` (see [`Store::states_part`]).
-    pub fn afterstates_part(&self, path: &Path) -> Result<PartWriter<TempFile>> {
-        PartWriter::afterstates(path, TempFile::create(path)?)
+    pub fn afterstates_part(&self, path: &Path, meta: &FileMeta) -> Result<PartWriter<TempFile>> {
+        PartWriter::afterstates(path, TempFile::create(path)?, meta)
     }
 
     /// Puts a part in place, durable after the next [`Store::sync`]; returns its entry.

@@ -23,10 +23,55 @@ use super::error::{Result, StoreError};
 use super::manifest::AgeStats;
 use super::schema::{Table, AFTERSTATES, AGES, STATES};
 
+/// The key of a restricted solve's caps in its Parquet files' key-value metadata.
+pub const CAPS_KEY: &str = "age2048.caps";
+/// The key of a restricted solve's requirement in its Parquet files' key-value metadata.
+pub const REQUIRE_KEY: &str = "age2048.require";
+
+/// What a Parquet file of a solve says of itself beyond its schema: for a restricted solve,
+/// its caps and requirement as grid text ([`CAPS_KEY`], [`REQUIRE_KEY`]); nothing otherwise,
+/// so that an unrestricted solve's files are the bytes they always were.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FileMeta {
+    pub caps: Option<String>,
+    pub require: Option<String>,
+}
+
+impl FileMeta {
+    fn key_values(&self) -> Vec<parquet::file::metadata::KeyValue> {
+        let mut kv = Vec::new();
+        if let Some(c) = &self.caps {
+            kv.push(parquet::file::metadata::KeyValue::new(
+                CAPS_KEY.to_string(),
+                c.clone(),
+            ));
+        }
+        if let Some(r) = &self.require {
+            kv.push(parquet::file::metadata::KeyValue::new(
+                REQUIRE_KEY.to_string(),
+                r.clone(),
+            ));
+        }
+        kv
+    }
+}
+
 pub(super) fn writer_props(delta_cols: &[&str], plain_cols: &[&str]) -> WriterProperties {
+    writer_props_with(delta_cols, plain_cols, &FileMeta::default())
+}
+
+fn writer_props_with(
+    delta_cols: &[&str],
+    plain_cols: &[&str],
+    meta: &FileMeta,
+) -> WriterProperties {
     // zstd at level 1 for every column.
     let zstd = Compression::ZSTD(ZstdLevel::try_new(1).expect("level 1 is valid"));
     let mut b = WriterProperties::builder().set_compression(zstd);
+    let kv = meta.key_values();
+    if !kv.is_empty() {
+        b = b.set_key_value_metadata(Some(kv));
+    }
     // Sorted ids delta-encode to a few bits each.
     for c in delta_cols {
         b = b
@@ -103,21 +148,21 @@ impl<W: Write + Send> PartWriter<W> {
     }
 
     /// A `states` part (schema from [`super::schema`]).
-    pub fn states(path: &Path, sink: W) -> Result<Self> {
+    pub fn states(path: &Path, sink: W, meta: &FileMeta) -> Result<Self> {
         Self::new(
             path,
             arrow_schema(&STATES),
-            writer_props(&["id"], &["value", "gap"]),
+            writer_props_with(&["id"], &["value", "gap"], meta),
             sink,
         )
     }
 
     /// An `afterstates` part.
-    pub fn afterstates(path: &Path, sink: W) -> Result<Self> {
+    pub fn afterstates(path: &Path, sink: W, meta: &FileMeta) -> Result<Self> {
         Self::new(
             path,
             arrow_schema(&AFTERSTATES),
-            writer_props(&["id"], &["value"]),
+            writer_props_with(&["id"], &["value"], meta),
             sink,
         )
     }
@@ -235,7 +280,7 @@ pub struct StatesColumns {
     pub empty: Vec<u8>,
 }
 
-pub fn ages_parquet(path: &Path, ages: &[AgeStats]) -> Result<Vec<u8>> {
+pub fn ages_parquet(path: &Path, ages: &[AgeStats], meta: &FileMeta) -> Result<Vec<u8>> {
     let col = |g: fn(&AgeStats) -> Option<f64>| -> ArrayRef {
         Arc::new(Float64Array::from(ages.iter().map(g).collect::<Vec<_>>()))
     };
@@ -262,7 +307,7 @@ pub fn ages_parquet(path: &Path, ages: &[AgeStats]) -> Result<Vec<u8>> {
         )),
     ];
     let b = batch(path, &AGES, cols)?;
-    parquet_bytes(path, &b, writer_props(&[], &[]))
+    parquet_bytes(path, &b, writer_props_with(&[], &[], meta))
 }
 
 /// A column read back from a Parquet part, as the report and `compare` use it.
@@ -399,7 +444,7 @@ mod tests {
 
     /// An afterstates part of `ids` (values: the id over 8) at `path`.
     fn part(store: &super::super::Store, path: &Path, ids: &[u64]) {
-        let mut p = store.afterstates_part(path).unwrap();
+        let mut p = store.afterstates_part(path, &FileMeta::default()).unwrap();
         p.push_afterstates(
             ids.to_vec(),
             ids.iter().map(|&i| i as f64 / 8.0).collect(),

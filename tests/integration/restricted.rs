@@ -304,3 +304,490 @@ fn every_bad_input_gets_one_line_and_exit_2() {
         assert!(err.contains(says), "{args:?}: {err}");
     }
 }
+
+/// The rules of a restricted goal game with random spawns, spelt out on grids: the value of a
+/// state is the chance of a win (making the goal tile, or holding the requirement) under
+/// optimal play, each move multiplying it by γ.
+struct BruteGoal {
+    rows: usize,
+    cols: usize,
+    caps: Vec<u32>,
+    need: Vec<u32>, // 0 = free
+    goal: u32,
+    p4: f64,
+    discount: f64,
+    states: HashMap<Grid, f64>,
+}
+
+impl BruteGoal {
+    fn wins(&self, g: &Grid) -> bool {
+        g.iter().any(|&t| t >= self.goal)
+            || (self.need.iter().any(|&t| t != 0)
+                && self.need.iter().zip(g).all(|(&n, &t)| n == 0 || n == t))
+    }
+    /// Player to move.
+    fn state(&mut self, g: &Grid) -> f64 {
+        if let Some(&v) = self.states.get(g) {
+            return v;
+        }
+        let v = if self.wins(g) {
+            1.0
+        } else {
+            let mut best: Option<f64> = None;
+            for a in moves(g, self.rows, self.cols).into_iter().flatten() {
+                let allowed = a.iter().zip(&self.caps).all(|(&t, &c)| t <= c);
+                if !(self.wins(&a) || allowed) {
+                    continue;
+                }
+                let q = self.discount * self.after(&a);
+                best = Some(best.map_or(q, |b: f64| b.max(q)));
+            }
+            best.unwrap_or(0.0) // every move barred: lost
+        };
+        self.states.insert(g.clone(), v);
+        v
+    }
+    /// Computer to move: a 2 or a 4 in a uniformly random empty cell.
+    fn after(&mut self, g: &Grid) -> f64 {
+        if self.wins(g) {
+            return 1.0;
+        }
+        let mut sum = 0.0;
+        let mut n = 0;
+        for i in 0..g.len() {
+            if g[i] != 0 {
+                continue;
+            }
+            n += 1;
+            for (t, p) in [(2, 1.0 - self.p4), (4, self.p4)] {
+                if p > 0.0 {
+                    let mut s = g.clone();
+                    s[i] = t;
+                    sum += p * self.state(&s);
+                }
+            }
+        }
+        sum / f64::from(n)
+    }
+}
+
+/// One restricted goal solve through the binary, against [`BruteGoal`]: every state the brute
+/// force reaches from the two-tile starts is a state of the solve (and no other), with its
+/// value; the values at both starts (two spawns, and the empty board with the computer to
+/// move) agree. Sums over symmetric boards are taken in other orders: agreement within 1e-12.
+fn check_solve(
+    rows: usize,
+    cols: usize,
+    caps: &str,
+    need: Option<&str>,
+    goal: u32,
+    p4: f64,
+    discount: f64,
+) -> (f64, String) {
+    use age2048::rules::{Group, Symmetry};
+    let dir = crate::common::fresh_dir(&format!(
+        "restricted_{rows}x{cols}_{}",
+        code(&tiles(caps))
+            ^ need.map_or(0, |n| code(&tiles(n)).rotate_left(7))
+            ^ (p4 * 100.0) as u64
+            ^ ((discount * 1000.0) as u64) << 40
+            ^ u64::from(goal) << 50
+    ));
+    let board = format!("{rows}x{cols}");
+    let mut args = vec![
+        "solve".to_string(),
+        "--board".into(),
+        board.clone(),
+        "--variant".into(),
+        format!("goal-{goal}"),
+        "--caps".into(),
+        caps.into(),
+        "--p4".into(),
+        p4.to_string(),
+        "--discount".into(),
+        discount.to_string(),
+        "--data".into(),
+        dir.display().to_string(),
+        "--quiet".into(),
+        "--threads".into(),
+        "1".into(),
+    ];
+    if let Some(n) = need {
+        args.extend(["--require".into(), n.to_string()]);
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = run(&args);
+    assert!(o.status.success(), "{args:?}: {o:?}");
+    let mdir = dir.join(format!("manifest/board={board}"));
+    let files: Vec<_> = std::fs::read_dir(&mdir).unwrap().flatten().collect();
+    assert_eq!(files.len(), 1, "one restricted solve in {}", mdir.display());
+    let m = age2048::store::manifest::read_path(&files[0].path()).unwrap();
+    assert_eq!(
+        m.caps.as_deref(),
+        Some(
+            Restriction::parse(Shape::new(rows, cols).unwrap(), caps, None)
+                .unwrap()
+                .caps_text()
+                .as_str()
+        )
+    );
+    assert_eq!(m.require.is_some(), need.is_some());
+    // The solve's values by id.
+    let mut solved: HashMap<u64, f64> = HashMap::new();
+    for f in m.files.iter().filter(|f| f.path.starts_with("states/")) {
+        let cols_ =
+            age2048::store::parquet::read_columns(&dir.join(&f.path), &["id", "value"]).unwrap();
+        let (age2048::store::ColumnData::U64(ids), age2048::store::ColumnData::F64(vals)) =
+            (&cols_[0], &cols_[1])
+        else {
+            panic!("columns of {}", f.path)
+        };
+        for (id, v) in ids.iter().zip(vals) {
+            solved.insert(id.unwrap(), v.unwrap());
+        }
+    }
+    assert_eq!(solved.len() as u64, m.n_states);
+    let shape = Shape::new(rows, cols).unwrap();
+    let sym = Symmetry::new(shape, Group::parse(&m.symmetry).unwrap());
+    let mut brute = BruteGoal {
+        rows,
+        cols,
+        caps: tiles(caps),
+        need: need.map_or(vec![0; rows * cols], tiles),
+        goal,
+        p4,
+        discount,
+        states: HashMap::new(),
+    };
+    // Both starts, in the solver's order of terms.
+    let n = rows * cols;
+    let spawn = [(2u32, 1.0 - p4), (4u32, p4)];
+    let mut initial = 0.0;
+    for i in 0..n {
+        for j in (0..n).filter(|&j| j != i) {
+            for &(ti, pi) in &spawn {
+                for &(tj, pj) in &spawn {
+                    let p = pi * pj / (n * (n - 1)) as f64;
+                    if p > 0.0 {
+                        let mut g = vec![0; n];
+                        g[i] = ti;
+                        g[j] = tj;
+                        initial += p * brute.state(&g);
+                    }
+                }
+            }
+        }
+    }
+    let empty = brute.after(&vec![0; n]);
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-12;
+    assert!(
+        close(m.value_initial.unwrap(), initial),
+        "{args:?}: initial {:?} vs {initial}",
+        m.value_initial
+    );
+    assert!(
+        close(m.value_empty.unwrap(), empty),
+        "{args:?}: empty {:?} vs {empty}",
+        m.value_empty
+    );
+    // Per state (those of two tiles or more: the empty start's one-tile states are no states
+    // of the solve).
+    let mut ids = std::collections::HashSet::new();
+    for (g, &v) in &brute.states {
+        if g.iter().filter(|&&t| t != 0).count() < 2 {
+            continue;
+        }
+        let id = sym.canon(code(g));
+        ids.insert(id);
+        let got = solved
+            .get(&id)
+            .unwrap_or_else(|| panic!("{args:?}: state {g:?} not solved"));
+        assert!(
+            close(*got, v),
+            "{args:?}: state {g:?}: {got} vs brute force {v}"
+        );
+    }
+    assert_eq!(
+        ids.len(),
+        solved.len(),
+        "{args:?}: the solve holds states the brute force does not reach"
+    );
+    assert!(ids.len() > 50, "{args:?}: {} states", ids.len());
+    (empty, m.symmetry)
+}
+
+#[test]
+fn restricted_goal_solves_equal_brute_force_on_2x3() {
+    let (free, _) = check_solve(2, 3, "16 16 16 / 16 16 16", None, 32, 0.1, 1.0);
+    let (tight, sym) = check_solve(2, 3, "16 8 16 / 8 8 8", None, 32, 0.1, 1.0);
+    assert!(
+        tight < free,
+        "caps that bite lower the chance: {tight} vs {free}"
+    );
+    assert_eq!(sym, "keeps-id+lr");
+    check_solve(2, 3, "16 16 8 / 8 8 4", None, 32, 0.25, 1.0);
+    check_solve(
+        2,
+        3,
+        "16 16 16 / 8 8 8",
+        Some("16 . . / . . ."),
+        32,
+        0.1,
+        1.0,
+    );
+    check_solve(2, 3, "16 8 8 / 8 8 8", Some("8 8 . / . . ."), 32, 0.25, 0.9);
+}
+
+#[test]
+fn restricted_goal_solves_equal_brute_force_on_2x4() {
+    check_solve(2, 4, "16 16 16 8 / 16 16 16 8", None, 32, 0.1, 1.0);
+    check_solve(2, 4, "16 16 8 4 / 8 8 8 4", None, 32, 0.25, 1.0);
+    check_solve(
+        2,
+        4,
+        "16 8 8 8 / 8 8 8 8",
+        Some("16 8 . . / . . . ."),
+        64,
+        0.1,
+        1.0,
+    );
+}
+
+#[test]
+fn restricted_goal_solves_equal_brute_force_on_3x3() {
+    check_solve(3, 3, "8 8 8 / 8 8 8 / 4 4 4", None, 16, 0.1, 1.0);
+    check_solve(3, 3, "16 8 8 / 8 8 8 / 8 8 4", None, 32, 0.25, 1.0);
+    check_solve(
+        3,
+        3,
+        "8 8 8 / 8 8 8 / 8 8 8",
+        Some(". . . / . 8 . / . . ."),
+        32,
+        0.1,
+        1.0,
+    );
+}
+
+/// Runs `solve` on 2x4 with `extra` and a fresh data directory.
+fn solve_2x4(dir: &std::path::Path, extra: &[&str]) -> std::process::Output {
+    let data = dir.display().to_string();
+    let mut args = vec!["solve", "--board", "2x4", "--data", &data, "--threads", "1"];
+    args.extend_from_slice(extra);
+    run(&args)
+}
+
+#[test]
+fn a_restricted_solve_is_identified_by_the_symmetries_that_keep_its_caps_only() {
+    let dir = crate::common::fresh_dir("restricted_symmetry");
+    // A column of 8s on the right: only the up-down mirror keeps it, and the plan line says so.
+    let caps = ["--variant", "goal-32", "--caps", "16 16 16 8 / 16 16 16 8"];
+    let o = solve_2x4(&dir, &caps);
+    assert!(o.status.success(), "{o:?}");
+    let err = crate::common::stderr(&o);
+    assert!(
+        err.contains("symmetry keeps-id+ud (2 of the board's"),
+        "{err}"
+    );
+    let m = |v: &str| {
+        age2048::store::manifest::read_path(&dir.join(format!(
+            "manifest/board=2x4/variant={}.json",
+            v.replace('=', "%3D")
+        )))
+        .unwrap()
+    };
+    let ud = m("goal-32-caps=44434443");
+    assert_eq!(ud.symmetry, "keeps-id+ud");
+    assert_eq!(ud.caps.as_deref(), Some("16 16 16 8 / 16 16 16 8"));
+    assert_eq!(ud.require, None);
+    // A requirement in one corner keeps no symmetry; uniform caps keep every one. Beside them
+    // in the same directory, the unrestricted solve keeps the full group.
+    let o = solve_2x4(
+        &dir,
+        &[
+            "--variant",
+            "goal-32",
+            "--caps",
+            "16 16 16 16 / 16 16 16 16",
+            "--require",
+            "16 . . . / . . . .",
+            "-q",
+        ],
+    );
+    assert!(o.status.success(), "{o:?}");
+    let o = solve_2x4(
+        &dir,
+        &[
+            "--variant",
+            "goal-32",
+            "--caps",
+            "16 16 16 16 / 16 16 16 16",
+            "-q",
+        ],
+    );
+    assert!(o.status.success(), "{o:?}");
+    let o = solve_2x4(&dir, &["--variant", "goal-32", "-q"]);
+    assert!(o.status.success(), "{o:?}");
+    let need = m("goal-32-caps=44444444-need=40000000");
+    assert_eq!(need.symmetry, "none");
+    assert_eq!(need.require.as_deref(), Some("16 . . . / . . . ."));
+    let uniform = m("goal-32-caps=44444444");
+    assert_eq!(uniform.symmetry, "full");
+    let free = m("goal-32");
+    assert_eq!(free.symmetry, "full");
+    // Caps of half the goal restrict nothing: the same values as the unrestricted solve.
+    assert_eq!(uniform.n_states, free.n_states);
+    assert_eq!(uniform.value_initial, free.value_initial);
+    assert!(need.value_initial.unwrap() >= free.value_initial.unwrap());
+    // The Parquet files name the caps and requirement; an unrestricted solve's say nothing.
+    let kv = |m: &age2048::store::Manifest, key: &str| -> Vec<Option<String>> {
+        use parquet::file::reader::FileReader;
+        m.files
+            .iter()
+            .filter(|f| f.path.ends_with(".parquet"))
+            .map(|f| {
+                let file = std::fs::File::open(dir.join(&f.path)).unwrap();
+                let r = parquet::file::reader::SerializedFileReader::new(file).unwrap();
+                let kvs = r.metadata().file_metadata().key_value_metadata().cloned();
+                kvs.unwrap_or_default()
+                    .into_iter()
+                    .find(|kv| kv.key == key)
+                    .and_then(|kv| kv.value)
+            })
+            .collect()
+    };
+    let caps_of = kv(&need, "age2048.caps");
+    assert!(caps_of.len() > 10, "{} Parquet files", caps_of.len());
+    assert!(caps_of
+        .iter()
+        .all(|c| c.as_deref() == Some("16 16 16 16 / 16 16 16 16")));
+    assert!(kv(&need, "age2048.require")
+        .iter()
+        .all(|c| c.as_deref() == Some("16 . . . / . . . .")));
+    assert!(kv(&free, "age2048.caps").iter().all(Option::is_none));
+    // `verify` checks them all; `best` answers within the caps and refuses a board above them
+    // in one line.
+    let data = dir.display().to_string();
+    let o = run(&["verify", "--data", &data, "-q"]);
+    assert!(o.status.success(), "{o:?}");
+    let best = |board: &str| {
+        run(&[
+            "best",
+            "--board",
+            "2x4",
+            "--data",
+            &data,
+            "--variant",
+            "goal-32-caps=44434443",
+            board,
+        ])
+    };
+    let o = best("2 2 0 0 / 0 0 0 0");
+    assert!(o.status.success(), "{o:?}");
+    let o = best("2 0 0 16 / 0 0 0 0");
+    let err = crate::common::stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("outside the caps")
+            && err.contains("the tile 16 in row 1, column 4 is above that cell's cap 8"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_restricted_solve_in_the_compact_layout_gives_the_full_layouts_values() {
+    let dir = crate::common::fresh_dir("restricted_compact");
+    let data = dir.display().to_string();
+    let caps = "16 16 8 4 / 8 8 8 4";
+    let o = solve_2x4(
+        &dir,
+        &[
+            "--variant",
+            "goal-32",
+            "--caps",
+            caps,
+            "--layout",
+            "compact",
+            "--precision",
+            "f64",
+            "-q",
+        ],
+    );
+    assert!(o.status.success(), "{o:?}");
+    let other = crate::common::fresh_dir("restricted_compact_full");
+    let o = solve_2x4(&other, &["--variant", "goal-32", "--caps", caps, "-q"]);
+    assert!(o.status.success(), "{o:?}");
+    let ask = |d: &str| {
+        let o = run(&[
+            "best",
+            "--board",
+            "2x4",
+            "--data",
+            d,
+            "--variant",
+            "goal-32-caps=44323332",
+            "2 2 0 0 / 0 4 0 0",
+            "8 4 2 0 / 2 0 0 0",
+        ]);
+        assert!(o.status.success(), "{o:?}");
+        stdout(&o)
+    };
+    assert_eq!(ask(&data), ask(&other.display().to_string()));
+    // The policy layout is refused in one line.
+    let o = solve_2x4(
+        &dir,
+        &["--variant", "goal-32", "--caps", caps, "--layout", "policy"],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(crate::common::stderr(&o).contains("policy layout is not available"));
+}
+
+#[test]
+fn every_bad_restricted_solve_gets_one_line_and_exit_2() {
+    let cases: [(&[&str], &str); 7] = [
+        (&["--caps", "16 16 16 / 16 16 16 16"], "row 1 has 3 cells"),
+        (&["--caps", "16 16 16 16 16 16 16"], "7 cells"),
+        (
+            &["--caps", "16 16 16 12 / 16 16 16 16"],
+            "12 is not a power of two",
+        ),
+        (&["--caps", "16 16 16 2 / 16 16 16 16"], "below 4"),
+        (
+            &[
+                "--caps",
+                "16 16 16 8 / 16 16 16 16",
+                "--require",
+                "16 16 16 16 / . . . .",
+            ],
+            "above that cell's cap 8",
+        ),
+        (
+            &["--require", "16 . . . / . . . ."],
+            "--require needs --caps",
+        ),
+        (
+            &[
+                "--variant",
+                "expectation",
+                "--caps",
+                "16 16 16 16 / 16 16 16 16",
+                "--require",
+                "16 . . . / . . . .",
+            ],
+            "scores points",
+        ),
+    ];
+    let dir = crate::common::fresh_dir("restricted_bad");
+    for (extra, says) in cases {
+        let mut args: Vec<&str> = extra.to_vec();
+        if !extra.contains(&"--variant") {
+            args.extend_from_slice(&["--variant", "goal-32"]);
+        }
+        let o = solve_2x4(&dir, &args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    assert!(!dir.join("manifest").exists(), "nothing solved");
+}

@@ -187,7 +187,7 @@ impl Backward<'_> {
                     if absorbed(&class, s) {
                         continue;
                     }
-                    for (a, _) in game.rules.moves(s).into_iter().flatten() {
+                    for (a, _) in class.moves(&game.rules, s).into_iter().flatten() {
                         // The images once, for the id and for its owner.
                         let (c, mine) = match game.sym.images_of(a) {
                             Some(images) => (images.min(), ex.mine_images(&images)),

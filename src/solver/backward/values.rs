@@ -350,7 +350,7 @@ impl Backward<'_> {
                 if done[j] {
                     continue;
                 }
-                for (di, m) in game.rules.moves(s).into_iter().enumerate() {
+                for (di, m) in class.moves(&game.rules, s).into_iter().enumerate() {
                     if let Some((a, r)) = m {
                         let c = game.canon(a);
                         after_table.prefetch(c, &mut hint[di]);

@@ -143,6 +143,18 @@ fn counts(s: &Class, fwd: &Forward) -> Result<Vec<(u32, u64, u64)>> {
         .collect()
 }
 
+/// For a restricted solve, the plan line's note of the symmetry group boards are identified by.
+fn restricted_group(s: &Class) -> String {
+    if s.class.limits.is_none() {
+        return String::new();
+    }
+    format!(
+        "; symmetry {} ({} of the board's, those that keep the caps and the requirement)",
+        s.group.name(),
+        s.game.sym.order()
+    )
+}
+
 /// Tells how the backward pass will hold its tables and what the rest takes on disk.
 fn tell_plan(s: &Class, counts: &[(u32, u64, u64)], bplan: &BackwardPlan) {
     let rest = Store::run_bytes_estimate(counts, &s.storages);
@@ -158,7 +170,7 @@ fn tell_plan(s: &Class, counts: &[(u32, u64, u64)], bplan: &BackwardPlan) {
             size_arg(s.plan.smallest(counts, s.variants, s.can_stream)),
             s.work.bytes() as f64 / 1e9,
             rest as f64 / 1e9,
-        ),
+        ) + &restricted_group(s),
     });
 }
 

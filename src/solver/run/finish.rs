@@ -8,7 +8,7 @@ use std::time::Instant;
 use super::forward::Forward;
 use super::{checked_record, AgeRecord, Class};
 use crate::rules::board;
-use crate::rules::{Game, Group, Kind, Symmetry, Variant};
+use crate::rules::{ForwardClass, Game, Group, Kind, Restriction, Symmetry, Variant};
 use crate::solver::exchange::Exchange;
 use crate::solver::records::FigureSums;
 use crate::solver::{Result, SolveError};
@@ -25,7 +25,7 @@ pub(super) fn run(
     t0: Instant,
 ) -> Result<Vec<Manifest>> {
     let (store, ex, work) = (s.store, s.ex, &s.work);
-    let starts = initial_values(s.game, work, s.variants, ex)?;
+    let starts = initial_values(s.game, s.class, work, s.variants, ex)?;
     let records = load_records(s, fwd.min_age, fwd.max_age)?;
     // Over several processes: every process's records, merged age by age into the records
     // of the whole solve (their figures from the exact sums of each share).
@@ -99,6 +99,7 @@ fn manifest(
 ) -> Result<Manifest> {
     let (store, shape, group) = (s.store, s.shape(), s.group);
     let name = v.name();
+    let restriction = v.limits.and_then(|l| Restriction::from_limits(shape, l));
     let ages: Vec<AgeStats> = records
         .iter()
         .map(|r| AgeStats {
@@ -112,7 +113,11 @@ fn manifest(
         .flat_map(|r| r.files[vi].iter().cloned())
         .collect();
     let ages_file = store.layout().ages_file(shape, &name);
-    let bytes = ages_parquet(&ages_file, &ages)?;
+    let bytes = ages_parquet(
+        &ages_file,
+        &ages,
+        &crate::solver::output::file_meta(shape, v),
+    )?;
     files.push(store.write_file(&ages_file, &bytes)?);
     let max_tile = ages
         .iter()
@@ -139,6 +144,9 @@ fn manifest(
         value_two_2_tiles: starts.two_2_tiles,
         value_initial: starts.initial,
         value_initial_distinct: starts.distinct,
+        value_empty: starts.empty,
+        caps: restriction.as_ref().map(Restriction::caps_text),
+        require: restriction.as_ref().and_then(Restriction::require_text),
         timings,
         peak_rss_bytes: crate::solver::memory::peak_rss_bytes(),
         storage: s.storages[vi].clone(),
@@ -271,12 +279,109 @@ struct StartValues {
     initial: Option<f64>,
     /// The unweighted mean over the distinct initial states.
     distinct: Option<f64>,
+    /// Slizkov's start: the empty board with the computer to move (a spawn, the player's
+    /// move of the one tile, a spawn, then the solved states).
+    empty: Option<f64>,
+}
+
+/// The value of an afterstate whose children, one per empty cell in order, are worth
+/// `(spawning a 2, spawning a 4)` (`None` where that tile never spawns), under `v`'s spawn
+/// rule: the backward pass's ([`crate::solver::backward`]), summed in the same order.
+fn spawn_value(v: &Variant, kids: &[(Option<f64>, Option<f64>)]) -> f64 {
+    let (mut x0, mut x1) = match v.kind {
+        Kind::Expectation | Kind::Goal(_) => (0.0, 0.0),
+        Kind::Optimistic => (f64::NEG_INFINITY, f64::NEG_INFINITY),
+        Kind::Pessimistic | Kind::Guaranteed(_) => (f64::INFINITY, f64::INFINITY),
+    };
+    for &(v2, v4) in kids {
+        match v.kind {
+            Kind::Expectation | Kind::Goal(_) => {
+                if let Some(v2) = v2 {
+                    x0 += v.p2() * v2;
+                }
+                if let Some(v4) = v4 {
+                    x0 += v.p4 * v4;
+                }
+            }
+            Kind::Optimistic => {
+                v2.inspect(|&c| x0 = x0.max(c));
+                v4.inspect(|&c| x1 = x1.max(c));
+            }
+            Kind::Pessimistic => {
+                v2.inspect(|&c| x0 = x0.min(c));
+                v4.inspect(|&c| x1 = x1.min(c));
+            }
+            Kind::Guaranteed(_) => {
+                for c in [v2, v4].into_iter().flatten() {
+                    x0 = x0.min(c);
+                }
+            }
+        }
+    }
+    match v.kind {
+        Kind::Expectation | Kind::Goal(_) => x0 / kids.len() as f64,
+        Kind::Optimistic | Kind::Pessimistic => {
+            let mut s = 0.0;
+            if v.p4 < 1.0 {
+                s += v.p2() * x0;
+            }
+            if v.p4 > 0.0 {
+                s += v.p4 * x1;
+            }
+            s
+        }
+        Kind::Guaranteed(_) => x0,
+    }
+}
+
+/// The value of the empty board with the computer to move, given the values of the two-tile
+/// states (`two`): its spawn makes a one-tile state, whose player moves the tile (the moves
+/// the class allows; none is a loss), then a spawn makes a two-tile state.
+fn empty_start_value(
+    game: &Game,
+    class: &ForwardClass,
+    v: &Variant,
+    two: &dyn Fn(u64) -> Option<f64>,
+) -> Option<f64> {
+    let cells = game.cells();
+    let spawns = |a: u64, f: &dyn Fn(u64) -> Option<f64>| -> Option<f64> {
+        let mut kids = Vec::new();
+        for i in board::empty_cells(a, cells) {
+            let tile = |e: u8, can: bool| can.then(|| f(board::place(a, i, e))).flatten();
+            let (v2, v4) = (tile(1, v.p4 < 1.0), tile(2, v.p4 > 0.0));
+            if (v.p4 < 1.0 && v2.is_none()) || (v.p4 > 0.0 && v4.is_none()) {
+                return None;
+            }
+            kids.push((v2, v4));
+        }
+        (!kids.is_empty()).then(|| spawn_value(v, &kids))
+    };
+    let after = |a: u64| -> Option<f64> {
+        if class.absorbs(a) {
+            Some(1.0)
+        } else {
+            spawns(a, two)
+        }
+    };
+    let one_tile = |s: u64| -> Option<f64> {
+        if class.absorbs(s) {
+            return Some(1.0);
+        }
+        let mut best: Option<f64> = None;
+        for (a, r) in class.moves(&game.rules, s).into_iter().flatten() {
+            let q = v.q(r, after(a)?);
+            best = Some(best.map_or(q, |b: f64| b.max(q)));
+        }
+        Some(best.unwrap_or(0.0))
+    };
+    spawns(0, &one_tile)
 }
 
 /// Per variant, its values at the starts, from the state values of ages 4, 6 and 8 (over
 /// several processes, every process's share of them).
 fn initial_values(
     game: &Game,
+    class: &ForwardClass,
     work: &WorkDir,
     variants: &[Variant],
     ex: &Exchange,
@@ -301,8 +406,16 @@ fn initial_values(
         Some(vals[r * k + vi])
     };
     // Distinct initial states: one board per orbit of the full group, whatever group the
-    // solve identifies boards by, so that the mean does not depend on `--symmetry`.
-    let full = Symmetry::new(game.shape(), Group::Full);
+    // solve identifies boards by, so that the mean does not depend on `--symmetry` (under a
+    // restriction, of the group that keeps it: the others change the values).
+    let full = Symmetry::new(
+        game.shape(),
+        if class.limits.is_some() {
+            game.sym.group()
+        } else {
+            Group::Full
+        },
+    );
     let distinct_starts = |p4: f64| -> Vec<u64> {
         let set: BTreeSet<u64> = game
             .starts(p4)
@@ -344,10 +457,12 @@ fn initial_values(
                 vals.filter(|x| !x.is_empty())
                     .map(|x| clamp(x.iter().sum::<f64>() / x.len() as f64))
             };
+            let empty = empty_start_value(game, class, v, &|b| value(b, vi)).map(clamp);
             StartValues {
                 two_2_tiles: two,
                 initial: fold(game.starts(v.p4)),
                 distinct,
+                empty,
             }
         })
         .collect())
