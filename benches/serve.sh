@@ -6,6 +6,8 @@
 #
 #   benches/serve.sh [DATA] [CLIENTS] [SECONDS]
 #
+# The script overwrites reports/bench/serve.md (keep what it held with git).
+#
 # SERVE_BIN names another build of the server to measure (an older commit's, for a before and
 # after in the same conditions); the table then says which.
 set -euo pipefail
@@ -31,7 +33,19 @@ board='2%200%204%2F0%208%200%2F0%200%202'
 curl -s -o /dev/null "http://$addr/api/best?board=3x3&b=$board"
 lookup=$(for _ in $(seq 200); do curl -s -o /dev/null -w '%{time_total}\n' "http://$addr/api/best?board=3x3&b=$board"; done \
   | sort -n | sed -n 100p)
+# The server's own memory before the load, to hold what the load adds against its bound.
+anon0=$(awk '/^RssAnon:/ {print int($2 / 1024)}' /proc/$pid/status)
 table=$("$load" "$addr" "$pid" "$clients" "$seconds")
+# The bounds the server states at its start, beside what was measured.
+heap_bound=$(sed -n "s/^memory bound: the server's own heap at most \([0-9]*\) MiB.*/\1/p" "$out")
+data_bound=$(sed -n "s/^memory bound: .*the query processes' data at most \([0-9]*\) MiB.*/\1/p" "$out")
+anon_max=$(sed -n 's/^of which its own (RssAnon.*at most \([0-9]*\) MiB.*/\1/p' <<< "$table")
+workers_max=$(sed -n "s/^query processes' resident memory, together: at most \([0-9]*\) MiB.*/\1/p" <<< "$table")
+verdict() {
+  if [ -z "$1" ] || [ -z "$2" ]; then echo "not stated"; elif [ "$1" -le "$2" ]; then echo within; else echo "**over**"; fi
+}
+bounds="- Against the bounds the server states at its start: its own heap (RssAnon) ${anon0:-?} MiB before the load, at most ${anon_max:-?} MiB under it, $(( ${anon_max:-0} - ${anon0:-0} )) MiB beyond the start against its bound of ${heap_bound:-?} MiB: $(verdict $(( ${anon_max:-0} - ${anon0:-0} )) "$heap_bound"); the query processes at most ${workers_max:-?} MiB resident together against their data bound of ${data_bound:-?} MiB: $(verdict "$workers_max" "$data_bound")."
+load_avg=$(cut -d' ' -f1-3 /proc/loadavg)
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
 cpu="$cpu, family $(grep -m1 'cpu family' /proc/cpuinfo | cut -d: -f2 | tr -d ' ') model $(grep -m1 '^model[[:space:]]*:' /proc/cpuinfo | cut -d: -f2 | tr -d ' ')"
 {
@@ -51,5 +65,8 @@ cpu="$cpu, family $(grep -m1 'cpu family' /proc/cpuinfo | cut -d: -f2 | tr -d ' 
   echo "Latency is the client's, request sent to response read:"
   echo
   echo "$table"
+  echo
+  echo "$bounds"
+  echo "- Load average (1, 5, 15 min) when the load ended: $load_avg."
 } > reports/bench/serve.md
 cat reports/bench/serve.md

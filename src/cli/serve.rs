@@ -151,6 +151,14 @@ pub fn run(a: &ServeArgs) -> Result<(), CliError> {
         running.solves().len(),
         running.solves().join(", ")
     )
+    .and_then(|()| {
+        writeln!(
+            std::io::stdout().lock(),
+            "memory bound: the server's own heap at most {} MiB beyond its start, the query processes' data at most {} MiB together",
+            serve::server::heap_bound(serve::sql::MAX_REPLY_BYTES) >> 20,
+            serve::pool::DATA_BOUND >> 20
+        )
+    })
     .and_then(|()| std::io::stdout().lock().flush());
     if a.open {
         if let Err(e) = std::process::Command::new("xdg-open")

@@ -43,7 +43,7 @@ pub struct App {
 pub const EXAMPLES: [(&str, &str); 6] = [
     (
         "Boards and variants solved",
-        "SELECT board, variant, sum(n_states)::BIGINT AS states, sum(n_afterstates)::BIGINT AS afterstates,\n       max(age) AS max_age\nFROM ages GROUP BY ALL ORDER BY ALL",
+        "SELECT board, variant, sum(n_states)::BIGINT AS states, sum(n_afterstates)::BIGINT AS afterstates,\n       max(age) AS max_age\nFROM ages GROUP BY board, variant\n-- boards by size; variants as the page lists them, the numbers in names as numbers (goal-128 before goal-1024)\nORDER BY split_part(board, 'x', 1)::INT * split_part(board, 'x', 2)::INT, board,\n         coalesce(list_position(['expectation', 'optimistic', 'pessimistic'], variant), 4),\n         regexp_replace(variant, '[0-9]+', ''), TRY_CAST(regexp_extract(variant, '[0-9]+') AS UBIGINT) NULLS FIRST, variant",
     ),
     (
         "Share of terminal states per age on 3x3",

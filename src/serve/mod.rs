@@ -31,11 +31,15 @@
 //! allocate, inside its memory limit or outside it (a constant folded while binding), is its
 //! query process's, which the kernel stops at its data limit: [`pool::DATA_LIMIT`] in the
 //! long lane's two (DuckDB's 1.5 GB and a margin of 1 GiB), [`pool::SHORT_DATA_LIMIT`] in the
-//! short lane's one (256 MB and 512 MiB). The bound of the whole is their sum (5.5 GiB, within
-//! the 5.7 GiB of the two processes of 2 GB and 1 GiB before the lanes) plus the server's own: its code, the index files it maps (clean pages, at most their
-//! size), and its heap, which holds a request's data and an answer at a time for each
-//! connection, query answers (each at most 32 MiB of rows and 4 MiB of head) at most
-//! [`server::MAX_SQL_ANSWERS`] at once, and none past the write timeout.
+//! short lane's one (256 MB and 512 MiB). The bound of the whole is their sum
+//! ([`pool::DATA_BOUND`], 5.5 GiB, within the 5.7 GiB of the two processes of 2 GB and 1 GiB
+//! before the lanes; each lane's spare process, idle until it replaces one, holds only what
+//! DuckDB took to start) plus the server's own: its code, the index files it maps (clean pages,
+//! at most their size), and its heap, which holds a request's data and an answer at a time for
+//! each connection, query answers (each at most 32 MiB of rows and 4 MiB of head) at most
+//! [`server::MAX_SQL_ANSWERS`] at once, and none past the write timeout
+//! ([`server::heap_bound`] beyond what it held once started; `serve` prints both bounds when it
+//! starts).
 
 pub mod api;
 pub mod assets;

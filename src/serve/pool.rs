@@ -9,11 +9,17 @@
 //! Two lanes, so that cheap queries do not wait behind expensive ones. A new query goes to
 //! the short lane: one process under a small memory limit ([`SHORT_MEMORY`]) that gives each
 //! query a slice ([`SLICE_CPU`] of CPU time, [`SLICE_WALL`] of time). A query answered within
-//! it is done; one that runs out of its slice, of the short process's memory, or kills that
-//! process, is given back and runs again in the long lane: [`LONG_WORKERS`] processes with the
-//! whole limit ([`DATA_LIMIT`]) and the rest of the query's time. Its text is remembered, so
-//! that it goes to the long lane at once next time. A long process with nothing of its own to
-//! run takes the short lane's queries.
+//! it is done; one that runs out of its slice (even while DuckDB still prepares it), of the
+//! short process's memory, or kills that process, is given back and runs again in the long
+//! lane: [`LONG_WORKERS`] processes with the whole limit ([`DATA_LIMIT`]) and the rest of the
+//! query's time. Its text is remembered, so that it goes to the long lane at once next time. A
+//! long process with nothing of its own to run takes the short lane's queries.
+//!
+//! Spares: each lane keeps one process started ahead ([`keep_spare`]), which replaces a
+//! process killed or died at once, so that a query that kills its process (each time with
+//! another text, so never remembered as long) costs the short lane its slice, not DuckDB's
+//! start-up as well, as long as the spare is started again before the next such query (a
+//! start takes seconds on a loaded machine).
 //!
 //! Fair admission: each lane's queue takes its queries in turn by client address, and in the
 //! order they came within one address (a connection has one query at a time), so a client
@@ -22,12 +28,14 @@
 //! estimate from the queue ahead of it and the lane's recent queries.
 //!
 //! Answers held: a process is handed a query only with one of the server's answer permits
-//! (at most `MAX_SQL_ANSWERS`), which the answer holds until the client has taken it; a query
-//! waits for a permit as for a process, within the same bound.
+//! (at most `MAX_SQL_ANSWERS`, and half of them for one client address), which the answer
+//! holds until the client has taken it; a query waits for a permit as for a process, within the
+//! same bound, and a client that leaves its answers unread delays only its own queries.
 //!
 //! Each process has a thread of the server that feeds it queries and waits for the answer
 //! until the query's budget and a grace ([`GRACE`]); the process's own watchdog interrupts the
-//! query at its budget, and a process that has not answered by the grace is killed. A process
+//! query at its budget, and a process that has not answered by the grace is killed, as is one
+//! still preparing a query past its CPU time ([`PREPARE_CPU`] over both lanes). A process
 //! that dies (out of memory: the allocation that fails aborts it, or DuckDB reports it) or is
 //! killed is started again before the next query, and the client is answered in one line
 //! that its query needed more memory, or more time, than the server allows. A process that
@@ -91,8 +99,10 @@ const SHORT_GRACE: Duration = Duration::from_millis(500);
 
 /// The CPU time DuckDB may take to prepare a query (parse, bind, and fold its constants,
 /// which no interrupt reaches: `SELECT range(100000000)` takes many seconds there) before its
-/// process is killed and the query refused. CPU time, not time: on a loaded machine a query
-/// over many files may wait seconds to be prepared.
+/// process is killed and the query refused, over both lanes (the short lane gives a query up
+/// still preparing at its slice's CPU time; a long process refuses it at what is left). CPU
+/// time, not time: on a loaded machine a query over many files may wait seconds to be
+/// prepared.
 pub const PREPARE_CPU: Duration = Duration::from_secs(1);
 
 /// The CPU time process `pid` has used (`/proc/PID/stat`: user and system, in clock ticks).
@@ -115,8 +125,18 @@ pub const SLICE_CPU: Duration = Duration::from_millis(300);
 /// … and the time, whatever the CPU did.
 pub const SLICE_WALL: Duration = Duration::from_millis(1000);
 
+/// The most an answer holds besides its rows (its columns, types and note).
+pub const ANSWER_MARGIN: usize = 4 << 20;
+
+/// The most data the query processes running queries may hold together (each lane's spare,
+/// idle until it replaces one that ended, holds what DuckDB took to start).
+pub const DATA_BOUND: u64 = LONG_WORKERS as u64 * DATA_LIMIT + SHORT_DATA_LIMIT;
+
 /// Processes of the long lane.
 pub const LONG_WORKERS: usize = 2;
+
+/// Spare processes: one a lane, started ahead ([`keep_spare`]).
+pub const SPARES: usize = 2;
 
 /// Query processes: queries running at once (the short lane's one and the long lane's).
 pub const WORKERS: usize = 1 + LONG_WORKERS;
@@ -285,6 +305,9 @@ struct Job {
     came: Instant,
     /// When it joined the queue it waits in.
     queued: Instant,
+    /// The CPU time DuckDB spent preparing it in the short lane before that lane gave it up,
+    /// counted against [`PREPARE_CPU`] in the long lane.
+    prepared_cpu: Duration,
     answer: Answer,
 }
 
@@ -306,12 +329,24 @@ impl Turns {
         self.len += 1;
     }
 
-    /// The next query whose client still waits: the first of the address whose turn it is.
-    fn pop(&mut self) -> Option<Job> {
-        while let Some(ip) = self.turn.pop_front() {
+    /// The next query whose client still waits: the first of the address whose turn it is,
+    /// among the addresses `may` lets run one more (the others keep their place).
+    fn pop(&mut self, may: impl Fn(IpAddr) -> bool) -> Option<Job> {
+        // Addresses passed over since a query was taken out.
+        let mut passed = 0;
+        while passed < self.turn.len() {
+            let Some(ip) = self.turn.pop_front() else {
+                break;
+            };
             let Some(q) = self.by_client.get_mut(&ip) else {
                 continue;
             };
+            if !may(ip) {
+                self.turn.push_back(ip);
+                passed += 1;
+                continue;
+            }
+            passed = 0;
             let job = q.pop_front();
             if q.is_empty() {
                 self.by_client.remove(&ip);
@@ -360,6 +395,9 @@ struct State {
     /// Answer permits not held.
     free: usize,
     max_answers: usize,
+    /// Answer permits held, by client address, and the most one address may hold.
+    held: HashMap<IpAddr, usize>,
+    per_client: usize,
     /// Queries running, by lane.
     running: [usize; 2],
     /// A lane's recent run time (exponentially weighted), seconds.
@@ -368,6 +406,11 @@ struct State {
 }
 
 impl State {
+    /// True if `client` may hold one more answer permit.
+    fn may(&self, client: IpAddr) -> bool {
+        may_hold(&self.held, self.per_client, client)
+    }
+
     fn lane(&mut self, lane: Lane) -> &mut Turns {
         match lane {
             Lane::Short => &mut self.short,
@@ -376,24 +419,88 @@ impl State {
     }
 }
 
+/// True if `client`, holding `held[client]` answer permits, may hold one more.
+fn may_hold(held: &HashMap<IpAddr, usize>, per_client: usize, client: IpAddr) -> bool {
+    held.get(&client).copied().unwrap_or(0) < per_client
+}
+
 struct Shared {
     state: Mutex<State>,
     changed: Condvar,
+    /// Each lane's spare process ([`keep_spare`]), by lane.
+    spares: Mutex<[Option<Process>; SPARES]>,
+    spare_taken: Condvar,
+    /// Where killed processes go to be reaped.
+    reaper: mpsc::Sender<Child>,
 }
 
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
+
+    fn spares(&self) -> MutexGuard<'_, [Option<Process>; SPARES]> {
+        self.spares.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A process for `recipe`'s lane: its spare if one is ready and alive, else one started
+    /// now.
+    fn fresh(&self, recipe: &Recipe) -> Option<Process> {
+        let spare = self.spares()[recipe.lane as usize].take();
+        self.spare_taken.notify_all();
+        if let Some(mut p) = spare {
+            if matches!(p.child.try_wait(), Ok(None)) {
+                return Some(p);
+            }
+            p.kill();
+        }
+        Process::start(recipe).ok()
+    }
 }
 
-/// One of the answer permits, given back when dropped.
-pub struct Permit(Arc<Shared>);
+/// Keeps a spare process ready for `recipe`'s lane, started again each time one is taken, so
+/// that a process killed (a query past its limits, whatever its text) is replaced at once, not
+/// after DuckDB's start-up, and the short lane's cheap queries do not wait for it. A spare
+/// runs no query until it replaces a process that has ended. Runs for as long as the server.
+fn keep_spare(recipe: &Recipe, shared: &Shared) {
+    let lane = recipe.lane as usize;
+    loop {
+        {
+            let mut spares = shared.spares();
+            while spares[lane].is_some() {
+                spares = shared
+                    .spare_taken
+                    .wait(spares)
+                    .unwrap_or_else(|p| p.into_inner());
+            }
+        }
+        match Process::start(recipe) {
+            Ok(p) => shared.spares()[lane] = Some(p),
+            // Tried again in a second; meanwhile a lane starts its own.
+            Err(_) => std::thread::sleep(Duration::from_secs(1)),
+        }
+    }
+}
+
+/// One of the answer permits, held for a client address, given back when dropped.
+pub struct Permit {
+    shared: Arc<Shared>,
+    client: IpAddr,
+}
 
 impl Drop for Permit {
     fn drop(&mut self) {
-        self.0.lock().free += 1;
-        self.0.changed.notify_all();
+        {
+            let mut st = self.shared.lock();
+            st.free += 1;
+            if let Some(n) = st.held.get_mut(&self.client) {
+                *n -= 1;
+                if *n == 0 {
+                    st.held.remove(&self.client);
+                }
+            }
+        }
+        self.shared.changed.notify_all();
     }
 }
 
@@ -416,18 +523,30 @@ fn take(shared: &Arc<Shared>, lane: Lane) -> (Job, Permit, Lane) {
             }
         }
         if st.free > 0 {
+            let State {
+                short,
+                long,
+                held,
+                per_client,
+                ..
+            } = &mut *st;
+            let may = |ip: IpAddr| may_hold(held, *per_client, ip);
             let got = match lane {
-                Lane::Short => st.short.pop().map(|j| (j, Lane::Short)),
-                Lane::Long => st
-                    .long
-                    .pop()
+                Lane::Short => short.pop(may).map(|j| (j, Lane::Short)),
+                Lane::Long => long
+                    .pop(may)
                     .map(|j| (j, Lane::Long))
-                    .or_else(|| st.short.pop().map(|j| (j, Lane::Short))),
+                    .or_else(|| short.pop(may).map(|j| (j, Lane::Short))),
             };
             if let Some((job, from)) = got {
                 st.free -= 1;
+                *st.held.entry(job.client).or_insert(0) += 1;
                 st.running[lane as usize] += 1;
-                return (job, Permit(shared.clone()), from);
+                let permit = Permit {
+                    shared: shared.clone(),
+                    client: job.client,
+                };
+                return (job, permit, from);
             }
         }
         st = shared.changed.wait(st).unwrap_or_else(|p| p.into_inner());
@@ -446,12 +565,20 @@ fn retry_after(st: &State, lane: Lane) -> u64 {
     (secs.ceil() as u64).clamp(1, 60)
 }
 
-/// The refusal of a query that waited [`QUEUE_WAIT`] in `lane`.
-fn waited_too_long(st: &State, lane: Lane) -> ApiError {
+/// The refusal of a query of `client` that waited [`QUEUE_WAIT`] in `lane`.
+fn waited_too_long(st: &State, lane: Lane, client: IpAddr) -> ApiError {
     let after = retry_after(st, lane);
+    let mine = if st.may(client) {
+        String::new()
+    } else {
+        format!(
+            "; {client} holds {} answers, as many as one address may",
+            st.per_client
+        )
+    };
     ApiError::busy(
         format!(
-            "the query waited {} s for a query process without one coming free ({} running, {} waiting, {} of {} answers being sent); try again in {after} s",
+            "the query waited {} s for a query process without one coming free ({} running, {} waiting, {} of {} answers being sent{mine}); try again in {after} s",
             QUEUE_WAIT.as_secs(),
             st.running[0] + st.running[1],
             st.short.len + st.long.len,
@@ -471,7 +598,7 @@ fn reap(shared: &Shared) {
         for lane in [Lane::Short, Lane::Long] {
             for job in st.lane(lane).expire(now, QUEUE_WAIT) {
                 if !job.answer.is_closed() {
-                    let e = waited_too_long(&st, lane);
+                    let e = waited_too_long(&st, lane, job.client);
                     let _ = job.answer.send(Err(e));
                 }
             }
@@ -544,7 +671,7 @@ impl Process {
         let stdout = child.stdout.take().expect("piped");
         // The answers' frames: the reply's rows within their cap, and room for its head
         // (columns, types) and tail.
-        let cap = r.limits.max_bytes + (4 << 20);
+        let cap = r.limits.max_bytes + ANSWER_MARGIN;
         let (tx, answers) = mpsc::channel();
         std::thread::Builder::new()
             .name("sql-reader".into())
@@ -593,6 +720,20 @@ impl Process {
                     status.map_or("still running".into(), |s| s.to_string())
                 ))
             }
+        }
+    }
+
+    /// Kills the process without waiting for the kernel to free its memory (a second for a
+    /// gigabyte on a loaded machine): [`Process::discard`] reaps it.
+    fn stop(&mut self) {
+        let _ = self.child.kill();
+    }
+
+    /// Kills the process and hands it to `reaper` (reaped here if that thread has ended).
+    fn discard(mut self, reaper: &mpsc::Sender<Child>) {
+        self.stop();
+        if let Err(mpsc::SendError(mut child)) = reaper.send(self.child) {
+            let _ = child.wait();
         }
     }
 
@@ -680,17 +821,23 @@ impl Sql {
             },
             lane,
         };
+        let (reaper, killed) = mpsc::channel::<Child>();
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 short: Turns::default(),
                 long: Turns::default(),
                 free: max_answers,
                 max_answers,
+                held: HashMap::new(),
+                per_client: (max_answers / 2).max(1),
                 running: [0; 2],
                 mean: [0.1, 1.0],
                 known_long: HashSet::new(),
             }),
             changed: Condvar::new(),
+            spares: Mutex::new([None, None]),
+            spare_taken: Condvar::new(),
+            reaper,
         });
         let lanes =
             std::iter::once(Lane::Short).chain(std::iter::repeat_n(Lane::Long, LONG_WORKERS));
@@ -731,6 +878,21 @@ impl Sql {
                 .spawn(move || reap(&shared))
                 .map_err(thread_error)?;
         }
+        std::thread::Builder::new()
+            .name("sql-reap".into())
+            .spawn(move || {
+                for mut child in killed {
+                    let _ = child.wait();
+                }
+            })
+            .map_err(thread_error)?;
+        for lane in [Lane::Short, Lane::Long] {
+            let (recipe, shared) = (recipe(lane), shared.clone());
+            std::thread::Builder::new()
+                .name(format!("sql-spare-{lane:?}"))
+                .spawn(move || keep_spare(&recipe, &shared))
+                .map_err(thread_error)?;
+        }
         Ok(Sql {
             shared,
             max_rows,
@@ -762,6 +924,7 @@ impl Sql {
             client,
             came: now,
             queued: now,
+            prepared_cpu: Duration::ZERO,
             answer: tx,
         };
         {
@@ -802,7 +965,7 @@ fn slow_to_prepare() -> ApiError {
 
 /// A query process's thread: takes its lane's queries one at a time with an answer permit,
 /// hands each to the process and sends its answer on, or gives a query its slice did not
-/// answer to the long lane; starts the process again when it died or was killed.
+/// answer to the long lane; replaces the process when it died or was killed.
 fn feed(mut process: Option<Process>, recipe: &Recipe, shared: &Arc<Shared>) {
     let timeout = recipe.limits.timeout;
     loop {
@@ -821,25 +984,39 @@ fn feed(mut process: Option<Process>, recipe: &Recipe, shared: &Arc<Shared>) {
                 cpu: None,
             }
         };
+        // Preparing is stopped at the slice's CPU time in the short lane, at what is left of
+        // PREPARE_CPU in a long process.
+        let prepare = if slice {
+            SLICE_CPU
+        } else {
+            PREPARE_CPU.saturating_sub(job.prepared_cpu)
+        };
         let t = Instant::now();
         let (ran, replace) = if left.is_zero() {
             (Ran::Answered(Err(too_long(timeout)), true), false)
         } else {
-            run_in(&mut process, recipe, &job.statement, budget, slice)
+            run_in(
+                &mut process,
+                recipe,
+                shared,
+                &job.statement,
+                budget,
+                prepare,
+            )
         };
         let took = t.elapsed().as_secs_f64();
         {
             let mut st = shared.lock();
             let lane = recipe.lane as usize;
             st.running[lane] -= 1;
-            if !matches!(ran, Ran::Sliced(_)) {
+            if !matches!(ran, Ran::Sliced { .. }) {
                 st.mean[lane] = 0.8 * st.mean[lane] + 0.2 * took;
             }
             // A query the short lane gave back or whose process it had to replace, or one a
             // long process took from the short queue and ran longer than a slice, goes to the
             // long lane at once next time.
             let short_lost = recipe.lane == Lane::Short && replace;
-            if matches!(ran, Ran::Sliced(_))
+            if matches!(ran, Ran::Sliced { .. })
                 || short_lost
                 || (from == Lane::Short && took > SLICE_WALL.as_secs_f64())
             {
@@ -848,14 +1025,15 @@ fn feed(mut process: Option<Process>, recipe: &Recipe, shared: &Arc<Shared>) {
                 }
                 st.known_long.insert(job.key);
             }
-            if let Ran::Sliced(_) = ran {
+            if let Ran::Sliced { preparing, .. } = ran {
                 job.queued = Instant::now();
+                job.prepared_cpu += preparing;
                 st.long.push(job);
                 drop(st);
                 drop(permit);
                 shared.changed.notify_all();
                 if replace {
-                    restart(&mut process, recipe);
+                    restart(&mut process, recipe, shared);
                 }
                 continue;
             }
@@ -867,28 +1045,30 @@ fn feed(mut process: Option<Process>, recipe: &Recipe, shared: &Arc<Shared>) {
         // The client may have gone; its answer goes nowhere then.
         let _ = job.answer.send(reply.map(|json| Answered { json, permit }));
         if replace {
-            // Started again now, so that the next query does not wait for it.
-            restart(&mut process, recipe);
+            // Replaced now, so that the next query does not wait for it.
+            restart(&mut process, recipe, shared);
         }
     }
 }
 
-/// Kills the process (if any) and starts another.
-fn restart(process: &mut Option<Process>, recipe: &Recipe) {
-    if let Some(mut p) = process.take() {
-        p.kill();
+/// Kills the process (if any) and puts another in its place: the lane's spare, or one
+/// started now.
+fn restart(process: &mut Option<Process>, recipe: &Recipe, shared: &Shared) {
+    if let Some(p) = process.take() {
+        p.discard(&shared.reaper);
     }
-    *process = Process::start(recipe).ok();
+    *process = shared.fresh(recipe);
 }
 
-/// Runs `statement` within `budget` on the lane's process, started first if it is not
-/// running; whether the process is to be replaced after.
+/// Runs `statement` within `budget` (and `prepare` of CPU time to prepare it) on the lane's
+/// process, replaced first if it is not running; whether the process is to be replaced after.
 fn run_in(
     process: &mut Option<Process>,
     recipe: &Recipe,
+    shared: &Shared,
     statement: &str,
     budget: Budget,
-    slice: bool,
+    prepare: Duration,
 ) -> (Ran, bool) {
     // A process that ended while idle (killed from outside) is not handed the query.
     if let Some(p) = process.as_mut() {
@@ -897,22 +1077,31 @@ fn run_in(
             *process = None;
         }
     }
+    let slice = recipe.lane == Lane::Short;
     for attempt in 0..2 {
         if process.is_none() {
-            *process = Process::start(recipe).ok();
+            *process = shared.fresh(recipe);
         }
         let Some(p) = process.as_mut() else {
             return (Ran::Answered(Err(not_started()), false), false);
         };
         let grace = recipe.grace();
-        match run(p, statement, budget, grace, recipe.limits.timeout, slice) {
+        match run(
+            p,
+            statement,
+            budget,
+            grace,
+            prepare,
+            recipe.limits.timeout,
+            slice,
+        ) {
             Ran::NotStarted if attempt == 0 => {
                 // The process had ended before it read the query: a new one runs it.
                 p.kill();
                 *process = None;
             }
             Ran::NotStarted => return (Ran::Answered(Err(not_started()), false), true),
-            ran @ (Ran::Answered(_, alive) | Ran::Sliced(alive)) => {
+            ran @ (Ran::Answered(_, alive) | Ran::Sliced { alive, .. }) => {
                 let replace = !alive || bloated(&p.child, p.data_limit);
                 return (ran, replace);
             }
@@ -939,9 +1128,10 @@ fn bloated(child: &Child, data_limit: u64) -> bool {
 enum Ran {
     /// The answer, and whether the process can take another query.
     Answered(Result<Vec<u8>, ApiError>, bool),
-    /// Its slice ran out, or the short lane's process died or was killed running it
-    /// (whether the process can take another query).
-    Sliced(bool),
+    /// Its slice ran out, or the short lane's process died or was killed running it: whether
+    /// the process can take another query, and the CPU time it had spent still preparing the
+    /// query when it was killed (zero if DuckDB had prepared it).
+    Sliced { alive: bool, preparing: Duration },
     /// The process ended before it read the query.
     NotStarted,
 }
@@ -953,19 +1143,26 @@ fn not_started() -> ApiError {
     )
 }
 
-/// Runs `statement` on `p` within `budget`, killing the process `grace` past it (or past
-/// [`PREPARE_CPU`] if DuckDB is still preparing it); `timeout` is the limit the refusal
-/// states; a `slice` that does not answer is [`Ran::Sliced`].
+/// Runs `statement` on `p` within `budget`, killing the process `grace` past it, or once
+/// DuckDB has spent `prepare` of CPU time still preparing it; `timeout` is the limit the
+/// refusal states; a `slice` that does not answer is [`Ran::Sliced`] (a query still preparing
+/// at `prepare` too), one outside a slice still preparing at `prepare` is refused.
 fn run(
     p: &mut Process,
     statement: &str,
     budget: Budget,
     grace: Duration,
+    prepare: Duration,
     timeout: Duration,
     slice: bool,
 ) -> Ran {
     let deadline = Instant::now() + budget.wall + grace;
     let cpu0 = cpu_of(p.child.id());
+    // The CPU time spent on the query so far (`None` if the process cannot be read).
+    let used = |p: &Process| {
+        cpu0.zip(cpu_of(p.child.id()))
+            .map(|(a, b)| b.saturating_sub(a))
+    };
     if write_frame(&mut p.stdin, QUERY, &query_frame(statement, budget)).is_err() {
         return Ran::NotStarted;
     }
@@ -973,11 +1170,11 @@ fn run(
     let mut prepared = false;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
-        // While DuckDB prepares, its CPU time is looked at every 100 ms.
+        // While DuckDB prepares, its CPU time is looked at every 50 ms.
         let left = if prepared {
             left
         } else {
-            left.min(Duration::from_millis(100))
+            left.min(Duration::from_millis(50))
         };
         let reply = match p.answers.recv_timeout(left) {
             Ok(Ok((STARTED, _))) if !started => {
@@ -989,20 +1186,30 @@ fn run(
                 continue;
             }
             // Still preparing: its constants are being built, which the query's own time limit
-            // cannot stop; refused in either lane past the CPU time allowed.
+            // cannot stop; given up past the CPU time allowed (the short lane gives the query
+            // to the long one, which refuses it).
             Err(RecvTimeoutError::Timeout) if !prepared && Instant::now() < deadline => {
-                let used = cpu0
-                    .zip(cpu_of(p.child.id()))
-                    .map(|(a, b)| b.saturating_sub(a));
-                if used.is_none_or(|u| u < PREPARE_CPU) {
+                let spent = used(p);
+                if spent.is_none_or(|u| u < prepare) {
                     continue;
                 }
-                p.kill();
+                p.stop();
+                if slice {
+                    return Ran::Sliced {
+                        alive: false,
+                        preparing: spent.unwrap_or(prepare),
+                    };
+                }
                 (Err(slow_to_prepare()), false)
             }
             Err(RecvTimeoutError::Disconnected) if !started => return Ran::NotStarted,
             Ok(Ok((200, json))) if started => (Ok(json), true),
-            Ok(Ok((SLICED, _))) if started && slice => return Ran::Sliced(true),
+            Ok(Ok((SLICED, _))) if started && slice => {
+                return Ran::Sliced {
+                    alive: true,
+                    preparing: Duration::ZERO,
+                }
+            }
             Ok(Ok((status, why))) if started && status >= 400 => (
                 Err(ApiError::new(status, String::from_utf8_lossy(&why))),
                 true,
@@ -1010,7 +1217,7 @@ fn run(
             // A frame out of order, over the cap, or a broken pipe: the process is not
             // trusted again.
             Ok(Ok((tag, _))) => {
-                p.kill();
+                p.stop();
                 (
                     Err(ApiError::new(
                         500,
@@ -1020,7 +1227,7 @@ fn run(
                 )
             }
             Ok(Err(e)) => {
-                p.kill();
+                p.stop();
                 (
                     Err(ApiError::new(
                         500,
@@ -1032,12 +1239,16 @@ fn run(
             // The short lane's process died (at its small limit) or outran its slice: the
             // long lane tries the query.
             Err(RecvTimeoutError::Disconnected | RecvTimeoutError::Timeout) if slice => {
-                p.kill();
-                return Ran::Sliced(false);
+                let spent = if prepared { None } else { used(p) };
+                p.stop();
+                return Ran::Sliced {
+                    alive: false,
+                    preparing: spent.unwrap_or(Duration::ZERO),
+                };
             }
             Err(RecvTimeoutError::Disconnected) => (Err(ended(p.kill())), false),
             Err(RecvTimeoutError::Timeout) => {
-                p.kill();
+                p.stop();
                 (Err(too_long(timeout)), false)
             }
         };
@@ -1104,6 +1315,7 @@ mod tests {
                 client,
                 came: Instant::now(),
                 queued: Instant::now(),
+                prepared_cpu: Duration::ZERO,
                 answer,
             }
         };
@@ -1121,7 +1333,8 @@ mod tests {
         // A client gone: its query is skipped.
         t.push(job("d1", ip(4), &mut waiting));
         waiting.pop();
-        let order: Vec<String> = std::iter::from_fn(|| t.pop().map(|j| j.statement)).collect();
+        let order: Vec<String> =
+            std::iter::from_fn(|| t.pop(|_| true).map(|j| j.statement)).collect();
         assert_eq!(order, ["a1", "b1", "c1", "a2", "b2", "a3"]);
         assert_eq!(t.len, 0);
         // Queries taken out keep the others' turns.
@@ -1134,8 +1347,22 @@ mod tests {
             .map(|j| j.statement)
             .collect();
         assert_eq!(out, ["a1"]);
-        let order: Vec<String> = std::iter::from_fn(|| t.pop().map(|j| j.statement)).collect();
+        let order: Vec<String> =
+            std::iter::from_fn(|| t.pop(|_| true).map(|j| j.statement)).collect();
         assert_eq!(order, ["a2", "b1"]);
+        // An address that may not take another (its answer permits all held) keeps its
+        // place while the others are served, and is served first once it may.
+        for (s, c) in [("a1", 1), ("b1", 2), ("a2", 1), ("c1", 3), ("b2", 2)] {
+            t.push(job(s, ip(c), &mut waiting));
+        }
+        let not_a = |i: IpAddr| i != ip(1);
+        let order: Vec<String> = std::iter::from_fn(|| t.pop(not_a).map(|j| j.statement)).collect();
+        assert_eq!(order, ["b1", "c1", "b2"]);
+        assert_eq!(t.len, 2);
+        assert!(t.pop(|_| false).is_none());
+        let order: Vec<String> =
+            std::iter::from_fn(|| t.pop(|_| true).map(|j| j.statement)).collect();
+        assert_eq!(order, ["a1", "a2"]);
     }
 
     #[test]

@@ -71,6 +71,17 @@ pub const FRAME: usize = 64 * 1024;
 /// beyond them waits in the pool's queue (and is answered 503 if none comes free in time).
 pub const MAX_SQL_ANSWERS: usize = 8;
 
+/// The most the server's own heap may hold beyond what it held once started (the solves
+/// opened, the query processes running), in bytes: [`MAX_SQL_ANSWERS`] query answers, each its
+/// rows and [`pool::ANSWER_MARGIN`](super::pool::ANSWER_MARGIN), and for each of
+/// [`MAX_CONNECTIONS`] connections a request's head and the largest body a route takes (a game
+/// log); the answers of the other routes (a look-up's, a game's: kilobytes) are not counted.
+pub fn heap_bound(max_reply_bytes: usize) -> u64 {
+    let answers = MAX_SQL_ANSWERS * (max_reply_bytes + super::pool::ANSWER_MARGIN);
+    let requests = MAX_CONNECTIONS * (MAX_HEAD + MAX_LOG);
+    (answers + requests) as u64
+}
+
 /// Threads of the blocking pool that answers look-ups and pages.
 const BLOCKING_THREADS: usize = 32;
 

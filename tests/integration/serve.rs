@@ -160,6 +160,35 @@ fn http(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &[
     parse_response(&buf)
 }
 
+/// A connection to `addr` (a loopback address) from the loopback address `from`: another
+/// client, as the server counts clients by address.
+fn connect_from(from: [u8; 4], addr: &str) -> TcpStream {
+    use std::os::fd::FromRawFd;
+    let to: std::net::SocketAddrV4 = addr.parse().unwrap();
+    let sockaddr = |ip: [u8; 4], port: u16| libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from_ne_bytes(ip),
+        },
+        sin_zero: [0; 8],
+    };
+    let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    // SAFETY: a socket of ours, bound and connected with addresses of the size given, then
+    // owned by the stream.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
+        let local = sockaddr(from, 0);
+        let rc = libc::bind(fd, std::ptr::addr_of!(local).cast(), len);
+        assert_eq!(rc, 0, "bind {from:?}: {}", std::io::Error::last_os_error());
+        let remote = sockaddr(to.ip().octets(), to.port());
+        let rc = libc::connect(fd, std::ptr::addr_of!(remote).cast(), len);
+        assert_eq!(rc, 0, "connect: {}", std::io::Error::last_os_error());
+        TcpStream::from_raw_fd(fd)
+    }
+}
+
 fn parse_response(buf: &[u8]) -> Resp {
     let end = buf
         .windows(4)
@@ -477,7 +506,7 @@ fn sql_answers_columns_and_rows() {
 /// the slowest takes a minute over every 3x3 state).
 #[test]
 fn the_example_queries_run() {
-    let dir = solve_all("serve_examples", &[("2x3", "expectation")]);
+    let dir = solve_all("serve_examples", &[("2x3", "expectation,goal-16,goal-128")]);
     let s = Server::start_on(&dir, &[]);
     let (status, examples) = s.json("/api/sql/examples");
     assert_eq!(status, 200);
@@ -492,6 +521,22 @@ fn the_example_queries_run() {
     }
     let first = s.sql(examples[0]["query"].as_str().unwrap()).1;
     assert_eq!(first["rows"][0][0], "2x3");
+    // Regression: the variants came in text order (goal-128 before goal-16); now as the page
+    // lists them, the numbers in their names compared as numbers.
+    let listed: Vec<(&str, &str)> = first["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r[0].as_str().unwrap(), r[1].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            ("2x3", "expectation"),
+            ("2x3", "goal-16"),
+            ("2x3", "goal-128")
+        ]
+    );
 }
 
 #[test]
@@ -1390,7 +1435,9 @@ fn a_query_cannot_take_the_servers_memory() {
             .filter_map(|w| status_kib(w, "VmData:"))
             .map(|k| k / 1024)
             .collect();
-        if data.len() == age2048::serve::pool::WORKERS && data.iter().all(|&m| m < recycle_mib) {
+        if data.len() == age2048::serve::pool::WORKERS + age2048::serve::pool::SPARES
+            && data.iter().all(|&m| m < recycle_mib)
+        {
             break;
         }
         assert!(
@@ -1412,8 +1459,20 @@ fn a_query_cannot_take_the_servers_memory() {
 fn a_query_process_past_its_time_or_killed_is_replaced() {
     let s = Server::start(&["--sql-timeout", "1"]);
     let pid = s.child.id();
-    let before = query_processes(pid);
-    assert_eq!(before.len(), age2048::serve::pool::WORKERS, "{before:?}");
+    // The lanes' processes, and soon their spares.
+    let t = Instant::now();
+    loop {
+        let running = query_processes(pid);
+        assert!(
+            running.len() >= age2048::serve::pool::WORKERS,
+            "{running:?}"
+        );
+        if running.len() == age2048::serve::pool::WORKERS + age2048::serve::pool::SPARES {
+            break;
+        }
+        assert!(t.elapsed() < Duration::from_secs(30), "{running:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
     // A constant of 60 million numbers takes DuckDB seconds to fold while binding, where its
     // interrupt does not reach. Two limits stop it, whichever comes first: the CPU its
     // preparation took (`pool::PREPARE_CPU`, 422; first on an idle machine, where CPU time
@@ -1744,10 +1803,13 @@ fn a_posted_game_log_is_evaluated_as_the_cli_does() {
 
 /// Regression: a client that sends queries and never reads the answers held each whole
 /// answer (up to 32 MiB) for as long as it kept the connection, on as many connections as it
-/// could open. Now at most `MAX_SQL_ANSWERS` are held at once, each until `--write-timeout`.
+/// could open. Now at most `MAX_SQL_ANSWERS` are held at once, each until `--write-timeout`,
+/// and (issue 68: the permits were the server's, so one client could hold them all) at most
+/// half of them by one client address.
 #[test]
 fn answers_left_unread_are_bounded_and_dropped_at_the_write_timeout() {
     use age2048::serve::server::MAX_SQL_ANSWERS;
+    let per_client = MAX_SQL_ANSWERS / 2;
     // Long enough for the eight answers to be started before the first is dropped on a
     // loaded machine (at 10 s a debug build under a load of 7 was not: the ninth query found
     // a slot freed by the timeout).
@@ -1759,8 +1821,8 @@ fn answers_left_unread_are_bounded_and_dropped_at_the_write_timeout() {
     let body =
         serde_json::to_vec(&json!({ "query": "SELECT repeat('x', 30000) AS s FROM range(1000)" }))
             .unwrap();
-    let send = || {
-        let mut c = TcpStream::connect(&s.addr).unwrap();
+    let send = |from: [u8; 4]| {
+        let mut c = connect_from(from, &s.addr);
         c.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
         // A small receive buffer, so that the answer waits in the server, not in the kernel
         // (loopback's buffers grow to 32 MiB here).
@@ -1785,45 +1847,68 @@ fn answers_left_unread_are_bounded_and_dropped_at_the_write_timeout() {
         c.write_all(&body).unwrap();
         c
     };
+    let (a, b, c) = ([127, 0, 0, 1], [127, 0, 0, 2], [127, 0, 0, 3]);
     // Each answer's status line is read, the rest left unread.
     let started = Instant::now();
     let mut stalled = Vec::new();
-    for _ in 0..MAX_SQL_ANSWERS {
-        let mut c = send();
+    let mut stall = |from: [u8; 4]| {
+        let mut conn = send(from);
         let mut first = [0u8; 12];
-        c.read_exact(&mut first).unwrap();
+        conn.read_exact(&mut first).unwrap();
         assert_eq!(
             &first,
             b"HTTP/1.1 200",
             "{}",
             String::from_utf8_lossy(&first)
         );
-        stalled.push(c);
+        stalled.push(conn);
+    };
+    for _ in 0..per_client {
+        stall(a);
     }
-    let mut busy = send();
-    let mut buf = Vec::new();
-    let _ = busy.read_to_end(&mut buf);
+    // One more of the first client's waits; the second client's are answered meanwhile, until
+    // the server's permits are all held.
+    let mut over_mine = send(a);
+    for _ in 0..MAX_SQL_ANSWERS - per_client {
+        stall(b);
+    }
+    let mut over_all = send(c);
+    let read = |conn: &mut TcpStream| {
+        let mut buf = Vec::new();
+        let _ = conn.read_to_end(&mut buf);
+        parse_response(&buf)
+    };
+    let (mine, all) = (read(&mut over_mine), read(&mut over_all));
     assert!(
         started.elapsed() < timeout,
         "the test was too slow to see the cap"
     );
-    let r = parse_response(&buf);
-    assert_eq!(r.status, 503, "{} bytes of answer", r.body.len());
-    // It waited for a permit as long as a query waits for a process, then was refused with
-    // when to come back.
+    for (r, why) in [
+        (
+            &mine,
+            format!("127.0.0.1 holds {per_client} answers, as many as one address may"),
+        ),
+        (
+            &all,
+            format!("{MAX_SQL_ANSWERS} of {MAX_SQL_ANSWERS} answers being sent"),
+        ),
+    ] {
+        assert_eq!(r.status, 503, "{} bytes of answer", r.body.len());
+        // It waited for a permit as long as a query waits for a process, then was refused
+        // with when to come back.
+        assert!(r.error().contains(&why), "{}", r.error());
+        let after: u64 = r.headers["retry-after"].parse().unwrap();
+        assert!((1..=60).contains(&after), "Retry-After: {after}");
+        assert!(
+            r.error().ends_with(&format!("try again in {after} s")),
+            "{}",
+            r.error()
+        );
+    }
     assert!(
-        r.error().contains(&format!(
-            "{MAX_SQL_ANSWERS} of {MAX_SQL_ANSWERS} answers being sent"
-        )),
+        !all.error().contains("as many as one address may"),
         "{}",
-        r.error()
-    );
-    let after: u64 = r.headers["retry-after"].parse().unwrap();
-    assert!((1..=60).contains(&after), "Retry-After: {after}");
-    assert!(
-        r.error().ends_with(&format!("try again in {after} s")),
-        "{}",
-        r.error()
+        all.error()
     );
     // Past the write timeout the stalled connections are closed: each ends short of its
     // answer, and a query is answered whole again.
