@@ -81,13 +81,18 @@ impl RibbonParams {
         }
     }
 
+    /// The start of hash `h`'s band.
+    #[inline]
+    fn start(&self, h: u64) -> usize {
+        let starts = self.slots - BAND as u64 + 1;
+        ((u128::from(h) * u128::from(starts)) >> 64) as usize
+    }
+
     /// The start and coefficients of hash `h`.
     #[inline]
     fn band(&self, h: u64) -> (usize, u128) {
-        let starts = self.slots - BAND as u64 + 1;
-        let s = ((u128::from(h) * u128::from(starts)) >> 64) as usize;
         let c = (u128::from(mix(h ^ COEFF_SALT[0])) << 64) | u128::from(mix(h ^ COEFF_SALT[1]));
-        (s, c | 1)
+        (self.start(h), c | 1)
     }
 }
 
@@ -112,6 +117,11 @@ pub fn build_with(
     }
     if !(1..=8).contains(&bits) {
         return Err(invalid(format!("{bits}-bit values (1 to 8)")));
+    }
+    if u32::try_from(n).is_err() {
+        return Err(invalid(format!(
+            "{n} keys in one system (at most 2^32 - 1)"
+        )));
     }
     if let Some(v) = values.iter().find(|&&v| u32::from(v) >> bits != 0) {
         return Err(invalid(format!("value {v} does not fit {bits} bits")));
@@ -139,12 +149,12 @@ struct Solver {
     /// Per slot its reduced row (0: empty) and value.
     rows: Vec<u128>,
     vals: Vec<u8>,
-    /// Per key, in the keys' order: its start and coefficients.
-    bands: Vec<(usize, u128)>,
-    /// Keys by start: (start, coefficients, value).
-    keys: Vec<(usize, u128, u8)>,
-    /// Per start, where its keys go in `keys` (a counting sort).
-    at: Vec<usize>,
+    /// Per key, in the keys' order: its hash.
+    hashes: Vec<u64>,
+    /// Keys by start: their hashes and values (a key's band is made again from its hash).
+    by_start: Vec<(u64, u8)>,
+    /// Per start, where its keys go in `by_start` (a counting sort).
+    at: Vec<u32>,
 }
 
 impl Solver {
@@ -158,31 +168,32 @@ impl Solver {
     ) -> bool {
         let m = p.slots as usize;
         let starts = m - BAND + 1;
-        self.bands.clear();
-        self.bands.extend((0..n).map(|i| p.band(hash(i))));
+        self.hashes.clear();
+        self.hashes.extend((0..n).map(hash));
         // By start, equal starts in the keys' order (a stable counting sort), so that the
         // rows a key meets are close in memory and the result does not depend on anything
         // but the keys.
         self.at.clear();
         self.at.resize(starts + 1, 0);
-        for &(s, _) in &self.bands {
-            self.at[s + 1] += 1;
+        for &h in &self.hashes {
+            self.at[p.start(h) + 1] += 1;
         }
         for s in 1..=starts {
             self.at[s] += self.at[s - 1];
         }
-        self.keys.clear();
-        self.keys.resize(n, (0, 0, 0));
-        for (&(s, c), &b) in self.bands.iter().zip(values) {
-            let at = &mut self.at[s];
-            self.keys[*at] = (s, c, b);
+        self.by_start.clear();
+        self.by_start.resize(n, (0, 0));
+        for (&h, &b) in self.hashes.iter().zip(values) {
+            let at = &mut self.at[p.start(h)];
+            self.by_start[*at as usize] = (h, b);
             *at += 1;
         }
         self.rows.clear();
         self.rows.resize(m, 0);
         self.vals.clear();
         self.vals.resize(m, 0);
-        for &(mut s, mut c, mut b) in &self.keys {
+        for &(h, mut b) in &self.by_start {
+            let (mut s, mut c) = p.band(h);
             loop {
                 if c == 0 {
                     if b != 0 {
