@@ -435,7 +435,7 @@ fn one_group_per_board(store: &Store, cfg: &SolveConfig) -> Result<(), CliError>
                 board,
                 variant: p.variant,
                 existing: m.symmetry,
-                wanted: cfg.group.name(),
+                wanted: cfg.group.name().into(),
             }
             .into());
         }

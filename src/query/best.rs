@@ -83,10 +83,10 @@ pub fn outside_caps(game: &Game, variant: &Variant, code: u64, text: &str) -> Qu
     let cols = game.shape().cols();
     QueryError::OutsideCaps {
         text: text.to_string(),
-        board: game.shape().to_string(),
-        variant: variant.name(),
         what: format!(
-            "the tile {} in row {}, column {} is above that cell's cap {}",
+            "{} {}: the tile {} in row {}, column {} is above that cell's cap {}",
+            game.shape(),
+            variant.name(),
             1u32 << board::cell(code, cell),
             cell / cols + 1,
             cell % cols + 1,

@@ -32,13 +32,8 @@ pub enum QueryError {
         age: u32,
     },
     /// The board holds a tile above its cell's cap in a restricted solve: never a state of it.
-    #[error("board '{text}' is outside the caps of {board} {variant}: {what}")]
-    OutsideCaps {
-        text: String,
-        board: String,
-        variant: String,
-        what: String,
-    },
+    #[error("board '{text}' is outside the caps of {what}")]
+    OutsideCaps { text: String, what: String },
     /// A solve in the policy layout asked for what only values give.
     #[error("{board} {variant} is stored in the policy layout (the optimal move of every state, no values): {what} need the full or compact layout (`age2048 solve --layout full|compact`)")]
     NoValues {

@@ -60,7 +60,7 @@ pub enum StoreError {
         board: String,
         variant: String,
         existing: String,
-        wanted: String,
+        wanted: Box<str>,
     },
     /// Too little free disk to write the next age (nothing of it was written; running the
     /// same command again resumes once there is room).

@@ -509,11 +509,15 @@ pub fn check_store(
             Ok(m) => {
                 summary.files += m.files.len();
                 summary.bytes += m.total_bytes();
-                groups
-                    .entry(p.board.clone())
-                    .or_default()
-                    .entry(m.symmetry.clone())
-                    .or_insert_with(|| p.variant.clone());
+                // A restricted solve is identified by the symmetries that keep its caps,
+                // and compared with no other: it has a group of its own.
+                if m.caps.is_none() {
+                    groups
+                        .entry(p.board.clone())
+                        .or_default()
+                        .entry(m.symmetry.clone())
+                        .or_insert_with(|| p.variant.clone());
+                }
                 summary.problems.extend(check_manifest_with(
                     store, shape, &p.variant, &m, depth, progress,
                 ));

@@ -131,7 +131,7 @@ fn manifest(
         layout_version: LAYOUT_VERSION,
         board: shape.to_string(),
         variant: name.clone(),
-        symmetry: group.name().into(),
+        symmetry: group.name(),
         p4: v.p4,
         discount: v.discount,
         threads: rayon::current_num_threads(),
