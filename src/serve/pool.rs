@@ -1078,9 +1078,15 @@ fn run_in(
         }
     }
     let slice = recipe.lane == Lane::Short;
-    for attempt in 0..2 {
+    // Three tries: the lane's process and its spare may both have been killed together and
+    // still look alive while the kernel tears them down; the last try starts a process now.
+    for attempt in 0..3 {
         if process.is_none() {
-            *process = shared.fresh(recipe);
+            *process = if attempt < 2 {
+                shared.fresh(recipe)
+            } else {
+                Process::start(recipe).ok()
+            };
         }
         let Some(p) = process.as_mut() else {
             return (Ran::Answered(Err(not_started()), false), false);
@@ -1095,7 +1101,7 @@ fn run_in(
             recipe.limits.timeout,
             slice,
         ) {
-            Ran::NotStarted if attempt == 0 => {
+            Ran::NotStarted if attempt < 2 => {
                 // The process had ended before it read the query: a new one runs it.
                 p.kill();
                 *process = None;
@@ -1107,7 +1113,7 @@ fn run_in(
             }
         }
     }
-    unreachable!("the second attempt returns")
+    unreachable!("the last attempt returns")
 }
 
 /// True when a query process holds more than [`RECYCLE_AT`] (or half its limit) of data after
