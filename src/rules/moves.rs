@@ -465,32 +465,37 @@ mod tests {
 
     #[test]
     fn moves_match_the_cell_by_cell_rule_on_every_small_shape() {
-        use rand::{Rng, SeedableRng};
+        use rand::SeedableRng;
         let mut rng = rand::rngs::StdRng::seed_from_u64(11);
         for r in 1..=4 {
             for c in 1..=4 {
-                let shape = Shape::new(r, c).unwrap();
-                let rules = Rules::new(shape);
-                for round in 0..4000 {
-                    // Sparse boards early (many slides), dense late (many merges), up to 2^14.
-                    let top = if round < 2000 { 3 } else { 15 };
-                    let b = (0..shape.cells())
-                        .fold(0u64, |acc, i| acc | (rng.gen_range(0..top) << (4 * i)));
-                    assert_eq!(
-                        rules.moves(b),
-                        moves_cell_by_cell(shape, b),
-                        "{shape} {}",
-                        format_board(b, shape)
-                    );
-                }
+                check_random_boards(Shape::new(r, c).unwrap(), &mut rng);
             }
+        }
+    }
+
+    /// [`Rules::moves`] against [`moves_cell_by_cell`] on 4000 random boards of `shape`.
+    fn check_random_boards(shape: Shape, rng: &mut rand::rngs::StdRng) {
+        use rand::Rng;
+        let rules = Rules::new(shape);
+        for round in 0..4000 {
+            // Sparse boards early (many slides), dense late (many merges), up to 2^14.
+            let top = if round < 2000 { 3 } else { 15 };
+            let b =
+                (0..shape.cells()).fold(0u64, |acc, i| acc | (rng.gen_range(0..top) << (4 * i)));
+            assert_eq!(
+                rules.moves(b),
+                moves_cell_by_cell(shape, b),
+                "{shape} {}",
+                format_board(b, shape)
+            );
         }
     }
 
     /// Boards with a side longer than the tables take [`slide_cells`] for that side.
     #[test]
     fn long_sides_match_the_cell_by_cell_rule() {
-        use rand::{Rng, SeedableRng};
+        use rand::SeedableRng;
         let mut rng = rand::rngs::StdRng::seed_from_u64(12);
         for (r, c) in [
             (1, 5),
@@ -503,19 +508,7 @@ mod tests {
             (5, 3),
             (6, 2),
         ] {
-            let shape = Shape::new(r, c).unwrap();
-            let rules = Rules::new(shape);
-            for round in 0..4000 {
-                let top = if round < 2000 { 3 } else { 15 };
-                let b = (0..shape.cells())
-                    .fold(0u64, |acc, i| acc | (rng.gen_range(0..top) << (4 * i)));
-                assert_eq!(
-                    rules.moves(b),
-                    moves_cell_by_cell(shape, b),
-                    "{shape} {}",
-                    format_board(b, shape)
-                );
-            }
+            check_random_boards(Shape::new(r, c).unwrap(), &mut rng);
         }
     }
 

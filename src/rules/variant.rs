@@ -199,21 +199,26 @@ impl Variant {
                 discount: discount.to_string(),
             });
         }
-        let v = Variant {
+        Variant {
             kind,
             p4,
             discount,
             limits,
-        };
-        let len = v.name().len();
+        }
+        .name_fits()
+    }
+
+    /// `self`, or the error of a name longer than a partition folder may be.
+    fn name_fits(self) -> Result<Variant, VariantError> {
+        let len = self.name().len();
         if len > MAX_NAME_LEN {
             return Err(VariantError::NameTooLong {
-                name: v.name(),
+                name: self.name(),
                 len,
                 max: MAX_NAME_LEN,
             });
         }
-        Ok(v)
+        Ok(self)
     }
 
     /// Parses a comma-separated list; names must be distinct.
@@ -245,19 +250,11 @@ impl Variant {
 
     /// The same variant restricted by `limits` (refused if its name would be too long).
     pub fn restricted(self, limits: Limits) -> Result<Variant, VariantError> {
-        let v = Variant {
+        Variant {
             limits: Some(limits),
             ..self
-        };
-        let len = v.name().len();
-        if len > MAX_NAME_LEN {
-            return Err(VariantError::NameTooLong {
-                name: v.name(),
-                len,
-                max: MAX_NAME_LEN,
-            });
         }
-        Ok(v)
+        .name_fits()
     }
 
     /// The name used in the layout (`variant=<name>`).
