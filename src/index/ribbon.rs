@@ -192,69 +192,138 @@ impl Solver {
         self.rows.resize(m, 0);
         self.vals.clear();
         self.vals.resize(m, 0);
-        for &(h, mut b) in &self.by_start {
-            let (mut s, mut c) = p.band(h);
-            loop {
-                if c == 0 {
-                    if b != 0 {
-                        return false;
-                    }
-                    break;
+        // The rows the keys come to do not depend on the order they are reduced in (the
+        // pivots are the leading slots of the keys' span, the solution with free slots 0 is
+        // the one solution of the echelon system): the keys' two halves, far apart in the
+        // band, are reduced in turn, so that the processor overlaps two chains of dependent
+        // loads instead of waiting on one.
+        let (rows, vals) = (&mut self.rows[..], &mut self.vals[..]);
+        let (first, second) = self.by_start.split_at(n / 2);
+        let (mut a, mut b) = (first.iter(), second.iter());
+        let (Some(&ka), Some(&kb)) = (a.next(), b.next()) else {
+            // At most one key (`first` is the shorter half).
+            return second
+                .iter()
+                .all(|&k| Pending::new(p, k).finish(rows, vals));
+        };
+        let (mut ka, mut kb) = (Pending::new(p, ka), Pending::new(p, kb));
+        // Until one half is through, a step of each in turn.
+        let rest = loop {
+            if let Some(ok) = ka.step(rows, vals) {
+                if !ok {
+                    return false;
                 }
-                let j = c.trailing_zeros() as usize;
-                s += j;
-                c >>= j;
-                let r = self.rows[s];
-                if r == 0 {
-                    self.rows[s] = c;
-                    self.vals[s] = b;
-                    break;
+                match a.next() {
+                    Some(&k) => ka = Pending::new(p, k),
+                    None => break (kb, b),
                 }
-                c ^= r;
-                b ^= self.vals[s];
             }
-        }
-        true
+            if let Some(ok) = kb.step(rows, vals) {
+                if !ok {
+                    return false;
+                }
+                match b.next() {
+                    Some(&k) => kb = Pending::new(p, k),
+                    None => break (ka, a),
+                }
+            }
+        };
+        let (k, mut left) = rest;
+        k.finish(rows, vals) && left.all(|&k| Pending::new(p, k).finish(rows, vals))
     }
 
     /// The solution by back substitution, free slots 0, as `bits` planes of words.
     fn planes(&self, p: &RibbonParams, bits: u32) -> Vec<u8> {
+        match bits {
+            1 => self.planes_of::<1>(p),
+            2 => self.planes_of::<2>(p),
+            3 => self.planes_of::<3>(p),
+            4 => self.planes_of::<4>(p),
+            5 => self.planes_of::<5>(p),
+            6 => self.planes_of::<6>(p),
+            7 => self.planes_of::<7>(p),
+            _ => self.planes_of::<8>(p),
+        }
+    }
+
+    /// [`Solver::planes`] of `B` bits, from the last slot down. Each plane's solution from the
+    /// slot at hand on is kept in a register (bit `k` slot `i + k`, slot `i` itself still 0:
+    /// what a stored row meets), and its bits go into the word being filled: no slot waits on
+    /// a store of the slot before.
+    fn planes_of<const B: usize>(&self, p: &RibbonParams) -> Vec<u8> {
         let m = p.slots as usize;
         let words = p.plane_words();
-        let mut planes = vec![vec![0u64; words]; bits as usize];
+        let mut planes = vec![0u64; words * B];
+        let mut ahead = [0u128; B];
+        let mut word = [0u64; B];
         for i in (0..m).rev() {
-            let r = self.rows[i];
-            if r == 0 {
-                continue;
+            let (r, v) = (self.rows[i], self.vals[i]);
+            for b in 0..B {
+                let w = ahead[b] << 1;
+                // Bit 0 of the row is slot i itself (0 in `w`); a free slot is 0.
+                let z = u64::from((((r & w).count_ones() as u8) ^ (v >> b)) & u8::from(r != 0) & 1);
+                ahead[b] = w | u128::from(z);
+                word[b] |= z << (i % 64);
             }
-            for (b, plane) in planes.iter_mut().enumerate() {
-                // Bit 0 of the row is slot i itself (still 0 in the plane).
-                let x = (r & window(plane, i)).count_ones() as u8 & 1;
-                let v = (self.vals[i] >> b) & 1;
-                if x ^ v == 1 {
-                    plane[i / 64] |= 1 << (i % 64);
+            if i % 64 == 0 {
+                for b in 0..B {
+                    planes[b * words + i / 64] = std::mem::take(&mut word[b]);
                 }
             }
         }
-        let mut out = Vec::with_capacity(words * 8 * bits as usize);
-        for plane in planes {
-            for w in plane {
-                out.extend_from_slice(&w.to_le_bytes());
-            }
+        let mut out = Vec::with_capacity(words * 8 * B);
+        for w in planes {
+            out.extend_from_slice(&w.to_le_bytes());
         }
         out
     }
 }
 
-/// Bits `i..i + 128` of a plane of words (padded: two words past the last slot).
-#[inline]
-fn window(plane: &[u64], i: usize) -> u128 {
-    let (w, o) = (i / 64, i % 64);
-    let lo = u128::from(plane[w]) | (u128::from(plane[w + 1]) << 64);
-    if o == 0 {
-        lo
-    } else {
-        (lo >> o) | (u128::from(plane[w + 2]) << (128 - o))
+/// A key being reduced: the slot of its row's lowest bit, the row from there, its value.
+#[derive(Clone, Copy)]
+struct Pending {
+    s: usize,
+    c: u128,
+    b: u8,
+}
+
+impl Pending {
+    #[inline(always)]
+    fn new(p: &RibbonParams, (h, b): (u64, u8)) -> Pending {
+        let (s, c) = p.band(h);
+        Pending { s, c, b }
+    }
+
+    /// One step of the elimination: `Some(true)` once the row is stored at an empty pivot or
+    /// vanished with its value 0, `Some(false)` if it vanished with a value left (the seed
+    /// fails), `None` while rows are met.
+    #[inline(always)]
+    fn step(&mut self, rows: &mut [u128], vals: &mut [u8]) -> Option<bool> {
+        if self.c == 0 {
+            return Some(self.b == 0);
+        }
+        let j = self.c.trailing_zeros() as usize;
+        self.s += j;
+        self.c >>= j;
+        let r = rows[self.s];
+        if r == 0 {
+            rows[self.s] = self.c;
+            vals[self.s] = self.b;
+            return Some(true);
+        }
+        self.c ^= r;
+        self.b ^= vals[self.s];
+        None
+    }
+
+    /// The steps to the end; false if the seed fails.
+    #[inline(always)]
+    fn finish(mut self, rows: &mut [u128], vals: &mut [u8]) -> bool {
+        loop {
+            if let Some(ok) = self.step(rows, vals) {
+                return ok;
+            }
+        }
     }
 }
 
@@ -338,6 +407,17 @@ mod tests {
         assert_eq!(b().unwrap(), b().unwrap());
     }
 
+    /// Bits `i..i + 128` of a plane of words (padded: two words past the last slot).
+    fn window(plane: &[u64], i: usize) -> u128 {
+        let (w, o) = (i / 64, i % 64);
+        let lo = u128::from(plane[w]) | (u128::from(plane[w + 1]) << 64);
+        if o == 0 {
+            lo
+        } else {
+            (lo >> o) | (u128::from(plane[w + 2]) << (128 - o))
+        }
+    }
+
     #[test]
     fn windows_read_any_offset() {
         let plane: Vec<u64> = (0..6u64).map(|i| mix(i + 1)).collect();
@@ -348,6 +428,74 @@ mod tests {
                 want |= u128::from(bit) << j;
             }
             assert_eq!(window(&plane, i), want, "{i}");
+        }
+    }
+
+    /// The planes of a shape by the textbook: keys reduced one at a time in `order`, then
+    /// each slot from the last solved against the plane's bits above it, read from memory.
+    fn plainly(p: &RibbonParams, hashes: &[u64], values: &[u8], bits: u32) -> Option<Vec<u8>> {
+        let m = p.slots as usize;
+        let (mut rows, mut vals) = (vec![0u128; m], vec![0u8; m]);
+        for (&h, &v) in hashes.iter().zip(values) {
+            let (mut s, mut c) = p.band(h);
+            let mut b = v;
+            loop {
+                if c == 0 {
+                    if b != 0 {
+                        return None;
+                    }
+                    break;
+                }
+                let j = c.trailing_zeros() as usize;
+                s += j;
+                c >>= j;
+                if rows[s] == 0 {
+                    rows[s] = c;
+                    vals[s] = b;
+                    break;
+                }
+                c ^= rows[s];
+                b ^= vals[s];
+            }
+        }
+        let mut planes = vec![vec![0u64; p.plane_words()]; bits as usize];
+        for i in (0..m).rev() {
+            for (b, plane) in planes.iter_mut().enumerate() {
+                let x = (rows[i] & window(plane, i)).count_ones() as u8 & 1;
+                if rows[i] != 0 && x ^ (vals[i] >> b) & 1 == 1 {
+                    plane[i / 64] |= 1 << (i % 64);
+                }
+            }
+        }
+        Some(
+            planes
+                .concat()
+                .iter()
+                .flat_map(|w| w.to_le_bytes())
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn the_solution_is_the_textbooks_in_any_order_of_the_keys() {
+        for (seed, n, bits) in [(1, 3, 1), (2, 1_000, 1), (3, 20_000, 1), (4, 5_000, 4)] {
+            let (keys, values) = sample(seed, n, bits);
+            let (p, data) =
+                build_with(n, |p, i| p.hash(keys[i].0, keys[i].1), &values, bits).unwrap();
+            let hashes: Vec<u64> = keys.iter().map(|&(k, l)| p.hash(k, l)).collect();
+            assert_eq!(
+                plainly(&p, &hashes, &values, bits),
+                Some(data.clone()),
+                "{n}"
+            );
+            // Reversed, and every other key first: the same rows, the same solution.
+            let rev: Vec<usize> = (0..n).rev().collect();
+            let split: Vec<usize> = (0..n).step_by(2).chain((1..n).step_by(2)).collect();
+            for order in [rev, split] {
+                let h: Vec<u64> = order.iter().map(|&i| hashes[i]).collect();
+                let v: Vec<u8> = order.iter().map(|&i| values[i]).collect();
+                assert_eq!(plainly(&p, &h, &v, bits), Some(data.clone()), "{n}");
+            }
         }
     }
 

@@ -80,7 +80,7 @@ impl Order {
 
     /// The key of a move to `after` with `reward` (larger first), on a board of `cols`
     /// columns.
-    #[inline]
+    #[inline(always)]
     fn key(self, after: u64, reward: u32, cells: usize, cols: usize) -> i64 {
         let empty = i64::from(board::count_empty(after, cells));
         match self {
@@ -121,7 +121,7 @@ impl Order {
 /// with it by shifting the code one cell (a row) down, under a mask of those cells
 /// ([`NEIGHBOURS`]); the pairs' differences are taken a byte each, even cells and odd cells
 /// apart, and summed by a multiplication.
-#[inline]
+#[inline(always)]
 fn roughness(code: u64, cells: usize, cols: usize) -> i64 {
     let (right, below) = NEIGHBOURS[cells][cols];
     let (a, b) = (code & right, (code >> 4) & right);
@@ -144,7 +144,7 @@ fn roughness(code: u64, cells: usize, cols: usize) -> i64 {
 #[inline(always)]
 fn byte_diff(a: u64, b: u64) -> u64 {
     let larger = byte_max(a, b);
-    larger - (a ^ b ^ larger)
+    larger.wrapping_sub(a ^ b ^ larger)
 }
 
 /// Per board of `cells` cells and `cols` columns, the nibble masks of the cells with a
@@ -224,6 +224,40 @@ pub fn rank_moves(order: Order, moves: &[Option<(u64, u32)>; 4], shape: Shape) -
     }
 }
 
+/// The smallest rank in `order` of a move of `optimal` (bit `d` for [`Dir::ALL`]`[d]`) among
+/// the valid moves of `moves` (as [`Rules::moves`] gives them): its position in
+/// [`rank_moves`]'s list, 0 if none is valid. Without the list: a move's rank is the number
+/// of valid moves with a larger key, or an equal key and an earlier direction.
+#[inline(always)]
+pub fn first_rank(order: Order, moves: &[Option<(u64, u32)>; 4], shape: Shape, optimal: u8) -> u8 {
+    let (cells, cols) = (shape.cells(), shape.cols());
+    let mut keys = [0i64; 4];
+    let mut valid = 0u8;
+    for (d, m) in moves.iter().enumerate() {
+        if let Some((after, reward)) = *m {
+            keys[d] = order.key(after, reward, cells, cols);
+            valid |= 1 << d;
+        }
+    }
+    let mut best = u8::MAX;
+    for d in 0..4 {
+        if (optimal & valid) >> d & 1 == 0 {
+            continue;
+        }
+        let mut rank = 0u8;
+        for e in 0..4 {
+            let before = keys[e] > keys[d] || (keys[e] == keys[d] && e < d);
+            rank += u8::from(valid >> e & 1 == 1 && before);
+        }
+        best = best.min(rank);
+    }
+    if best == u8::MAX {
+        0
+    } else {
+        best
+    }
+}
+
 /// The valid moves of `code` in `order`.
 pub fn ranked(rules: &Rules, order: Order, code: u64) -> Ranked {
     rank_moves(order, &rules.moves(code), rules.shape())
@@ -263,6 +297,40 @@ mod tests {
             }
             let fixed = ranked(&rules, Order::Fixed, code);
             assert_eq!(fixed.moves(), &valid[..]);
+        }
+    }
+
+    #[test]
+    fn first_rank_is_the_position_in_the_list() {
+        for (rows, cols) in [(3, 3), (2, 4), (4, 4)] {
+            let shape = Shape::new(rows, cols).unwrap();
+            let rules = Rules::new(shape);
+            let mut x = 0x2545_F491_4F6C_DD1Du64;
+            for _ in 0..4000 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let mut code = 0u64;
+                for i in 0..shape.cells() {
+                    code |= ((x >> (3 * i)) % 5) << (4 * i);
+                }
+                let moves = rules.moves(code);
+                for order in Order::ALL {
+                    let list = rank_moves(order, &moves, shape);
+                    for optimal in 0..16u8 {
+                        let want = list
+                            .moves()
+                            .iter()
+                            .position(|&d| optimal >> (d as u8) & 1 == 1)
+                            .unwrap_or(0) as u8;
+                        assert_eq!(
+                            first_rank(order, &moves, shape, optimal),
+                            want,
+                            "{order:?} {code:#x} {optimal:#b}"
+                        );
+                    }
+                }
+            }
         }
     }
 

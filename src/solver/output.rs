@@ -15,7 +15,7 @@ use crate::index::{
     PolicyBuilder, PolicyMeta, PolicyStats, ValueCoding,
 };
 use crate::rules::board;
-use crate::rules::order::{rank_moves, Order};
+use crate::rules::order::{first_rank, Order};
 use crate::rules::{ForwardClass, Game, Rules, Shape, Variant};
 use crate::store::{
     AgeStats, FileEntry, FileMeta, IndexEntry, PartWriter, PolicyEntry, PolicySymbols,
@@ -41,13 +41,9 @@ pub fn moves_of(game: &Game, class: ForwardClass) -> MovesOf {
 
 /// The rank a policy file stores for a state whose optimal moves are `optimal` (bit `d` for
 /// move `d`): the smallest rank of one among the valid moves in `order` (0 without a move).
-#[inline]
+#[inline(always)]
 pub fn stored_rank(order: Order, moves: &[Option<(u64, u32)>; 4], shape: Shape, optimal: u8) -> u8 {
-    rank_moves(order, moves, shape)
-        .moves()
-        .iter()
-        .position(|&d| optimal >> (d as u8) & 1 == 1)
-        .unwrap_or(0) as u8
+    first_rank(order, moves, shape, optimal)
 }
 
 /// [`PolicySymbols`] as counted: states by valid moves, tied, and by first optimal move and
