@@ -7,8 +7,10 @@
 #        "3x3 expectation"; a table is "BOARD VARIANT [more solve arguments]")
 #
 # Ours: the release build without the reporting layer, `age2048 solve --quiet` into a fresh
-# directory each run. The runs' directories are removed together at the end: a run never
-# starts right after thousands of deletions (see benches/solve.sh). Appends its rows to
+# directory each run; or the binary AGE2048 names, PROFILE naming its build (e.g. "dev"): the
+# `build` column says which, as the same code's times differ between profiles. The runs'
+# directories are removed together at the end: a run never starts right after thousands of
+# deletions (see benches/solve.sh). Appends its rows to
 # reports/bench/layouts.tsv and prints them as Markdown. Timings never go into tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,6 +25,9 @@ bin=${AGE2048:-}
 if [ -z "$bin" ]; then
   cargo build --release --no-default-features --bin age2048 >&2
   bin="$CARGO_TARGET_DIR/release/age2048"
+  profile=release
+else
+  profile=${PROFILE:-unnamed}
 fi
 out=reports/bench
 mkdir -p "$out"
@@ -31,7 +36,7 @@ trap 'rm -rf "$tmp"' EXIT
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 cpu=$(bash benches/cpu.sh)
 tsv=$out/layouts.tsv
-[ -s "$tsv" ] || printf 'date\tcommit\tprocessor\tload_before\ttable\tlayout\truns\twall_median\tcpu_median\tpolicy_bytes\n' > "$tsv"
+[ -s "$tsv" ] || printf 'date\tcommit\tprocessor\tload_before\ttable\tlayout\truns\twall_median\tcpu_median\tpolicy_bytes\tbuild\n' > "$tsv"
 
 n=0
 # run TABLE LAYOUT : one timed run; appends "wall cpu" to $tmp/<slug>.<layout>
@@ -59,8 +64,8 @@ for table in "${tables[@]}"; do
   done
 done
 
-echo "| table | processor | load before | commit | policy wall (s) | compact wall (s) | ratio | policy CPU (s) | compact CPU (s) | ratio | policy bytes |"
-echo "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|"
+echo "| table | build | processor | load before | commit | policy wall (s) | compact wall (s) | ratio | policy CPU (s) | compact CPU (s) | ratio | policy bytes |"
+echo "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|"
 for table in "${tables[@]}"; do
   s=$(slug "$table")
   pw=$(cut -d' ' -f1 "$tmp/$s.policy" | median)
@@ -72,14 +77,14 @@ for table in "${tables[@]}"; do
     w=$([ $l = policy ] && echo "$pw" || echo "$cw")
     c=$([ $l = policy ] && echo "$pc" || echo "$cc")
     b=$([ $l = policy ] && echo "$bytes" || echo "")
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%Y-%m-%d)" "$commit" "$cpu" \
-      "$load" "$table" "$l" "$pairs" "$w" "$c" "$b" >> "$tsv"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%Y-%m-%d)" "$commit" "$cpu" \
+      "$load" "$table" "$l" "$pairs" "$w" "$c" "$b" "$profile" >> "$tsv"
   done
-  python3 - "$table" "$cpu" "$load" "$commit" "$pw" "$cw" "$pc" "$cc" "$bytes" <<'EOF'
+  python3 - "$table" "$profile" "$cpu" "$load" "$commit" "$pw" "$cw" "$pc" "$cc" "$bytes" <<'EOF'
 import sys
-t, cpu, load, commit, pw, cw, pc, cc, b = sys.argv[1:]
+t, profile, cpu, load, commit, pw, cw, pc, cc, b = sys.argv[1:]
 pw, cw, pc, cc = map(float, (pw, cw, pc, cc))
-print(f"| {t} | {cpu} | {load} | {commit} | {pw:.2f} | {cw:.2f} | {pw / cw:.2f} | "
+print(f"| {t} | {profile} | {cpu} | {load} | {commit} | {pw:.2f} | {cw:.2f} | {pw / cw:.2f} | "
       f"{pc:.2f} | {cc:.2f} | {pc / cc:.2f} | {int(b):,} |")
 EOF
 done
