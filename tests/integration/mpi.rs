@@ -209,7 +209,13 @@ fn reach_and_restricted_solves_over_two_processes_are_the_one_process_solves() {
     let one = dir.join("reach_one");
     common::solve(&one, "2x4", "expectation", &reach);
     let two = dir.join("reach_two");
-    let o = solve_np(2, &two, "2x4", "expectation", &[&reach[..], &["--parts", "hash"]].concat());
+    let o = solve_np(
+        2,
+        &two,
+        "2x4",
+        "expectation",
+        &[&reach[..], &["--parts", "hash"]].concat(),
+    );
     assert!(o.status.success(), "{}", common::stderr(&o));
     let (s, m) = (
         common::manifest(&one, "2x4", "expectation"),

@@ -442,10 +442,11 @@ fn the_reached_set_holds_the_starts_is_closed_and_its_moves_are_optimal() {
         // The walk from the starts following the stored moves reaches, age by age, the
         // states the solve says it kept: its set holds the starts and is closed, and every
         // move stored for it is optimal.
-        let walked: std::collections::BTreeMap<u32, u64> = walk_reached(full, &data, board, variant)
-            .into_iter()
-            .map(|(age, states)| (age, states.len() as u64))
-            .collect();
+        let walked: std::collections::BTreeMap<u32, u64> =
+            walk_reached(full, &data, board, variant)
+                .into_iter()
+                .map(|(age, states)| (age, states.len() as u64))
+                .collect();
         let kept: std::collections::BTreeMap<u32, u64> = m["ages"]
             .as_array()
             .unwrap()
