@@ -28,8 +28,9 @@
 //! largest regret. For a goal variant, moves from a board already holding the goal tile have
 //! no q-values and are skipped (counted in [`LogEvaluation::skipped`]).
 //!
-//! A malformed line, a board that is not reachable, or a move that changes nothing is an
-//! error naming the line; nothing is evaluated half.
+//! A malformed line, a board that is not reachable, a move that changes nothing, or (in a
+//! restricted solve) a move its caps bar is an error naming the line; nothing is evaluated
+//! half.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -396,10 +397,17 @@ pub fn evaluate_log(tb: &Tablebase, log: &[LogMove], name: &str) -> Result<LogEv
         }
         .map_err(|e| at_line(m.line, e))?;
         let (Some(q), Some(best)) = (ev.q[m.dir as usize], ev.best) else {
-            return Err(QueryError::Log {
-                name: name.to_string(),
-                line: m.line,
-                what: format!(
+            // A move that changes the board yet has no q: a restricted solve's caps bar it.
+            let what = if game.rules.apply(code, m.dir).is_some() {
+                format!(
+                    "move {} on the board '{}' is barred by the caps of {} (it makes a tile \
+                     above its cell's cap): the game left the restricted solve",
+                    m.dir.letter(),
+                    m.board,
+                    variant.name()
+                )
+            } else {
+                format!(
                     "move {} does not change the board '{}' (not a valid move{})",
                     m.dir.letter(),
                     m.board,
@@ -408,7 +416,12 @@ pub fn evaluate_log(tb: &Tablebase, log: &[LogMove], name: &str) -> Result<LogEv
                     } else {
                         ""
                     }
-                ),
+                )
+            };
+            return Err(QueryError::Log {
+                name: name.to_string(),
+                line: m.line,
+                what,
             });
         };
         // Over a policy solve q and the value are NaN: optimal is whether the move is as good

@@ -28,10 +28,12 @@ use rayon::prelude::*;
 
 use super::output::{moves_of, policy_entry};
 use super::{forward, layer, Result, SolveError};
-use crate::index::{encode_policy, Policy, PolicyMeta, Stored};
+use crate::index::{encode_policy, Policy, PolicyMeta, PolicyStats, Stored};
 use crate::rules::order::{rank_moves, Order};
-use crate::rules::{board, Dir, ForwardClass, Game, Variant};
+use crate::rules::{board, Dir, ForwardClass, Game, Shape, Variant};
+use crate::store::parts::Parts;
 use crate::store::{AgeStats, FileEntry, Store, StoreError};
+use std::path::PathBuf;
 
 /// States a parallel task takes.
 const CHUNK: usize = 4096;
@@ -224,12 +226,13 @@ pub fn reach(
     let name = variant.name();
     let class = variant.forward_class();
     let moves = moves_of(game, class);
+    // A solve over several processes wrote an age's file in parts; the pass reads them all.
+    let (_, parts) = store.layout().part();
     let mut pending: std::collections::BTreeMap<u32, Vec<u64>> = forward::seeds(game, &class);
     let mut total = Reached::default();
     for slot in ages.iter_mut() {
         let age = slot.stats.age;
         let states = layer::sort_dedup(pending.remove(&age).unwrap_or_default());
-        let path = store.layout().policy_file(shape, &name, age);
         let has_file = slot.stats.n_states > 0 || slot.stats.n_afterstates > 0;
         if !has_file {
             if !states.is_empty() {
@@ -240,19 +243,11 @@ pub fn reach(
             }
             continue;
         }
-        let bytes = store.read_file(&path)?;
-        let damaged = |what: String| SolveError::from(StoreError::corrupt(&path, what));
-        let policy = Policy::from_bytes(&bytes[..]).map_err(|e| damaged(e.to_string()))?;
-        let h = policy.header();
-        let (rows, cols) = (shape.rows() as u8, shape.cols() as u8);
-        policy
-            .expect(rows, cols, age, &name)
-            .map_err(|e| damaged(e.to_string()))?;
-        let order = match h.order.map(Order::from_id) {
-            Some(Some(o)) => o,
-            _ => return Err(damaged("no order of moves this solver knows".into())),
-        };
+        let files = PartFiles::read(store, shape, &name, age, parts)?;
+        let order = files.order()?;
         let step = step(game, &class, &states, |s, valid| {
+            let (policy, path) = files.of(s, shape)?;
+            let damaged = |what: String| SolveError::from(StoreError::corrupt(path, what));
             match policy.stored(s, valid) {
                 Some(Stored::Mask(m)) => Ok(Known::Optimal(m)),
                 Some(Stored::Rank(r)) => {
@@ -267,7 +262,8 @@ pub fn reach(
                 None => Err(damaged(format!("no move for state {s:#x}"))),
             }
         })?;
-        drop(policy);
+        let had = files.present();
+        drop(files);
         let (two, four) = spawns(game, &class, &step.afterstates);
         for (a, kids) in [(age + 2, two), (age + 4, four)] {
             if !kids.is_empty() {
@@ -275,30 +271,62 @@ pub fn reach(
             }
         }
         let meta = PolicyMeta {
-            rows,
-            cols,
+            rows: shape.rows() as u8,
+            cols: shape.cols() as u8,
             age,
             variant: name.clone(),
             order: Order::POLICY.id(),
             reached: true,
             masks: false,
         };
-        let index_err = |source| SolveError::Index {
-            path: path.clone(),
-            source,
-        };
-        let (bytes, s) =
-            encode_policy(&meta, &states, &step.ranks, moves.clone()).map_err(index_err)?;
-        let file = store.write_file_batched(&path, &bytes)?;
-        total.states += states.len() as u64;
-        total.file_bytes += s.file_bytes;
-        let symbols = slot.stats.policy.symbols.take();
-        slot.stats.policy = policy_entry(&file, &s, symbols);
-        slot.stats.n_reached = Some(states.len() as u64);
-        match slot.files.iter_mut().find(|f| f.path == file.path) {
-            Some(f) => *f = file,
-            None => slot.files.push(file),
+        // Each part's file again, over its own reached states (in id order, as `states`).
+        let mut merged: Option<PolicyStats> = None;
+        let mut entry_file = None;
+        for (part, had) in (0..parts.count.max(1)).zip(had) {
+            let (ids, ranks): (Vec<u64>, Vec<u8>) = states
+                .iter()
+                .zip(&step.ranks)
+                .filter(|(&s, _)| parts.of(s, shape) == part)
+                .map(|(&s, &r)| (s, r))
+                .unzip();
+            if !had && ids.is_empty() {
+                continue;
+            }
+            let path = store
+                .layout()
+                .policy_file_of(shape, &name, age, part, parts);
+            let index_err = |source| SolveError::Index {
+                path: path.clone(),
+                source,
+            };
+            let (bytes, s) =
+                encode_policy(&meta, &ids, &ranks, moves.clone()).map_err(index_err)?;
+            let file = store.write_file_batched(&path, &bytes)?;
+            total.file_bytes += s.file_bytes;
+            merged = Some(match merged {
+                None => s,
+                Some(m) => plus(m, &s),
+            });
+            match slot.files.iter_mut().find(|f| f.path == file.path) {
+                Some(f) => *f = file.clone(),
+                None => slot.files.push(file.clone()),
+            }
+            entry_file = Some(file);
         }
+        let (Some(s), Some(file)) = (merged, entry_file) else {
+            return Err(SolveError::Internal(format!(
+                "age {age}: no policy file of any part to write over the reached states"
+            )));
+        };
+        total.states += states.len() as u64;
+        let symbols = slot.stats.policy.symbols.take();
+        let mut entry = policy_entry(&file, &s, symbols);
+        if !parts.is_one() {
+            // A solve of several parts names the age's folder of parts, as the pass did.
+            entry.file = std::mem::take(&mut slot.stats.policy.file);
+        }
+        slot.stats.policy = entry;
+        slot.stats.n_reached = Some(states.len() as u64);
     }
     if let Some((age, kids)) = pending.iter().find(|(_, v)| !v.is_empty()) {
         return Err(SolveError::Internal(format!(
@@ -309,6 +337,89 @@ pub fn reach(
     // The files are durable before the manifest that lists them.
     store.sync()?;
     Ok(total)
+}
+
+/// The policy files of one age, one a part (`None` for a part that wrote none), each checked
+/// against the board, the age and the variant.
+struct PartFiles {
+    parts: Parts,
+    files: Vec<(PathBuf, Option<Policy<Vec<u8>>>)>,
+}
+
+impl PartFiles {
+    fn read(store: &Store, shape: Shape, name: &str, age: u32, parts: Parts) -> Result<PartFiles> {
+        let (rows, cols) = (shape.rows() as u8, shape.cols() as u8);
+        let mut files = Vec::new();
+        for part in 0..parts.count.max(1) {
+            let path = store.layout().policy_file_of(shape, name, age, part, parts);
+            if !parts.is_one() && !path.exists() {
+                files.push((path, None));
+                continue;
+            }
+            let bytes = store.read_file(&path)?;
+            let damaged = |what: String| SolveError::from(StoreError::corrupt(&path, what));
+            let policy = Policy::from_bytes(bytes).map_err(|e| damaged(e.to_string()))?;
+            policy
+                .expect(rows, cols, age, name)
+                .map_err(|e| damaged(e.to_string()))?;
+            files.push((path, Some(policy)));
+        }
+        Ok(PartFiles { parts, files })
+    }
+
+    /// The order of moves the files' ranks follow (the same in every part).
+    fn order(&self) -> Result<Order> {
+        let mut order = None;
+        for (path, policy) in &self.files {
+            let Some(policy) = policy else { continue };
+            let o = match policy.header().order.map(Order::from_id) {
+                Some(Some(o)) => o,
+                _ => {
+                    return Err(
+                        StoreError::corrupt(path, "no order of moves this solver knows").into(),
+                    )
+                }
+            };
+            if order.is_some_and(|x| x != o) {
+                return Err(StoreError::corrupt(
+                    path,
+                    "another order of moves than its age's other parts",
+                )
+                .into());
+            }
+            order = Some(o);
+        }
+        order.ok_or_else(|| SolveError::Internal("an age without a policy file".into()))
+    }
+
+    /// The file holding state `s`, and its path.
+    fn of(&self, s: u64, shape: Shape) -> Result<(&Policy<Vec<u8>>, &PathBuf)> {
+        let (path, policy) = &self.files[self.parts.of(s, shape) as usize];
+        let policy = policy.as_ref().ok_or_else(|| {
+            StoreError::corrupt(path, format!("missing, and state {s:#x} is its part's"))
+        })?;
+        Ok((policy, path))
+    }
+
+    /// Which parts had a file.
+    fn present(&self) -> Vec<bool> {
+        self.files.iter().map(|(_, p)| p.is_some()).collect()
+    }
+}
+
+/// The sizes of two parts' files together.
+fn plus(a: PolicyStats, b: &PolicyStats) -> PolicyStats {
+    let mut levels = a.levels;
+    for (x, y) in levels.iter_mut().zip(b.levels) {
+        *x += y;
+    }
+    PolicyStats {
+        keys: a.keys + b.keys,
+        shards: a.shards + b.shards,
+        file_bytes: a.file_bytes + b.file_bytes,
+        states: a.states + b.states,
+        levels,
+    }
 }
 
 #[cfg(test)]

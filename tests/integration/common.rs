@@ -53,11 +53,17 @@ pub fn fresh_dir(prefix: &str) -> PathBuf {
     if let Ok(rd) = std::fs::read_dir(tmp) {
         for e in rd.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
-            let earlier = name
+            let pid = name
                 .strip_prefix(prefix)
                 .and_then(|rest| rest.strip_prefix('_'))
                 .map(|rest| rest.split('.').next().unwrap_or(""))
-                .is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()));
+                .filter(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()));
+            // This process's folder, or one of a test process that has ended; not the folder
+            // of another test process still running (nextest runs a process a test; two
+            // checkouts may share a target directory).
+            let earlier = pid.is_some_and(|pid| {
+                pid.parse() == Ok(std::process::id()) || !Path::new("/proc").join(pid).exists()
+            });
             if earlier {
                 let _ =
                     std::fs::remove_dir_all(e.path()).or_else(|_| std::fs::remove_file(e.path()));
@@ -65,6 +71,30 @@ pub fn fresh_dir(prefix: &str) -> PathBuf {
         }
     }
     tmp.join(format!("{prefix}_{}", std::process::id()))
+}
+
+/// Regression: `fresh_dir` removed the folders of every other process with the prefix, live
+/// or not, so tests in processes of their own (nextest) lost each other's solves mid-test.
+#[test]
+fn a_fresh_dir_keeps_the_folders_of_live_processes_and_removes_ended_ones() {
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let prefix = "fresh_dir_check";
+    // Process 1 runs as long as the machine does; no process has a pid above pid_max.
+    let pid_max: u64 = std::fs::read_to_string("/proc/sys/kernel/pid_max")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let live = tmp.join(format!("{prefix}_1"));
+    let ended = tmp.join(format!("{prefix}_{}", pid_max + 1));
+    let mine = tmp.join(format!("{prefix}_{}", std::process::id()));
+    for d in [&live, &ended, &mine] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    assert_eq!(fresh_dir(prefix), mine);
+    assert!(live.exists(), "a live process's folder was removed");
+    assert!(!ended.exists() && !mine.exists());
+    std::fs::remove_dir_all(&live).unwrap();
 }
 
 /// A value made once per key and shared by the tests that ask for it.

@@ -190,6 +190,66 @@ fn a_4x4_goal_over_two_processes_is_the_one_process_solve() {
     same_solve(&s, &m, &s, 2, "4x4", "goal-16");
 }
 
+/// The one variant solved in `data` for `board` (a restricted variant's name carries its caps).
+fn only_variant(data: &Path, board: &str) -> String {
+    let dir = data.join(format!("manifest/board={board}"));
+    let files: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().collect();
+    assert_eq!(files.len(), 1, "one solve in {}", dir.display());
+    let m = age2048::store::manifest::read_path(&files[0].path()).unwrap();
+    m.variant
+}
+
+/// A policy solve kept over the reached states (`--reach`) and a restricted solve (caps and a
+/// requirement) over two processes are the one-process solves: the reach pass reads and
+/// writes every part's file, and the ghosts play by the caps.
+#[test]
+fn reach_and_restricted_solves_over_two_processes_are_the_one_process_solves() {
+    let dir = common::fresh_dir("mpi_reach_caps");
+    let reach = ["--layout", "policy", "--reach"];
+    let one = dir.join("reach_one");
+    common::solve(&one, "2x4", "expectation", &reach);
+    let two = dir.join("reach_two");
+    let o = solve_np(
+        2,
+        &two,
+        "2x4",
+        "expectation",
+        &[&reach[..], &["--parts", "hash"]].concat(),
+    );
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let (s, m) = (
+        common::manifest(&one, "2x4", "expectation"),
+        common::manifest(&two, "2x4", "expectation"),
+    );
+    assert_eq!(m["parts"]["count"], 2);
+    assert_eq!(answer_of(&s), answer_of(&m));
+    // The same states reached, each with the same stored move, every one optimal.
+    let full = shared_solves();
+    let walked = crate::policy::walk_reached(full, &two, "2x4", "expectation");
+    assert!(walked.values().map(Vec::len).sum::<usize>() > 100);
+    assert_eq!(
+        crate::policy::walk_reached(full, &one, "2x4", "expectation"),
+        walked
+    );
+    let o = common::run(&["verify", "--data", two.to_str().unwrap()]);
+    assert!(o.status.success(), "verify: {}", common::stdout(&o));
+    // 3x3 goal-64 under caps with a requirement, parts by tiles (the default).
+    let caps = [
+        "--caps",
+        "32 32 16 / 32 16 16 / 16 16 8",
+        "--require",
+        "32 32 . / . . . / . . .",
+    ];
+    let one = dir.join("caps_one");
+    common::solve(&one, "3x3", "goal-64", &caps);
+    let name = only_variant(&one, "3x3");
+    assert!(name.contains("caps="), "{name}");
+    let two = dir.join("caps_two");
+    let o = solve_np(2, &two, "3x3", "goal-64", &caps);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    same_solve(&one, &two, &one, 2, "3x3", &name);
+}
+
 /// The processes `mpirun` started (its children).
 pub fn children(pid: u32) -> Vec<u32> {
     let mut out = Vec::new();

@@ -363,13 +363,14 @@ fn policy_layout_flags_are_checked() {
 
 /// Walks optimal play as the reach solve `reach` stores it, from every start: per age the
 /// states it reaches, each one's stored move checked optimal against the full solve `full`,
-/// and every spawn after it reached. Returns the states reached per age.
-fn walk_reached(
+/// and every spawn after it reached. Returns per age the states reached, each with its stored
+/// move (`None`: terminal or holding the goal), in id order.
+pub fn walk_reached(
     full: &Path,
     reach: &Path,
     board: &str,
     variant: &str,
-) -> std::collections::BTreeMap<u32, u64> {
+) -> std::collections::BTreeMap<u32, Vec<(u64, Option<age2048::rules::Dir>)>> {
     use age2048::rules::board as b;
     use std::collections::BTreeMap;
     let shape = Shape::parse(board).unwrap();
@@ -388,14 +389,17 @@ fn walk_reached(
                 .push(game.canon(code));
         }
     }
-    let mut counts = BTreeMap::new();
+    let mut walked = BTreeMap::new();
     while let Some((age, mut states)) = pending.pop_first() {
         states.sort_unstable();
         states.dedup();
-        let kids: Vec<Vec<(u32, u64)>> = states
+        let moves: Vec<_> = states
             .par_iter()
-            .map(|&s| {
-                let d = tr.best_move(s, "").unwrap();
+            .map(|&s| (s, tr.best_move(s, "").unwrap()))
+            .collect();
+        let kids: Vec<Vec<(u32, u64)>> = moves
+            .par_iter()
+            .map(|&(s, d)| {
                 assert_optimal(&tf, s, d, &format!("{board} {variant} reached {s:#x}"));
                 let Some(d) = d else {
                     return Vec::new();
@@ -413,12 +417,12 @@ fn walk_reached(
                 out
             })
             .collect();
-        counts.insert(age, states.len() as u64);
+        walked.insert(age, moves);
         for (a, k) in kids.into_iter().flatten() {
             pending.entry(a).or_default().push(k);
         }
     }
-    counts
+    walked
 }
 
 #[test]
@@ -438,7 +442,11 @@ fn the_reached_set_holds_the_starts_is_closed_and_its_moves_are_optimal() {
         // The walk from the starts following the stored moves reaches, age by age, the
         // states the solve says it kept: its set holds the starts and is closed, and every
         // move stored for it is optimal.
-        let walked = walk_reached(full, &data, board, variant);
+        let walked: std::collections::BTreeMap<u32, u64> =
+            walk_reached(full, &data, board, variant)
+                .into_iter()
+                .map(|(age, states)| (age, states.len() as u64))
+                .collect();
         let kept: std::collections::BTreeMap<u32, u64> = m["ages"]
             .as_array()
             .unwrap()

@@ -696,6 +696,40 @@ fn a_restricted_solve_is_identified_by_the_symmetries_that_keep_its_caps_only() 
             && err.contains("the tile 16 in row 1, column 4 is above that cell's cap 8"),
         "{err}"
     );
+    // `evaluate` scores a log within the caps, and names the line of a move the caps bar
+    // (right makes a 16 in the last column, whose cap is 8; left a 16 in the second), writing nothing.
+    let evaluate = |log: &str| {
+        let path = dir.join("log.csv");
+        std::fs::write(&path, log).unwrap();
+        let out = dir.join("evaluated");
+        let o = run(&[
+            "evaluate",
+            "--board",
+            "2x4",
+            "--data",
+            &data,
+            "--variant",
+            "goal-32-caps=44434443",
+            "--log",
+            path.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        (o, out)
+    };
+    let (o, out) = evaluate("game,board,move\n0,0 2 8 8 / 0 0 0 0,L\n");
+    assert!(o.status.success(), "{o:?}");
+    assert!(out.exists());
+    std::fs::remove_dir_all(&out).unwrap();
+    let (o, out) = evaluate("game,board,move\n0,0 2 8 8 / 0 0 0 0,L\n0,0 2 8 8 / 0 0 0 0,R\n");
+    let err = crate::common::stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("line 3") && err.contains("move R") && err.contains("barred by the caps"),
+        "{err}"
+    );
+    assert!(!out.exists());
 }
 
 #[test]

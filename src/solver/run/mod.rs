@@ -363,13 +363,6 @@ fn solve_class(
     let shape = game.shape();
     same_processes(store, shape, class, ex)?;
     let can_stream = ex.is_single() && !storages.iter().any(Storage::has_index);
-    if !ex.is_single() && storages.iter().any(|s| s.reach) {
-        return Err(SolveError::Processes(
-            "--reach: the pass over the reached states reads every policy file of an age in one \
-             process; solve it without mpirun, or without --reach"
-                .to_string(),
-        ));
-    }
     // Where an earlier solve of this board gives the counts, a budget too small for the
     // backward pass is refused now, before any work file is touched.
     if let Some(counts) = known_counts(store, shape, group, class) {
