@@ -57,7 +57,7 @@ cpu="$cpu, family $(grep -m1 'cpu family' /proc/cpuinfo | cut -d: -f2 | tr -d ' 
   echo "- start-up (process start to listening, the data checked and opened): $(awk "BEGIN{printf \"%.2f\", $t1 - $t0}") s"
   echo "- a warm look-up (\`GET /api/best\` of a 3x3 board, a new connection each, curl's total time): median of 200: $(awk "BEGIN{printf \"%.2f\", $lookup * 1000}") ms"
   echo
-  echo "$clients clients on keep-alive connections for $seconds s: client 0 runs a slow query over every 3x3 state"
+  echo "$clients clients, each on a keep-alive connection from a loopback address of its own (127.0.0.2, 127.0.0.3, …), for $seconds s: client 0 runs a slow query over every 3x3 state"
   echo "(the median state value of each age, ≈ 48.7 M rows) again and again, client 1 hostile ones in turn"
   echo "(\`SELECT repeat('x', 1000000) AS s FROM range(1000)\`: a gigabyte of rows, cut at the reply's 32 MiB;"
   echo "\`SELECT range(100000000) AS r\`: a constant DuckDB folds while binding, refused at the query process's limit);"

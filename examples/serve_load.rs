@@ -3,8 +3,11 @@
 //! sampled from the solve), game steps (`/api/game`, a game growing move by move) and
 //! queries (`/api/sql`: a cheap one; on client 0 a slow one over every 3x3 state, on client 1
 //! hostile ones in turn: rows that take a gigabyte, cut at the reply's 32 MiB, and a constant
-//! of 100 million numbers DuckDB folds outside its memory limit). It prints a Markdown table of
-//! latencies by kind (median, p99, max; a hostile query's refusal counts as its answer), the
+//! of 100 million numbers DuckDB folds outside its memory limit). Each client connects from a
+//! loopback address of its own (client `i` from 127.0.0.`i + 2`, as the server counts clients
+//! by address), so that the load is the one distinct users make. It prints a Markdown table of
+//! latencies by kind (median, p99, max; a hostile query's refusal counts as its answer; the
+//! hostile queries also by text), the
 //! requests that failed, the refused ones per kind (503, with how many carried `Retry-After`),
 //! the server's resident memory sampled every second and its peak
 //! (`/proc/PID/status`), and its query processes' (`serve-sql-worker`, its children).
@@ -26,9 +29,58 @@ struct Client {
     stream: BufReader<TcpStream>,
 }
 
+/// A connection to `to` (a loopback address) from the loopback address `from`.
+fn connect_from(from: [u8; 4], to: SocketAddr) -> std::io::Result<TcpStream> {
+    use std::os::fd::FromRawFd;
+    let SocketAddr::V4(to) = to else {
+        return Err(std::io::Error::other("an IPv4 loopback address"));
+    };
+    let sockaddr = |ip: [u8; 4], port: u16| libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from_ne_bytes(ip),
+        },
+        sin_zero: [0; 8],
+    };
+    let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    // SAFETY: a socket of ours, bound and connected with addresses of the size given, then
+    // owned by the stream (closed here if either fails).
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let stream = TcpStream::from_raw_fd(fd);
+        let local = sockaddr(from, 0);
+        if libc::bind(fd, std::ptr::addr_of!(local).cast(), len) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let remote = sockaddr(to.ip().octets(), to.port());
+        if libc::connect(fd, std::ptr::addr_of!(remote).cast(), len) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(stream)
+    }
+}
+
+/// Client `i`'s own loopback address: 127.0.0.`i + 2` (127.0.0.1 samples the boards).
+fn client_ip(i: usize) -> [u8; 4] {
+    [127, 0, (i / 250) as u8, (i % 250 + 2) as u8]
+}
+
 impl Client {
     fn connect(addr: &str) -> std::io::Result<Client> {
-        let s = TcpStream::connect(addr)?;
+        Client::on(addr, TcpStream::connect(addr)?)
+    }
+
+    /// A connection from client `i`'s own address.
+    fn connect_as(addr: &str, i: usize) -> std::io::Result<Client> {
+        let to: SocketAddr = addr.parse().map_err(std::io::Error::other)?;
+        Client::on(addr, connect_from(client_ip(i), to)?)
+    }
+
+    fn on(addr: &str, s: TcpStream) -> std::io::Result<Client> {
         // Longer than the server's query limit (120 s by default): every answer is waited for.
         s.set_read_timeout(Some(Duration::from_secs(300)))?;
         s.set_nodelay(true)?;
@@ -198,6 +250,8 @@ fn main() {
     );
 
     let lat: Arc<Mutex<BTreeMap<&'static str, Vec<f64>>>> = Arc::default();
+    // The hostile queries' latencies by text (the refusals and the answers cut apart).
+    let by_text: Arc<Mutex<[Vec<f64>; 2]>> = Arc::default();
     let failed: Arc<Mutex<BTreeMap<String, usize>>> = Arc::default();
     // By kind: refused 503, of them with Retry-After, answered with another status.
     let refused: Arc<Mutex<BTreeMap<&'static str, [usize; 3]>>> = Arc::default();
@@ -207,16 +261,17 @@ fn main() {
     let mut anon: Vec<f64> = Vec::new();
     let threads: Vec<_> = (0..clients)
         .map(|i| {
-            let (addr, boards, lat, failed, refused) = (
+            let (addr, boards, lat, failed, refused, by_text) = (
                 addr.clone(),
                 boards.clone(),
                 lat.clone(),
                 failed.clone(),
                 refused.clone(),
+                by_text.clone(),
             );
             std::thread::spawn(move || {
                 let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ (i as u64 + 1));
-                let mut client = Client::connect(&addr).expect("connect");
+                let mut client = Client::connect_as(&addr, i).expect("connect");
                 let mut moves = String::new();
                 let seed = i as u64;
                 let mut hostile = 0usize;
@@ -238,6 +293,9 @@ fn main() {
                     let t = Instant::now();
                     let res = client.request(method, &path, &body);
                     let ms = t.elapsed().as_secs_f64() * 1e3;
+                    if kind == "hostile query" && matches!(res, Ok((200 | 400 | 408 | 422, _, _))) {
+                        by_text.lock().unwrap()[hostile % 2].push(ms);
+                    }
                     match res {
                         Ok((200, body, _)) => {
                             lat.lock().unwrap().entry(kind).or_default().push(ms);
@@ -277,7 +335,7 @@ fn main() {
                         }
                         Err(e) => {
                             *failed.lock().unwrap().entry(format!("not answered: {kind}: {e}")).or_default() += 1;
-                            client = match Client::connect(&addr) {
+                            client = match Client::connect_as(&addr, i) {
                                 Ok(c) => c,
                                 Err(_) => return,
                             };
@@ -352,6 +410,17 @@ fn main() {
     );
     for (what, n) in failed.iter() {
         println!("- {n} × {what}");
+    }
+    let mut by_text = by_text.lock().unwrap();
+    for (text, v) in HOSTILE.iter().zip(by_text.iter_mut()) {
+        v.sort_by(f64::total_cmp);
+        println!(
+            "- hostile `{text}`: {} answered, median {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+            v.len(),
+            pct(v, 0.5),
+            pct(v, 0.99),
+            v.last().copied().unwrap_or(f64::NAN)
+        );
     }
     let first = rss.first().copied().unwrap_or(f64::NAN);
     let max = rss.iter().copied().fold(f64::NAN, f64::max);

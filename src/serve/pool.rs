@@ -35,7 +35,8 @@
 //! Each process has a thread of the server that feeds it queries and waits for the answer
 //! until the query's budget and a grace ([`GRACE`]); the process's own watchdog interrupts the
 //! query at its budget, and a process that has not answered by the grace is killed, as is one
-//! still preparing a query past its CPU time ([`PREPARE_CPU`] over both lanes). A process
+//! still preparing a query past its CPU time ([`PREPARE_CPU`] over both lanes) or past the
+//! memory preparing may take ([`PREPARE_DATA`], refused at once in either lane). A process
 //! that dies (out of memory: the allocation that fails aborts it, or DuckDB reports it) or is
 //! killed is started again before the next query, and the client is answered in one line
 //! that its query needed more memory, or more time, than the server allows. A process that
@@ -105,17 +106,30 @@ const SHORT_GRACE: Duration = Duration::from_millis(500);
 /// prepared.
 pub const PREPARE_CPU: Duration = Duration::from_secs(1);
 
-/// The CPU time process `pid` has used (`/proc/PID/stat`: user and system, in clock ticks).
+/// The data DuckDB may add to a query process while it prepares a query (binds it and folds
+/// its constants) before the process is killed and the query refused, in either lane: a
+/// constant of many values is reserved whole as soon as DuckDB starts building it
+/// (`range(100000000)`: over a gigabyte at once), long before its CPU time shows, while
+/// preparing the queries of the SQL tab adds a few MiB.
+pub const PREPARE_DATA: u64 = 256 << 20;
+
+/// The data process `pid` holds (`VmData` of `/proc/PID/status`: what `RLIMIT_DATA` counts).
+fn data_of(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let kib = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmData:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse::<u64>()
+        .ok()?;
+    Some(kib * 1024)
+}
+
+/// The CPU time process `pid` has used.
 fn cpu_of(pid: u32) -> Option<Duration> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let mut fields = rest.split(' ').skip(11);
-    let user: u64 = fields.next()?.parse().ok()?;
-    let system: u64 = fields.next()?.parse().ok()?;
-    // SAFETY: a query of a constant.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    let hz = u64::try_from(hz).ok().filter(|&h| h > 0)?;
-    Some(Duration::from_micros((user + system) * 1_000_000 / hz))
+    sql::stat_cpu(&format!("/proc/{pid}/stat"))
 }
 
 /// The short lane's slice: the CPU time a query may take there (the process's, so that a
@@ -247,7 +261,7 @@ pub fn worker_main(a: &WorkerArgs) -> Result<(), ServeError> {
         }
     };
     write_frame(&mut output, READY, b"").map_err(broken)?;
-    let runner = Runner::start(
+    let mut runner = Runner::start(
         duck,
         Limits {
             max_rows: a.max_rows,
@@ -963,6 +977,18 @@ fn slow_to_prepare() -> ApiError {
     )
 }
 
+/// The refusal of a query whose constants took more than [`PREPARE_DATA`] while DuckDB
+/// prepared it.
+fn big_to_prepare() -> ApiError {
+    ApiError::new(
+        422,
+        format!(
+            "the query took more than {} MiB of memory to prepare and was stopped: DuckDB builds a query's constants (such as range(100000000), 100 million values) before it runs, where no memory limit of DuckDB's reaches; make them smaller, or use age2048 sql",
+            PREPARE_DATA >> 20
+        ),
+    )
+}
+
 /// A query process's thread: takes its lane's queries one at a time with an answer permit,
 /// hands each to the process and sends its answer on, or gives a query its slice did not
 /// answer to the long lane; replaces the process when it died or was killed.
@@ -1120,14 +1146,7 @@ fn run_in(
 /// a query: DuckDB's allocator keeps the address space a big query took, which counts against
 /// the process's limit and would fail the next query, so the process is replaced.
 fn bloated(child: &Child, data_limit: u64) -> bool {
-    let Ok(status) = std::fs::read_to_string(format!("/proc/{}/status", child.id())) else {
-        return false;
-    };
-    let kib = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmData:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok());
-    kib.is_some_and(|k| k * 1024 > RECYCLE_AT.min(data_limit / 2))
+    data_of(child.id()).is_some_and(|d| d > RECYCLE_AT.min(data_limit / 2))
 }
 
 /// What became of a query handed to a process.
@@ -1164,10 +1183,17 @@ fn run(
 ) -> Ran {
     let deadline = Instant::now() + budget.wall + grace;
     let cpu0 = cpu_of(p.child.id());
+    let data0 = data_of(p.child.id());
     // The CPU time spent on the query so far (`None` if the process cannot be read).
     let used = |p: &Process| {
         cpu0.zip(cpu_of(p.child.id()))
             .map(|(a, b)| b.saturating_sub(a))
+    };
+    // The data the process took on since it was handed the query.
+    let grown = |p: &Process| {
+        data0
+            .zip(data_of(p.child.id()))
+            .map_or(0, |(a, b)| b.saturating_sub(a))
     };
     if write_frame(&mut p.stdin, QUERY, &query_frame(statement, budget)).is_err() {
         return Ran::NotStarted;
@@ -1192,9 +1218,14 @@ fn run(
                 continue;
             }
             // Still preparing: its constants are being built, which the query's own time limit
-            // cannot stop; given up past the CPU time allowed (the short lane gives the query
-            // to the long one, which refuses it).
+            // cannot stop; refused as soon as they take more memory than any query's
+            // preparing needs, in either lane, and given up past the CPU time allowed (the
+            // short lane gives the query to the long one, which refuses it).
             Err(RecvTimeoutError::Timeout) if !prepared && Instant::now() < deadline => {
+                if grown(p) > PREPARE_DATA {
+                    p.stop();
+                    return Ran::Answered(Err(big_to_prepare()), false);
+                }
                 let spent = used(p);
                 if spent.is_none_or(|u| u < prepare) {
                     continue;

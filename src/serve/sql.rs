@@ -30,8 +30,10 @@
 //! the conversion runs under the same deadline as the query (the deadline also stops it
 //! between rows).
 //!
-//! The runner ([`Runner`]): the connection's queries one at a time, a watchdog thread
-//! interrupting each at its time limit (the server kills the process if that is not enough).
+//! The runner ([`Runner`]): the connection's queries one at a time, each on a thread of its
+//! own, a watchdog thread interrupting each at its time limit (the server kills the process if
+//! that is not enough) and lowering the priority of one past [`DEMOTE_CPU`] of CPU time, so
+//! that the long analyses of one client do not slow the short queries of the others.
 
 use std::ffi::{CStr, CString};
 use std::path::Path;
@@ -674,6 +676,39 @@ struct Slot {
     cpu: Option<(Duration, Duration)>,
     handle: Interrupter,
     fired: bool,
+    /// The thread running the query (its id), and whether it was given a lower priority.
+    thread: Option<(libc::pid_t, bool)>,
+}
+
+/// The CPU time a query's thread may take at the process's priority; past it the thread's
+/// priority is lowered ([`DEMOTE_NICE`]), so that a query of many seconds (an analysis over
+/// every state) leaves the CPU to the shorter queries of other clients (a second or less)
+/// instead of sharing it evenly, and their answers (or refusals) do not wait on it.
+pub const DEMOTE_CPU: Duration = Duration::from_secs(2);
+
+/// How much a query thread's nice value is raised past [`DEMOTE_CPU`] (at most to 19): by 10,
+/// it gets about a tenth of the CPU a thread of the process's priority gets when both want it.
+pub const DEMOTE_NICE: i32 = 10;
+
+/// The stack of a query's thread: a main thread's on Linux.
+const QUERY_STACK: usize = 8 << 20;
+
+/// The CPU time thread `tid` of this process has used.
+fn thread_cpu(tid: libc::pid_t) -> Option<Duration> {
+    stat_cpu(&format!("/proc/self/task/{tid}/stat"))
+}
+
+/// The CPU time (user and system) a `/proc` `stat` file gives, of a process or a thread.
+pub(super) fn stat_cpu(path: &str) -> Option<Duration> {
+    let stat = std::fs::read_to_string(path).ok()?;
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let mut fields = rest.split(' ').skip(11);
+    let user: u64 = fields.next()?.parse().ok()?;
+    let system: u64 = fields.next()?.parse().ok()?;
+    // SAFETY: a query of a constant.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    let hz = u64::try_from(hz).ok().filter(|&h| h > 0)?;
+    Some(Duration::from_micros((user + system) * 1_000_000 / hz))
 }
 
 impl Slot {
@@ -704,11 +739,15 @@ impl Watchdog {
         self.slots.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Watches worker `i`'s query, run by the calling thread.
     fn arm(&self, i: usize, deadline: Instant, cpu: Option<Duration>) {
+        // SAFETY: no arguments.
+        let tid = unsafe { libc::gettid() };
         let mut s = self.lock();
         s[i].deadline = Some(deadline);
         s[i].cpu = cpu.map(|most| (process_cpu(), most));
         s[i].fired = false;
+        s[i].thread = Some((tid, false));
     }
 
     /// True once worker `i`'s query was interrupted (or its time is up).
@@ -722,6 +761,7 @@ impl Watchdog {
         let mut s = self.lock();
         s[i].deadline = None;
         s[i].cpu = None;
+        s[i].thread = None;
         s[i].fired
     }
 
@@ -735,6 +775,20 @@ impl Watchdog {
                 if slot.due(now) {
                     slot.handle.interrupt();
                     slot.fired = true;
+                }
+                if let Some((tid, demoted @ false)) = &mut slot.thread {
+                    if thread_cpu(*tid).is_some_and(|c| c >= DEMOTE_CPU) {
+                        let who = *tid as libc::id_t;
+                        // SAFETY: a thread of this process, which runs until its slot is
+                        // disarmed under this lock. Raising a nice value needs no privilege;
+                        // a failure leaves the priority as it was.
+                        unsafe {
+                            let nice = libc::getpriority(libc::PRIO_PROCESS, who);
+                            let lower = (nice + DEMOTE_NICE).min(19);
+                            libc::setpriority(libc::PRIO_PROCESS, who, lower);
+                        }
+                        *demoted = true;
+                    }
                 }
             }
         }
@@ -785,6 +839,7 @@ impl Runner {
                 cpu: None,
                 handle: duck.interrupter(),
                 fired: false,
+                thread: None,
             }]),
         });
         {
@@ -802,24 +857,51 @@ impl Runner {
     }
 
     /// The answer to `statement` within `budget`; `prepared` is called once DuckDB has
-    /// prepared it (or refused to).
-    pub fn answer(&self, statement: &str, budget: Budget, prepared: &mut dyn FnMut()) -> Ran {
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            answer(
-                0,
-                &self.duck,
-                &self.watchdog,
-                statement,
-                self.limits,
-                budget,
-                prepared,
-            )
-        }))
-        .unwrap_or_else(|_| {
+    /// prepared it (or refused to). The query runs on a thread of its own (DuckDB runs a
+    /// query on the thread that asks for it, with one thread a query), so that the lower
+    /// priority a long query is given past [`DEMOTE_CPU`], which an unprivileged process
+    /// cannot raise again, ends with it.
+    pub fn answer(&mut self, statement: &str, budget: Budget, prepared: &mut dyn FnMut()) -> Ran {
+        let failed = || {
             Ran::Reply(Err(ApiError::new(
                 500,
                 "the query failed inside the server",
             )))
+        };
+        // `None` once prepared, then the answer.
+        let (tx, rx) = std::sync::mpsc::channel::<Option<Ran>>();
+        let Runner {
+            duck,
+            watchdog,
+            limits,
+        } = self;
+        let (watchdog, limits) = (&**watchdog, *limits);
+        std::thread::scope(|scope| {
+            let query = std::thread::Builder::new()
+                .name("sql-query".into())
+                // A main thread's stack (DuckDB's parser and binder recurse into a query's
+                // nesting).
+                .stack_size(QUERY_STACK)
+                .spawn_scoped(scope, move || {
+                    let said = tx.clone();
+                    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        answer(0, duck, watchdog, statement, limits, budget, &mut || {
+                            let _ = said.send(None);
+                        })
+                    }))
+                    .unwrap_or_else(|_| failed());
+                    let _ = tx.send(Some(ran));
+                });
+            if query.is_err() {
+                return failed();
+            }
+            for said in rx {
+                match said {
+                    None => prepared(),
+                    Some(ran) => return ran,
+                }
+            }
+            failed()
         })
     }
 }
@@ -864,7 +946,18 @@ fn answer(
                 ),
             )))
         }
-        Err(e) if sliced && out_of_memory(&e.message) => return Ran::Sliced,
+        // Out of memory while DuckDB prepared it: its constants, built before it runs, which
+        // a bigger process would only build further (the server refuses them by the
+        // process's memory, `pool::PREPARE_DATA`, when DuckDB does not).
+        Err(e) if out_of_memory(&e.message) => {
+            return Ran::Reply(Err(ApiError::new(
+                422,
+                format!(
+                    "the query took more memory to prepare than the server allows ({}): DuckDB builds a query's constants (such as range(100000000), 100 million values) before it runs; make them smaller, or use age2048 sql",
+                    e.message
+                ),
+            )))
+        }
         Ok(Err(m)) if sliced && out_of_memory(&m) => return Ran::Sliced,
         Err(refused) => return Ran::Reply(Err(refused)),
         Ok(Err(m)) => return Ran::Reply(Err(ApiError::bad(m))),
