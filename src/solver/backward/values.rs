@@ -28,8 +28,14 @@ impl Backward<'_> {
         let mut out = vec![0.0f64; afterstates.len() * k];
         let missing = AtomicBool::new(false);
         let game = self.game;
+        // A pass with no rigorous variant runs the kernel without its integer sums.
+        let rigorous = self.variants.iter().any(|v| v.rigor().is_some());
         in_chunks(afterstates, &mut out, k, |ids, vals| {
-            self.afterstate_chunk(ids, vals, next2, next4, &missing)
+            if rigorous {
+                self.afterstate_chunk::<true>(ids, vals, next2, next4, &missing)
+            } else {
+                self.afterstate_chunk::<false>(ids, vals, next2, next4, &missing)
+            }
         });
         if missing.load(Ordering::Relaxed) {
             return Err(SolveError::Inconsistent {
@@ -47,9 +53,10 @@ impl Backward<'_> {
     /// normalised and its slot in the next levels' tables prefetched, and only then are the
     /// children looked up and their values folded — so the cache misses of a block overlap
     /// instead of queueing. The fold runs over cells in increasing order, as the sums must
-    /// (reproducible bits).
+    /// (reproducible bits). `RIGOROUS`: some variant is rigorous (its terms summed in
+    /// integers).
     #[inline(never)]
-    pub(super) fn afterstate_chunk(
+    pub(super) fn afterstate_chunk<const RIGOROUS: bool>(
         &self,
         ids: &[u64],
         vals: &mut [f64],
@@ -130,7 +137,9 @@ impl Backward<'_> {
                         Kind::Pessimistic | Kind::Guaranteed(_) => [f64::INFINITY; 2],
                     };
                 }
-                exact.fill(0);
+                if RIGOROUS {
+                    exact.fill(0);
+                }
                 let empty = empties[j];
                 debug_assert!(empty > 0, "a valid afterstate has an empty cell");
                 for kid in &kid[j][..empty] {
@@ -148,7 +157,7 @@ impl Backward<'_> {
                         let v2 = child[0].map(|c| c.get(vi));
                         let v4 = child[1].map(|c| c.get(vi));
                         match var.kind {
-                            Kind::Goal(_) if rigor[vi].is_some() => {
+                            Kind::Goal(_) if RIGOROUS && rigor[vi].is_some() => {
                                 exact[vi] += rigor[vi].as_ref().map_or(0, |r| r.terms(v2, v4));
                             }
                             Kind::Expectation | Kind::Goal(_) => {
@@ -188,7 +197,7 @@ impl Backward<'_> {
                 for (vi, ((out, x), var)) in v.iter_mut().zip(&acc).zip(&self.variants).enumerate()
                 {
                     *out = match var.kind {
-                        Kind::Goal(_) if rigor[vi].is_some() => {
+                        Kind::Goal(_) if RIGOROUS && rigor[vi].is_some() => {
                             rigor[vi].map_or(0.0, |r| r.grid.mean(exact[vi], empty as u64))
                         }
                         Kind::Expectation | Kind::Goal(_) => x[0] / empty as f64,
