@@ -11,7 +11,7 @@ use super::trace::MemoryTrace;
 use super::{set_threads, CliError};
 use crate::index::MAX_FRACTION_BITS;
 use crate::rules::variant::Given;
-use crate::rules::{Group, Restriction, Shape, Variant};
+use crate::rules::{Arithmetic, Group, Restriction, Shape, Variant};
 use crate::solver::exchange::Exchange;
 use crate::solver::plan::MemoryBudget;
 use crate::solver::run::solve_exchanged;
@@ -157,6 +157,8 @@ pub fn config(a: &SolveArgs, sharers: u32) -> Result<SolveConfig, CliError> {
             .map(|v| v.restricted(r.limits()))
             .collect::<Result<_, _>>()?;
     }
+    let storage = storage(a)?;
+    rigorous_precision(&storage, &variants)?;
     Ok(SolveConfig {
         shape,
         group,
@@ -170,7 +172,7 @@ pub fn config(a: &SolveArgs, sharers: u32) -> Result<SolveConfig, CliError> {
             Some(t) => parse_size("--write-ahead", t)?,
             None => DEFAULT_WRITE_AHEAD,
         },
-        storage: storage(a)?,
+        storage,
         budget: budget(a, sharers)?,
         stream_cap: a.stream_cap,
         trace_memory: a.trace_memory.is_some(),
@@ -224,6 +226,29 @@ fn restriction(
         )));
     }
     Ok(Some(r))
+}
+
+/// Refuses a compact `--precision` coarser than a rigorous variant's grid: its values rounded
+/// to nearest would no longer be lower bounds.
+fn rigorous_precision(storage: &StorageRequest, variants: &[Variant]) -> Result<(), CliError> {
+    let Precision::FractionBits(b) = storage.precision else {
+        return Ok(());
+    };
+    for v in variants {
+        if let Some(r) = v.rigor().filter(|r| r.grid.bits() > u32::from(b)) {
+            let bits = r.grid.bits();
+            let instead = if bits <= u32::from(MAX_FRACTION_BITS) {
+                format!("--precision {bits} or more, or f64")
+            } else {
+                "--precision f64".into()
+            };
+            return Err(CliError::Usage(format!(
+                "--precision {b}: the rigorous variant {} keeps its values at 2^-{bits}, which {b} fraction bits would round (up as often as down); give {instead}",
+                v.name()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The checked `--memory` and hidden `--fixed-memory`, resolved once (the default: a share
@@ -399,6 +424,9 @@ fn run_with(a: &SolveArgs, ex: &Exchange, sharers: u32) -> Result<(), CliError> 
         for m in &manifests {
             say(&summary(m));
         }
+        for line in rigorous_lines(&cfg.variants, &manifests) {
+            say(&line);
+        }
         say(&format!("solved in {:.1} s", t.elapsed().as_secs_f64()));
     }
     if !ex.is_single() {
@@ -467,6 +495,42 @@ fn clear_damaged(store: &Store, cfg: &SolveConfig, depth: Depth) -> Result<(), C
         store.clear_variant(cfg.shape, &name)?;
     }
     Ok(())
+}
+
+/// For each rigorous variant, one line with its proved lower bounds at both starts, printed
+/// rounded down, beside the values of its f64 twin if this run solved it too.
+fn rigorous_lines(variants: &[Variant], manifests: &[Manifest]) -> Vec<String> {
+    let mut lines = Vec::new();
+    for (v, m) in variants.iter().zip(manifests) {
+        let Some(grid) = v.rigor().map(|r| r.grid) else {
+            continue;
+        };
+        let twin = Variant {
+            arith: Arithmetic::F64,
+            ..*v
+        };
+        let f64_twin = variants
+            .iter()
+            .zip(manifests)
+            .find(|(t, _)| **t == twin)
+            .map(|(_, t)| t);
+        let bound = |x: Option<f64>| x.map_or("-".into(), |x| grid.floor_text(x, grid.digits()));
+        let beside = |x: Option<Option<f64>>| match x {
+            Some(Some(x)) => format!(" (f64 {x:.12})"),
+            _ => String::new(),
+        };
+        lines.push(format!(
+            "{} {}: proved lower bounds ({}): over the initial distribution {}{}, from the empty board {}{}",
+            m.board,
+            m.variant,
+            v.arith.describe(),
+            bound(m.value_initial),
+            beside(f64_twin.map(|t| t.value_initial)),
+            bound(m.value_empty),
+            beside(f64_twin.map(|t| t.value_empty)),
+        ));
+    }
+    lines
 }
 
 fn summary(m: &Manifest) -> String {

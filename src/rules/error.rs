@@ -45,6 +45,10 @@ pub enum VariantError {
     },
     #[error("variant '{name}': its -caps= and -need= are not one hexadecimal digit a cell (exponents; caps at least 2, a required tile at most its cap, 0 in a free cell)")]
     Limits { name: String },
+    #[error("variant '{name}': -{arith} (rigorous arithmetic, every step rounded down) applies to goal-T variants only, whose values are probabilities")]
+    NotRigorous { name: String, arith: &'static str },
+    #[error("variant '{0}': -u64 is not offered: values on a grid of 2^-64 do not fit the f64 values every reader reads; -u53 is the finest grid that does (-u32 is Slizkov's)")]
+    NoU64(String),
     #[error("variant '{0}' is listed twice")]
     Duplicate(String),
 }

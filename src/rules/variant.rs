@@ -25,16 +25,22 @@
 //! holding the requirement is absorbing with value 1, as one holding the goal tile is. The
 //! restriction changes the reachable boards, so it is part of the forward class.
 //!
+//! A goal variant may be rigorous ([`Arithmetic`]): its values are made in fixed point,
+//! every step rounded down, so each is a proved lower bound ([`super::rigorous`]). The
+//! arithmetic changes no reachable board either: a variant and its rigorous twin share their
+//! forward class, and are valued side by side in one backward pass.
+//!
 //! Names: the base name, then `-discount=γ` if γ ≠ 1, then `-p4=x` if `p4` ≠ 0.1, then
-//! `-caps=D…` and `-need=D…` if restricted (one hexadecimal digit a cell, [`Limits`])
-//! (`goal-32-discount=0.95-p4=0.2`, `goal-512-caps=876666666666`); [`Variant::parse`] reads
-//! what [`Variant::name`] writes.
+//! `-caps=D…` and `-need=D…` if restricted (one hexadecimal digit a cell, [`Limits`]), then
+//! `-u32` or `-u53` if rigorous (`goal-32-discount=0.95-p4=0.2`,
+//! `goal-512-caps=876666666666-u32`); [`Variant::parse`] reads what [`Variant::name`] writes.
 
 use std::fmt;
 
 use super::error::VariantError;
 use super::moves::Rules;
 use super::restrict::Limits;
+use super::rigorous::{Arithmetic, Rigor};
 
 /// The probability of a 4 in the real game.
 pub const DEFAULT_P4: f64 = 0.1;
@@ -73,6 +79,8 @@ pub struct Variant {
     pub discount: f64,
     /// The caps and requirement play is restricted by, if any.
     pub limits: Option<Limits>,
+    /// The arithmetic of its values: f64, or (goal variants) a rigorous fixed point.
+    pub arith: Arithmetic,
 }
 
 /// The parameters given beside a variant's name (`--p4`, `--discount`); a name's own suffix
@@ -160,7 +168,8 @@ impl Variant {
     /// `guaranteed-T`, optionally followed by `-discount=γ` (goal-T only) and `-p4=x`) and
     /// applies the parameters `given` beside it. A suffix and a different given value conflict.
     pub fn parse(name: &str, given: Given) -> Result<Variant, VariantError> {
-        let (rest, limits) = split_limits(name)?;
+        let (rest, arith) = split_arithmetic(name)?;
+        let (rest, limits) = split_limits(rest)?;
         let (base, p4_text, discount_text) = split_suffixes(rest)?;
         let p4 = p4_text.map(parse_p4).transpose()?;
         let discount = discount_text.map(parse_discount).transpose()?;
@@ -199,11 +208,18 @@ impl Variant {
                 discount: discount.to_string(),
             });
         }
+        if arith != Arithmetic::F64 && !matches!(kind, Kind::Goal(_)) {
+            return Err(VariantError::NotRigorous {
+                name: name.to_string(),
+                arith: arith.name(),
+            });
+        }
         Variant {
             kind,
             p4,
             discount,
             limits,
+            arith,
         }
         .name_fits()
     }
@@ -245,6 +261,7 @@ impl Variant {
             p4,
             discount: NO_DISCOUNT,
             limits: None,
+            arith: Arithmetic::F64,
         }
     }
 
@@ -282,7 +299,19 @@ impl Variant {
                 name.push_str(&format!("{NEED_KEY}{need}"));
             }
         }
+        if self.arith != Arithmetic::F64 {
+            name.push('-');
+            name.push_str(self.arith.name());
+        }
         name
+    }
+
+    /// The integers of a rigorous variant's steps (`None` in f64): made from its parameters
+    /// each call, so a loop over values makes them once beforehand.
+    pub fn rigor(&self) -> Option<Rigor> {
+        self.arith
+            .grid()
+            .map(|g| Rigor::new(g, self.p4, self.discount))
     }
 
     /// Moves earn their reward (false for goal and guaranteed variants, valued 0/1).
@@ -313,14 +342,24 @@ impl Variant {
     }
 
     /// The q-value of a move earning `reward` into an afterstate worth `after`: reward plus
-    /// afterstate value (scored variants), γ times the afterstate value (a discounted goal),
-    /// else the afterstate value. The one definition the solver and the queries share.
+    /// afterstate value (scored variants), γ times the afterstate value (a discounted goal;
+    /// rounded down if rigorous), else the afterstate value. The one definition the solver and
+    /// the queries share.
     #[inline(always)]
     pub fn q(&self, reward: u32, after: f64) -> f64 {
+        self.q_with(self.rigor().as_ref(), reward, after)
+    }
+
+    /// [`Variant::q`] given the variant's [`Variant::rigor`], made once by the caller.
+    #[inline(always)]
+    pub fn q_with(&self, rigor: Option<&Rigor>, reward: u32, after: f64) -> f64 {
         if self.scored() {
             after + f64::from(reward)
         } else if self.discount != NO_DISCOUNT {
-            self.discount * after
+            match rigor {
+                Some(r) => r.discounted(after),
+                None => self.discount * after,
+            }
         } else {
             after
         }
@@ -382,6 +421,23 @@ fn check_discount(g: f64) -> Result<(), VariantError> {
     } else {
         Err(VariantError::Discount(g.to_string()))
     }
+}
+
+/// Splits a name's rigorous arithmetic (`-u32`, `-u53`, at its very end) off.
+/// `-u64` is refused by name ([`super::rigorous`] says why u53 stands in its place).
+fn split_arithmetic(name: &str) -> Result<(&str, Arithmetic), VariantError> {
+    if name.ends_with("-u64") {
+        return Err(VariantError::NoU64(name.to_string()));
+    }
+    for a in Arithmetic::RIGOROUS {
+        if let Some(rest) = name
+            .strip_suffix(a.name())
+            .and_then(|r| r.strip_suffix('-'))
+        {
+            return Ok((rest, a));
+        }
+    }
+    Ok((name, Arithmetic::F64))
 }
 
 /// Splits a name's restriction (`-caps=…`, then optionally `-need=…`, at its end) off.
@@ -496,6 +552,9 @@ mod tests {
             "goal-32-discount=0.95",
             "goal-32-discount=0.95-p4=0.2",
             "goal-4-discount=0.000001-p4=1",
+            "goal-32-u32",
+            "goal-32-discount=0.95-p4=0.2-u53",
+            "goal-16-caps=3222-need=3000-u32",
         ] {
             let v = parse(name).unwrap();
             assert_eq!(v.name(), name);
@@ -521,6 +580,7 @@ mod tests {
                         p4,
                         discount,
                         limits: None,
+                        arith: Arithmetic::F64,
                     };
                     assert_eq!(parse(&v.name()).unwrap(), v, "{}", v.name());
                 }
@@ -554,6 +614,29 @@ mod tests {
             parse("goal-32").unwrap().forward_class()
         );
         assert!(!named.probability() && parse("goal-32").unwrap().probability());
+    }
+
+    #[test]
+    fn rigorous_variants() {
+        let r = parse("goal-32-discount=0.5-p4=0.25-u32").unwrap();
+        assert_eq!(r.arith, Arithmetic::U32);
+        // The same forward class as the f64 variant: one forward pass for both.
+        assert_eq!(
+            r.forward_class(),
+            parse("goal-32-discount=0.5-p4=0.25")
+                .unwrap()
+                .forward_class()
+        );
+        let rig = r.rigor().unwrap();
+        assert_eq!((rig.p2, rig.p4, rig.discount), (3 << 30, 1 << 30, 1 << 31));
+        // γ·q rounded down at 2^-32: half of 2^-32 is 0.
+        assert_eq!(r.q(0, 2f64.powi(-32)), 0.0);
+        assert_eq!(r.q(0, 0.75), 0.375);
+        assert!(parse("goal-32").unwrap().rigor().is_none());
+        let msg = |n: &str| parse(n).unwrap_err().to_string();
+        assert!(msg("expectation-u32").contains("goal-T variants only"));
+        assert!(msg("guaranteed-8-u53").contains("goal-T variants only"));
+        assert!(msg("goal-32-u64").contains("-u53 is the finest"));
     }
 
     #[test]

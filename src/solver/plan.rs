@@ -210,7 +210,10 @@ impl Plan {
                     Ok(s) => (coding, s),
                     Err((age, need)) => {
                         let smallest = self.smallest(counts, variants, can_stream);
-                        let how = if can_stream {
+                        let how = if coding == Coding::F64 {
+                            "with f64 values (a rigorous variant's values are held exactly, \
+                             never in the tables' fixed point)"
+                        } else if can_stream {
                             "even with fixed-point values streamed from the work files"
                         } else {
                             "even with fixed-point values, valued whole (only the policy layout \
@@ -310,7 +313,14 @@ pub struct BackwardPlan {
 /// u32), points at the most fraction bits under which the largest score a game of the
 /// board's largest age can make fits (each tile `2^e` made by merges scores at most
 /// `(e - 1)·2^e`, so a board of age `m` scores at most `m·log2 m`).
+///
+/// A rigorous variant's values (`rules::rigorous`) are held exactly whatever the budget: its
+/// values lie on a grid of 2^-32 or finer up to 1 inclusive, which no u32 code holds, and a
+/// value rounded to nearest would no longer be a lower bound. With one, this is f64.
 pub fn fixed_coding(variants: &[Variant], counts: &[(u32, u64, u64)]) -> Coding {
+    if variants.iter().any(|v| v.rigor().is_some()) {
+        return Coding::F64;
+    }
     if variants.iter().all(|v| !v.scored()) {
         return Coding::Fixed32 { fraction_bits: 31 };
     }
@@ -536,6 +546,14 @@ mod tests {
             .smallest(&counts, &goal, true);
         let per_state = (smallest - FIXED) as f64 / n as f64;
         assert!(per_state < 24.0, "{per_state} bytes a state");
+    }
+
+    #[test]
+    fn rigorous_values_are_never_held_in_fixed_point() {
+        let counts = counts(6000, 1);
+        let both = [variant("goal-2048"), variant("goal-2048-u32")];
+        assert_eq!(fixed_coding(&both, &counts), Coding::F64);
+        assert_ne!(fixed_coding(&both[..1], &counts), Coding::F64);
     }
 
     #[test]

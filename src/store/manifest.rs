@@ -5,10 +5,10 @@
 //! One type for writers and readers; reading is tolerant (a missing field takes its default),
 //! so a report over an older manifest still renders what it can. `layout_version` says which
 //! layout the files follow; a solve of another layout is not reused. A field added without a
-//! new layout (`discount`, `value_initial_distinct`, `storage`) changes no data file of a full
-//! solve: an older manifest reads as undiscounted, in the full layout, with no distinct-start
-//! mean (shown as missing, not as 0, until the variant is solved again: `solve` reuses a
-//! finished solve as it is).
+//! new layout (`discount`, `value_initial_distinct`, `storage`, `arithmetic`) changes no data
+//! file of a full solve: an older manifest reads as undiscounted, in the full layout, in f64,
+//! with no distinct-start mean (shown as missing, not as 0, until the variant is solved again:
+//! `solve` reuses a finished solve as it is).
 //!
 //! A manifest vouches for itself too: its last field, `manifest_sha256`, is the SHA-256 of the
 //! file as written with that field's value all zeros, so any byte changed in it is caught
@@ -309,6 +309,12 @@ pub struct Manifest {
     /// it.
     #[serde(default)]
     pub value_empty: Option<f64>,
+    /// The arithmetic the values were made in: `f64` (rounded to nearest; also in manifests
+    /// written before this field), or `u32` / `u53`: integers times 2^-32 / 2^-53, every step
+    /// rounded down, so that every value (those at the starts too) is a proved lower bound
+    /// (`rules::rigorous`).
+    #[serde(default = "f64_arithmetic")]
+    pub arithmetic: String,
     /// The caps of a restricted solve, as grid text (`256 128 / 64 64`; absent otherwise):
     /// a move whose result holds a tile above its cell's cap is not played unless it wins.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -339,6 +345,10 @@ pub struct Manifest {
 
 fn no_discount() -> f64 {
     1.0
+}
+
+fn f64_arithmetic() -> String {
+    "f64".into()
 }
 
 impl Manifest {

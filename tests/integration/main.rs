@@ -19,6 +19,7 @@ mod play;
 mod policy;
 mod report_cli;
 mod restricted;
+mod rigorous;
 mod serve;
 mod solve_3x3;
 mod trust;

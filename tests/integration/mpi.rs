@@ -177,6 +177,17 @@ fn two_and_three_processes_solve_what_one_does() {
     same_solve(shared_compact_solve(), &m, goals, 3, "3x3", "goal-256");
 }
 
+#[test]
+fn a_rigorous_solve_over_two_processes_is_the_one_process_solve() {
+    // Integer sums: the same bits however the boards are split.
+    let dir = common::fresh_dir("mpi_rigorous");
+    let s = dir.join("one");
+    let variant = "goal-32-p4=0.25-u32";
+    common::solve(&s, "2x4", variant, &[]);
+    let m = local_solve(2, "2x4", variant, &["--parts", "hash"]);
+    same_solve(&s, &m, &s, 2, "2x4", variant);
+}
+
 /// The arguments of the policy and compact solves over several processes.
 pub const POLICY_BY_HASH: &[&str] = &["--layout", "policy", "--parts", "hash"];
 pub const COMPACT: &[&str] = &["--layout", "compact"];

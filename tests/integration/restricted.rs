@@ -10,7 +10,7 @@ use age2048::solver::guaranteed::Restricted;
 use crate::common::{run, stdout};
 
 /// A board as a grid of tiles (0 = empty), row-major.
-type Grid = Vec<u32>;
+pub(crate) type Grid = Vec<u32>;
 
 /// Slides one line toward its start, merging equal neighbours once each.
 fn slide(line: &[u32]) -> Vec<u32> {
@@ -31,7 +31,7 @@ fn slide(line: &[u32]) -> Vec<u32> {
 }
 
 /// The four moves' results (left, right, up, down), `None` where nothing changes.
-fn moves(g: &Grid, rows: usize, cols: usize) -> Vec<Option<Grid>> {
+pub(crate) fn moves(g: &Grid, rows: usize, cols: usize) -> Vec<Option<Grid>> {
     let mut all = Vec::new();
     for dir in 0..4 {
         let mut out = vec![0; rows * cols];
@@ -112,14 +112,14 @@ impl Brute {
     }
 }
 
-fn code(g: &Grid) -> u64 {
+pub(crate) fn code(g: &Grid) -> u64 {
     g.iter()
         .enumerate()
         .map(|(i, &t)| u64::from(if t == 0 { 0 } else { t.trailing_zeros() }) << (4 * i))
         .sum()
 }
 
-fn tiles(text: &str) -> Vec<u32> {
+pub(crate) fn tiles(text: &str) -> Vec<u32> {
     text.split_whitespace()
         .filter(|t| *t != "/")
         .map(|t| if t == "." { 0 } else { t.parse().unwrap() })

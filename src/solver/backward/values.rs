@@ -1,7 +1,8 @@
 //! The backward pass's look-ups: the values of afterstates from their spawn children in the
 //! levels of ages n + 2 and n + 4 (the variant's rule), and the records of states from their
 //! moves' afterstates, a chunk at a time on all threads, in blocks whose look-ups are
-//! prefetched together.
+//! prefetched together. A rigorous variant's spawn sums are integers
+//! ([`crate::rules::rigorous`]).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -27,8 +28,14 @@ impl Backward<'_> {
         let mut out = vec![0.0f64; afterstates.len() * k];
         let missing = AtomicBool::new(false);
         let game = self.game;
+        // A pass with no rigorous variant runs the kernel without its integer sums.
+        let rigorous = self.variants.iter().any(|v| v.rigor().is_some());
         in_chunks(afterstates, &mut out, k, |ids, vals| {
-            self.afterstate_chunk(ids, vals, next2, next4, &missing)
+            if rigorous {
+                self.afterstate_chunk::<true>(ids, vals, next2, next4, &missing)
+            } else {
+                self.afterstate_chunk::<false>(ids, vals, next2, next4, &missing)
+            }
         });
         if missing.load(Ordering::Relaxed) {
             return Err(SolveError::Inconsistent {
@@ -46,9 +53,10 @@ impl Backward<'_> {
     /// normalised and its slot in the next levels' tables prefetched, and only then are the
     /// children looked up and their values folded — so the cache misses of a block overlap
     /// instead of queueing. The fold runs over cells in increasing order, as the sums must
-    /// (reproducible bits).
+    /// (reproducible bits). `RIGOROUS`: some variant is rigorous (its terms summed in
+    /// integers).
     #[inline(never)]
-    pub(super) fn afterstate_chunk(
+    pub(super) fn afterstate_chunk<const RIGOROUS: bool>(
         &self,
         ids: &[u64],
         vals: &mut [f64],
@@ -61,8 +69,11 @@ impl Backward<'_> {
         let class = self.class;
         let cells = game.cells();
         debug_assert!(cells <= MAX_CELLS);
-        // Per-variant accumulators: sum (expectation) or extremes per tile value.
+        // Per-variant accumulators: sum (expectation) or extremes per tile value; a rigorous
+        // variant's exact integer sum, and its integers.
         let mut acc = vec![[0.0f64; 2]; k];
+        let mut exact = vec![0u128; k];
+        let rigor: Vec<_> = self.variants.iter().map(|v| v.rigor()).collect();
         // Per afterstate of the block: the number of empty cells, and per empty cell (in
         // order) the ids of the children spawning a 2 and a 4.
         let mut empties = [0usize; BLOCK];
@@ -126,6 +137,9 @@ impl Backward<'_> {
                         Kind::Pessimistic | Kind::Guaranteed(_) => [f64::INFINITY; 2],
                     };
                 }
+                if RIGOROUS {
+                    exact.fill(0);
+                }
                 let empty = empties[j];
                 debug_assert!(empty > 0, "a valid afterstate has an empty cell");
                 for kid in &kid[j][..empty] {
@@ -143,6 +157,9 @@ impl Backward<'_> {
                         let v2 = child[0].map(|c| c.get(vi));
                         let v4 = child[1].map(|c| c.get(vi));
                         match var.kind {
+                            Kind::Goal(_) if RIGOROUS && rigor[vi].is_some() => {
+                                exact[vi] += rigor[vi].as_ref().map_or(0, |r| r.terms(v2, v4));
+                            }
                             Kind::Expectation | Kind::Goal(_) => {
                                 // Terms of probability 0 are skipped, not multiplied by 0:
                                 // their boards are not in the layer at all.
@@ -177,8 +194,12 @@ impl Backward<'_> {
                         }
                     }
                 }
-                for ((out, x), var) in v.iter_mut().zip(&acc).zip(&self.variants) {
+                for (vi, ((out, x), var)) in v.iter_mut().zip(&acc).zip(&self.variants).enumerate()
+                {
                     *out = match var.kind {
+                        Kind::Goal(_) if RIGOROUS && rigor[vi].is_some() => {
+                            rigor[vi].map_or(0.0, |r| r.grid.mean(exact[vi], empty as u64))
+                        }
                         Kind::Expectation | Kind::Goal(_) => x[0] / empty as f64,
                         Kind::Optimistic | Kind::Pessimistic => {
                             let mut s = 0.0;
@@ -326,6 +347,7 @@ impl Backward<'_> {
         let game = self.game;
         let class = self.class;
         let mut best = vec![(f64::NEG_INFINITY, f64::NEG_INFINITY, NO_MOVE); k];
+        let rigor: Vec<_> = self.variants.iter().map(|v| v.rigor()).collect();
         // Per variant, the q of each move of the state at hand (valid moves only are read).
         let mut qs = vec![[f64::NEG_INFINITY; 4]; k];
         // Per state of the block and move: the canonical afterstate ([`NONE`] if the move is
@@ -388,7 +410,7 @@ impl Backward<'_> {
                     moves += 1;
                     for (vi, (b, var)) in best.iter_mut().zip(&self.variants).enumerate() {
                         // Reward plus afterstate value, or γ times it (discounted goal).
-                        let q = var.q(reward[j][di], values.get(vi));
+                        let q = var.q_with(rigor[vi].as_ref(), reward[j][di], values.get(vi));
                         qs[vi][di] = q;
                         if q > b.0 {
                             *b = (q, b.0, di as u8);

@@ -145,6 +145,7 @@ fn manifest(
         value_initial: starts.initial,
         value_initial_distinct: starts.distinct,
         value_empty: starts.empty,
+        arithmetic: v.arith.name().into(),
         caps: restriction.as_ref().map(Restriction::caps_text),
         require: restriction.as_ref().and_then(Restriction::require_text),
         timings,
@@ -288,6 +289,11 @@ struct StartValues {
 /// `(spawning a 2, spawning a 4)` (`None` where that tile never spawns), under `v`'s spawn
 /// rule: the backward pass's ([`crate::solver::backward`]), summed in the same order.
 fn spawn_value(v: &Variant, kids: &[(Option<f64>, Option<f64>)]) -> f64 {
+    if let Some(r) = v.rigor() {
+        // Exact integer terms, floored once.
+        let sum: u128 = kids.iter().map(|&(v2, v4)| r.terms(v2, v4)).sum();
+        return r.grid.mean(sum, kids.len() as u64);
+    }
     let (mut x0, mut x1) = match v.kind {
         Kind::Expectation | Kind::Goal(_) => (0.0, 0.0),
         Kind::Optimistic => (f64::NEG_INFINITY, f64::NEG_INFINITY),
@@ -332,6 +338,23 @@ fn spawn_value(v: &Variant, kids: &[(Option<f64>, Option<f64>)]) -> f64 {
         }
         Kind::Guaranteed(_) => x0,
     }
+}
+
+/// The value of board `a` before a spawn whose children are worth `f` (`None` if one is not
+/// known), by `v`'s spawn rule: the initial distribution is two of these from the empty board.
+fn two_tile_start(game: &Game, v: &Variant, f: &dyn Fn(u64) -> Option<f64>, a: u64) -> Option<f64> {
+    let mut kids = Vec::new();
+    for i in board::empty_cells(a, game.cells()) {
+        let tile = |e: u8, can: bool| -> Option<Option<f64>> {
+            if can {
+                f(board::place(a, i, e)).map(Some)
+            } else {
+                Some(None)
+            }
+        };
+        kids.push((tile(1, v.p4 < 1.0)?, tile(2, v.p4 > 0.0)?));
+    }
+    (!kids.is_empty()).then(|| spawn_value(v, &kids))
 }
 
 /// The value of the empty board with the computer to move, given the values of the two-tile
@@ -445,19 +468,37 @@ fn initial_values(
                 };
                 Some(clamp(x))
             };
+            let distinct_vals = || -> Option<Vec<f64>> {
+                let boards = distinct_starts(v.p4);
+                let vals: Option<Vec<f64>> = boards.iter().map(|&b| value(b, vi)).collect();
+                vals.filter(|x| !x.is_empty())
+            };
+            let empty = empty_start_value(game, class, v, &|b| value(b, vi)).map(clamp);
+            if v.rigor().is_some() {
+                // Rigorous: two spawns on the empty board, each floored; the mean floored.
+                let two_spawns = |p4: f64| {
+                    let plain = Variant { p4, ..*v };
+                    let one_tile = |b: u64| two_tile_start(game, &plain, &|c| value(c, vi), b);
+                    two_tile_start(game, &plain, &one_tile, 0)
+                };
+                let grid = v.rigor().map(|r| r.grid);
+                return StartValues {
+                    two_2_tiles: if v.p4 < 1.0 { two_spawns(0.0) } else { None },
+                    initial: two_spawns(v.p4),
+                    distinct: distinct_vals().zip(grid).map(|(x, g)| {
+                        let sum: u128 = x.iter().map(|&y| u128::from(g.code(y))).sum();
+                        g.mean(sum << g.bits(), x.len() as u64)
+                    }),
+                    empty,
+                };
+            }
             let two = if v.p4 < 1.0 {
                 fold(game.starts(0.0))
             } else {
                 None
             };
-            let distinct = {
-                let boards = distinct_starts(v.p4);
-                let vals: Option<Vec<f64>> = boards.iter().map(|&b| value(b, vi)).collect();
-                // Summed in the order of the boards' ids: the same bits on every run.
-                vals.filter(|x| !x.is_empty())
-                    .map(|x| clamp(x.iter().sum::<f64>() / x.len() as f64))
-            };
-            let empty = empty_start_value(game, class, v, &|b| value(b, vi)).map(clamp);
+            // Summed in the order of the boards' ids: the same bits on every run.
+            let distinct = distinct_vals().map(|x| clamp(x.iter().sum::<f64>() / x.len() as f64));
             StartValues {
                 two_2_tiles: two,
                 initial: fold(game.starts(v.p4)),

@@ -124,6 +124,12 @@ impl StorageRequest {
                 value_fraction_bits: match self.precision {
                     Precision::F64 => None,
                     Precision::FractionBits(b) => Some(b),
+                    // A rigorous variant's grid, which holds its values exactly (u53's 54 bits
+                    // a value would be f64 anyway).
+                    Precision::Default if v.rigor().is_some() => v
+                        .rigor()
+                        .map(|r| r.grid.bits() as u8)
+                        .filter(|&b| b <= DEFAULT_PROBABILITY_FRACTION_BITS),
                     Precision::Default if v.scored() => Some(DEFAULT_POINTS_FRACTION_BITS),
                     Precision::Default => Some(DEFAULT_PROBABILITY_FRACTION_BITS),
                 },
