@@ -95,8 +95,12 @@ bench:
 clean:
 	rm -rf $(DATA)
 
-# Slizkov's appendix A.1 (guaranteed reachability under caps) row by row, his result beside ours:
-# reports/slizkov/a1.tsv (reports/slizkov/README.md reads it).
+# Slizkov's appendix A.1 (guaranteed reachability under caps) row by row and his Figure 3 (the
+# largest tile guaranteed on each board), his results beside ours: reports/slizkov/a1.tsv and
+# fig3.tsv, rendered as the tables of reports/slizkov/README.md. Long: every row is a solve of
+# up to ROW_CPU CPU seconds.
 .PHONY: slizkov
 slizkov: build
 	bash benches/slizkov_a1.sh $(BIN)
+	bash benches/slizkov_fig3.sh $(BIN)
+	bash benches/slizkov_tables.sh

@@ -169,6 +169,16 @@ fn claim(winnable: bool, changes: &[Change]) -> String {
     }
 }
 
+/// The flips a restricted search identified boards by, as `Group` names its elements
+/// (`keeps-id+lr`), or `none`.
+fn flips_name(mask: u8) -> String {
+    if mask <= 1 {
+        "none".into()
+    } else {
+        Group::Kept(mask).name()
+    }
+}
+
 fn write_restricted(
     a: &GuaranteedArgs,
     shape: Shape,
@@ -211,17 +221,18 @@ fn write_restricted(
     let claim = a.minimal.then(|| claim(m.winnable, &changes));
     let require = r.require_text().unwrap_or_default();
     let goal_tile = 1u32 << goal;
+    let symmetry = flips_name(m.flips);
     let io = CliError::stdout;
     match a.format {
         Format::Csv => {
             writeln!(
                 out,
-                "board,caps,require,goal,result,claim,states,afterstates,memory_bytes,seconds,seconds_all"
+                "board,caps,require,goal,result,claim,states,afterstates,memory_bytes,seconds,seconds_all,symmetry"
             )
             .map_err(io)?;
             writeln!(
                 out,
-                "{shape},{},{require},{goal_tile},{result},{},{},{},{},{:.3},{seconds:.3}",
+                "{shape},{},{require},{goal_tile},{result},{},{},{},{},{:.3},{seconds:.3},{symmetry}",
                 r.caps_text(),
                 claim.clone().unwrap_or_default(),
                 m.states,
@@ -240,7 +251,7 @@ fn write_restricted(
                 "board": shape.to_string(), "caps": r.caps_text(), "require": r.require_text(),
                 "goal": goal_tile, "winnable": m.winnable, "claim": claim, "changes": ch,
                 "states": m.states, "afterstates": m.afterstates, "memory_bytes": m.memory_bytes,
-                "seconds": main.seconds, "seconds_all": seconds,
+                "seconds": main.seconds, "seconds_all": seconds, "symmetry": symmetry,
             });
             writeln!(out, "{v}").map_err(io)?;
         }
@@ -256,7 +267,7 @@ fn write_restricted(
             }
             writeln!(
                 out,
-                "{result} from the empty board ({} states, {} afterstates valued, {:.3} s)",
+                "{result} from the empty board ({} states, {} afterstates valued, boards identified by {symmetry}, {:.3} s)",
                 m.states, m.afterstates, main.seconds
             )
             .map_err(io)?;

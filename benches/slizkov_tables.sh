@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Renders the rows of reports/slizkov/{a1,fig3}.tsv (written by benches/slizkov_a1.sh and
+# benches/slizkov_fig3.sh) as Markdown tables into reports/slizkov/README.md, each between its
+# markers `<!-- table NAME -->` and `<!-- end table NAME -->`; the text around them is kept.
+# Columns whose values are the same on every row (processor, commit, command) are written once
+# under the table instead.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+README=reports/slizkov/README.md
+render() {
+  awk -F'\t' '
+    NR == 1 { n = NF; for (j = 1; j <= NF; j++) head[j] = $j; next }
+    {
+      rows++
+      for (j = 1; j <= n; j++) {
+        cell[rows, j] = $j
+        if (rows == 1) same[j] = 1
+        else if ($j != cell[1, j]) same[j] = 0
+      }
+    }
+    END {
+      if (rows == 0) exit
+      line = "|"; rule = "|"
+      for (j = 1; j <= n; j++) if (!(same[j] && rows > 1 && head[j] ~ /^(processor|commit|command)$/)) {
+        line = line " " head[j] " |"
+        rule = rule (cell[1, j] ~ /^[-0-9.>]+$/ ? "---:|" : "---|")
+      }
+      print line; print rule
+      for (i = 1; i <= rows; i++) {
+        line = "|"
+        for (j = 1; j <= n; j++) if (!(same[j] && rows > 1 && head[j] ~ /^(processor|commit|command)$/))
+          line = line " " cell[i, j] " |"
+        print line
+      }
+      for (j = 1; j <= n; j++) if (same[j] && rows > 1 && head[j] ~ /^(processor|commit|command)$/)
+        printf "\n%s, every row: `%s`\n", head[j], cell[1, j]
+    }' "$1"
+}
+for name in a1 fig3; do
+  tsv=reports/slizkov/$name.tsv
+  [ -f "$tsv" ] || continue
+  grep -q "<!-- table $name -->" "$README" || continue
+  table=$(render "$tsv")
+  awk -v name="$name" -v table="$table" '
+    $0 == "<!-- table " name " -->" { print; print table; skip = 1; next }
+    $0 == "<!-- end table " name " -->" { skip = 0 }
+    !skip { print }' "$README" >"$README.tmp"
+  mv "$README.tmp" "$README"
+done
