@@ -786,13 +786,17 @@ mod identified_tests {
             let res = Restriction::parse(shape, caps, need).unwrap();
             let plain = Restricted::with_flips(&rules, &res, goal, 0.1, false).solve();
             let ided = Restricted::new(&rules, &res, goal, 0.1).solve();
-            // A table of fewer slots than the boards valued forgets some (not too many: a
-            // search that forgets every board is a tree search, exponential).
-            let mut small = Restricted::new(&rules, &res, goal, 0.1);
-            small.memory = Memory::Slots(vec![0u64; 1 << 16]);
-            let forgetful = small.solve();
             assert_eq!(ided.winnable, plain.winnable, "{shape} {caps}");
-            assert_eq!(forgetful.winnable, plain.winnable, "{shape} {caps}");
+            // A table of fewer slots than the boards valued forgets some (not too many: a
+            // search that forgets every board is a tree search, exponential), on the 2x4
+            // cases (larger ones take minutes so).
+            if r * c == 8 {
+                let boards = ided.states + ided.afterstates;
+                let mut small = Restricted::new(&rules, &res, goal, 0.1);
+                small.memory = Memory::Slots(vec![0u64; (boards as usize / 2).next_power_of_two()]);
+                let forgetful = small.solve();
+                assert_eq!(forgetful.winnable, plain.winnable, "{shape} {caps}");
+            }
             answers.push(plain.winnable);
             // Random boards within the caps, player and spawner to move.
             let mut a = Restricted::with_flips(&rules, &res, goal, 0.1, false);
