@@ -521,3 +521,22 @@ pub fn best_rows(
     }
     Ok(rows)
 }
+
+/// The values of a full solve's states by id (read from the files its manifest `m` lists).
+pub fn state_values(dir: &Path, m: &age2048::store::Manifest) -> HashMap<u64, f64> {
+    let mut solved = HashMap::new();
+    for f in m.files.iter().filter(|f| f.path.starts_with("states/")) {
+        let c =
+            age2048::store::parquet::read_columns(&dir.join(&f.path), &["id", "value"]).unwrap();
+        let (age2048::store::ColumnData::U64(ids), age2048::store::ColumnData::F64(vals)) =
+            (&c[0], &c[1])
+        else {
+            panic!("columns of {}", f.path)
+        };
+        for (id, v) in ids.iter().zip(vals) {
+            solved.insert(id.unwrap(), v.unwrap());
+        }
+    }
+    assert_eq!(solved.len() as u64, m.n_states);
+    solved
+}

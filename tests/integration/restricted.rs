@@ -437,20 +437,7 @@ fn check_solve(
     );
     assert_eq!(m.require.is_some(), need.is_some());
     // The solve's values by id.
-    let mut solved: HashMap<u64, f64> = HashMap::new();
-    for f in m.files.iter().filter(|f| f.path.starts_with("states/")) {
-        let cols_ =
-            age2048::store::parquet::read_columns(&dir.join(&f.path), &["id", "value"]).unwrap();
-        let (age2048::store::ColumnData::U64(ids), age2048::store::ColumnData::F64(vals)) =
-            (&cols_[0], &cols_[1])
-        else {
-            panic!("columns of {}", f.path)
-        };
-        for (id, v) in ids.iter().zip(vals) {
-            solved.insert(id.unwrap(), v.unwrap());
-        }
-    }
-    assert_eq!(solved.len() as u64, m.n_states);
+    let solved = crate::common::state_values(&dir, &m);
     let shape = Shape::new(rows, cols).unwrap();
     let sym = Symmetry::new(shape, Group::parse(&m.symmetry).unwrap());
     let mut brute = BruteGoal {

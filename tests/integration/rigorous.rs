@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use age2048::rules::{Group, Shape, Symmetry};
 use age2048::store::Manifest;
 
-use crate::common::{fresh_dir, run, stderr, stdout};
+use crate::common::{fresh_dir, run, state_values, stderr, stdout};
 use crate::restricted::{code, moves, tiles, Grid};
 
 /// A probability as a fraction `(num, den)`, and the decimal a variant's name writes of it.
@@ -143,25 +143,6 @@ fn manifest_of(dir: &std::path::Path, board: &str, variant: &str) -> Manifest {
         variant.replace('=', "%3D")
     )))
     .unwrap()
-}
-
-/// The values of a full solve's states by id.
-fn state_values(dir: &std::path::Path, m: &Manifest) -> HashMap<u64, f64> {
-    let mut solved = HashMap::new();
-    for f in m.files.iter().filter(|f| f.path.starts_with("states/")) {
-        let c =
-            age2048::store::parquet::read_columns(&dir.join(&f.path), &["id", "value"]).unwrap();
-        let (age2048::store::ColumnData::U64(ids), age2048::store::ColumnData::F64(vals)) =
-            (&c[0], &c[1])
-        else {
-            panic!("columns of {}", f.path)
-        };
-        for (id, v) in ids.iter().zip(vals) {
-            solved.insert(id.unwrap(), v.unwrap());
-        }
-    }
-    assert_eq!(solved.len() as u64, m.n_states);
-    solved
 }
 
 /// One solve of `goal-G`, `goal-G-u32` and `goal-G-u53` side by side through the binary:
