@@ -58,6 +58,13 @@ pub(crate) fn moves(g: &Grid, rows: usize, cols: usize) -> Vec<Option<Grid>> {
     all
 }
 
+/// Whether grid `g` wins: it holds the goal tile, or meets the requirement `need` (0 = free;
+/// an all-free requirement is none).
+pub(crate) fn wins(goal: u32, need: &[u32], g: &Grid) -> bool {
+    g.iter().any(|&t| t >= goal)
+        || (need.iter().any(|&t| t != 0) && need.iter().zip(g).all(|(&n, &t)| n == 0 || n == t))
+}
+
 /// The rules of a restricted guaranteed game, spelt out on grids.
 struct Brute {
     rows: usize,
@@ -325,9 +332,7 @@ struct BruteGoal {
 
 impl BruteGoal {
     fn wins(&self, g: &Grid) -> bool {
-        g.iter().any(|&t| t >= self.goal)
-            || (self.need.iter().any(|&t| t != 0)
-                && self.need.iter().zip(g).all(|(&n, &t)| n == 0 || n == t))
+        wins(self.goal, &self.need, g)
     }
     /// Player to move.
     fn state(&mut self, g: &Grid) -> f64 {

@@ -65,9 +65,7 @@ impl BruteFloor {
     }
 
     fn wins(&self, g: &Grid) -> bool {
-        g.iter().any(|&t| t >= self.goal)
-            || (self.need.iter().any(|&t| t != 0)
-                && self.need.iter().zip(g).all(|(&n, &t)| n == 0 || n == t))
+        crate::restricted::wins(self.goal, &self.need, g)
     }
 
     /// Player to move.

@@ -178,33 +178,14 @@ fn http_on(
     parse_response(&buf)
 }
 
+#[path = "../../examples/support/loopback.rs"]
+mod loopback;
+
 /// A connection to `addr` (a loopback address) from the loopback address `from`: another
 /// client, as the server counts clients by address.
 fn connect_from(from: [u8; 4], addr: &str) -> TcpStream {
-    use std::os::fd::FromRawFd;
-    let to: std::net::SocketAddrV4 = addr.parse().unwrap();
-    let sockaddr = |ip: [u8; 4], port: u16| libc::sockaddr_in {
-        sin_family: libc::AF_INET as libc::sa_family_t,
-        sin_port: port.to_be(),
-        sin_addr: libc::in_addr {
-            s_addr: u32::from_ne_bytes(ip),
-        },
-        sin_zero: [0; 8],
-    };
-    let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
-    // SAFETY: a socket of ours, bound and connected with addresses of the size given, then
-    // owned by the stream.
-    unsafe {
-        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
-        assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
-        let local = sockaddr(from, 0);
-        let rc = libc::bind(fd, std::ptr::addr_of!(local).cast(), len);
-        assert_eq!(rc, 0, "bind {from:?}: {}", std::io::Error::last_os_error());
-        let remote = sockaddr(to.ip().octets(), to.port());
-        let rc = libc::connect(fd, std::ptr::addr_of!(remote).cast(), len);
-        assert_eq!(rc, 0, "connect: {}", std::io::Error::last_os_error());
-        TcpStream::from_raw_fd(fd)
-    }
+    loopback::connect_from(from, addr.parse().unwrap())
+        .unwrap_or_else(|e| panic!("connect from {from:?} to {addr}: {e}"))
 }
 
 fn parse_response(buf: &[u8]) -> Resp {
