@@ -65,6 +65,22 @@ pub(crate) fn wins(goal: u32, need: &[u32], g: &Grid) -> bool {
         || (need.iter().any(|&t| t != 0) && need.iter().zip(g).all(|(&n, &t)| n == 0 || n == t))
 }
 
+/// The moves from `g` a player may make under `caps`: those that win (goal tile or
+/// requirement `need`) or keep every tile within its cell's cap.
+pub(crate) fn playable(
+    g: &Grid,
+    (rows, cols): (usize, usize),
+    caps: &[u32],
+    goal: u32,
+    need: &[u32],
+) -> Vec<Grid> {
+    moves(g, rows, cols)
+        .into_iter()
+        .flatten()
+        .filter(|a| wins(goal, need, a) || a.iter().zip(caps).all(|(&t, &c)| t <= c))
+        .collect()
+}
+
 /// The rules of a restricted guaranteed game, spelt out on grids.
 struct Brute {
     rows: usize,
@@ -343,11 +359,8 @@ impl BruteGoal {
             1.0
         } else {
             let mut best: Option<f64> = None;
-            for a in moves(g, self.rows, self.cols).into_iter().flatten() {
-                let allowed = a.iter().zip(&self.caps).all(|(&t, &c)| t <= c);
-                if !(self.wins(&a) || allowed) {
-                    continue;
-                }
+            let shape = (self.rows, self.cols);
+            for a in playable(g, shape, &self.caps, self.goal, &self.need) {
                 let q = self.discount * self.after(&a);
                 best = Some(best.map_or(q, |b: f64| b.max(q)));
             }

@@ -9,7 +9,7 @@ use age2048::rules::{Group, Shape, Symmetry};
 use age2048::store::Manifest;
 
 use crate::common::{fresh_dir, run, state_values, stderr, stdout};
-use crate::restricted::{code, moves, tiles, Grid};
+use crate::restricted::{code, playable, tiles, Grid};
 
 /// A probability as a fraction `(num, den)`, and the decimal a variant's name writes of it.
 type Prob = (u128, u128, &'static str);
@@ -77,11 +77,8 @@ impl BruteFloor {
             1 << self.bits
         } else {
             let mut best: Option<u128> = None;
-            for a in moves(g, self.rows, self.cols).into_iter().flatten() {
-                let allowed = a.iter().zip(&self.caps).all(|(&t, &c)| t <= c);
-                if !(self.wins(&a) || allowed) {
-                    continue;
-                }
+            let shape = (self.rows, self.cols);
+            for a in playable(g, shape, &self.caps, self.goal, &self.need) {
                 let after = if self.wins(&a) {
                     1 << self.bits
                 } else {
