@@ -282,13 +282,15 @@ pub fn reach(
         // Each part's file again, over its own reached states (in id order, as `states`).
         let mut merged: Option<PolicyStats> = None;
         let mut entry_file = None;
-        for (part, had) in (0..parts.count.max(1)).zip(had) {
-            let (ids, ranks): (Vec<u64>, Vec<u8>) = states
-                .iter()
-                .zip(&step.ranks)
-                .filter(|(&s, _)| parts.of(s, shape) == part)
-                .map(|(&s, &r)| (s, r))
-                .unzip();
+        // Each state's part once; a part's states stay in id order.
+        let count = parts.count.max(1) as usize;
+        let mut by_part: Vec<(Vec<u64>, Vec<u8>)> = vec![(Vec::new(), Vec::new()); count];
+        for (&s, &r) in states.iter().zip(&step.ranks) {
+            let p = &mut by_part[parts.of(s, shape) as usize];
+            p.0.push(s);
+            p.1.push(r);
+        }
+        for ((part, had), (ids, ranks)) in (0..count as u32).zip(had).zip(by_part) {
             if !had && ids.is_empty() {
                 continue;
             }
