@@ -109,8 +109,24 @@ impl Running {
     }
 }
 
+/// Allocations at least this large get pages of their own from the kernel, given back when
+/// freed ([`start`]): the query answers (up to [`MAX_REPLY_BYTES`] each).
+pub const OWN_PAGES_FROM: usize = 1 << 20;
+
 /// Opens the data directory and starts listening on `config.addr`.
 pub fn start(config: Config) -> Result<Running, ServeError> {
+    // glibc's allocator raises its threshold for pages of their own to the size of each such
+    // block freed (up to 32 MiB), after which a query answer is carved from the heap of the
+    // thread that read it, and kept there when freed: the threads that read the query
+    // processes' answers change with every process, and each kept an answer's worth (31 MiB a
+    // wide answer, growing with every process replaced). A fixed threshold (which also stops
+    // the adjustment) gives every answer's memory back when it is sent, so the heap holds the
+    // answers being sent, as its bound counts. Not an error if refused (another allocator).
+    // SAFETY: a setting of the allocator, safe to change at any time.
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, OWN_PAGES_FROM as libc::c_int);
+    }
     // An absolute path: the views name the files by it, and DuckDB's allowed directory is it.
     let data = config
         .data

@@ -1464,6 +1464,60 @@ fn a_result_is_cut_in_bytes_and_memory_stays_bounded() {
     assert_eq!(s.sql("SELECT 42 AS x").1["rows"], json!([[42]]));
 }
 
+/// Issue 68: the hostile wide query (a gigabyte of strings in DuckDB's first chunk) is
+/// answered cut at that chunk, within its deadline, while another client's slow queries run,
+/// tried first in the short lane and then known as long; and the server gives each answer's
+/// memory back once it is sent (glibc's allocator kept 31 MiB a wide answer on the heap of
+/// the thread that had read it, a thread of each query process, growing with every process
+/// replaced).
+#[test]
+fn a_wide_hostile_query_is_cut_at_its_first_chunk_and_its_answer_not_kept() {
+    const WIDE: &str = "SELECT repeat('x', 1000000) AS s FROM range(1000)";
+    let deadline = Duration::from_secs(30);
+    let s = Server::start(&["--sql-timeout", "30", "--max-rows", "100000000"]);
+    let pid = s.child.id();
+    let anon0 = status_kib(pid, "RssAnon:").unwrap();
+    let flood = Flood::start(&s.addr, SLOW, 1);
+    let body = serde_json::to_vec(&json!({ "query": WIDE })).unwrap();
+    for _ in 0..4 {
+        let t = Instant::now();
+        let r = http_on(
+            connect_from([127, 0, 0, 2], &s.addr),
+            &s.addr,
+            "POST",
+            "/api/sql",
+            &[("Content-Type", "application/json")],
+            &body,
+        );
+        let took = t.elapsed();
+        assert_eq!(r.status, 200, "{}", r.error());
+        let v = r.json();
+        // The first chunk's rows that fit in the reply's 32 MiB (1,000,004 bytes of JSON
+        // each), and the note that says why it stopped there.
+        assert_eq!(v["rows"].as_array().unwrap().len(), 33);
+        assert_eq!(v["truncated"], true);
+        assert!(
+            v["note"].as_str().unwrap().contains("fit in 32 MiB"),
+            "{}",
+            v["note"]
+        );
+        // Cut, not run to its deadline: the query process's own time for it, then the
+        // client's.
+        let ran = Duration::from_secs_f64(v["elapsed_ms"].as_f64().unwrap() / 1e3);
+        assert!(ran < deadline, "the query ran {ran:?}");
+        assert!(took < deadline, "answered after {took:?}");
+        eprintln!("the wide query was answered after {took:?} (ran {ran:?})");
+    }
+    let statuses = flood.stop();
+    assert!(statuses.iter().all(|&s| s == 408), "{statuses:?}");
+    // Four wide answers sent and freed: the heap holds none of them.
+    let anon = status_kib(pid, "RssAnon:").unwrap();
+    assert!(
+        anon < anon0 + 16 * 1024,
+        "the server's heap {anon0} KiB before the wide answers, {anon} KiB after"
+    );
+}
+
 /// The query processes the server `pid` started (`serve-sql-worker`), by process id.
 fn query_processes(pid: u32) -> Vec<u32> {
     let mut out = Vec::new();
