@@ -58,6 +58,10 @@ pub struct WorkerArgs {
     /// DuckDB's memory limit, in bytes.
     #[arg(long)]
     pub memory_limit: u64,
+    /// How much lower the priority of the start-up (DuckDB opened, the views defined) is than
+    /// the queries' (a spare's start).
+    #[arg(long, default_value = "0")]
+    pub start_nice: i32,
 }
 
 /// Runs a query process of `serve` until its standard input ends.
@@ -71,6 +75,7 @@ pub fn run_worker(a: &WorkerArgs) -> Result<(), CliError> {
         max_rows: a.max_rows,
         max_bytes: a.max_bytes,
         memory_limit: a.memory_limit,
+        start_nice: a.start_nice,
     })?;
     Ok(())
 }

@@ -19,7 +19,8 @@
 //! process killed or died at once, so that a query that kills its process (each time with
 //! another text, so never remembered as long) costs the short lane its slice, not DuckDB's
 //! start-up as well, as long as the spare is started again before the next such query (a
-//! start takes seconds on a loaded machine).
+//! start takes seconds on a loaded machine). A spare starts at a lower priority
+//! ([`SPARE_NICE`]) than the queries it will run, so that it takes little of their CPU.
 //!
 //! Fair admission: each lane's queue takes its queries in turn by client address, and in the
 //! order they came within one address (a connection has one query at a time), so a client
@@ -152,6 +153,12 @@ pub const LONG_WORKERS: usize = 2;
 /// Spare processes: one a lane, started ahead ([`keep_spare`]).
 pub const SPARES: usize = 2;
 
+/// How much lower a spare's start-up runs ([`keep_spare`]; its queries run at the server's
+/// priority): DuckDB's start-up, half a second of CPU, follows each process a hostile query
+/// ended, and at the server's priority it took its share of the CPU from the queries running
+/// meanwhile (the next hostile one among them), where it has seconds until it is needed.
+pub const SPARE_NICE: i32 = 5;
+
 /// Query processes: queries running at once (the short lane's one and the long lane's).
 pub const WORKERS: usize = 1 + LONG_WORKERS;
 
@@ -236,6 +243,9 @@ pub struct WorkerArgs {
     pub max_bytes: usize,
     /// DuckDB's memory limit, in bytes.
     pub memory_limit: u64,
+    /// How much the start-up's nice value is raised ([`SPARE_NICE`] for a spare): it runs on
+    /// a thread of its own, so the queries, on threads of the main one's, keep the priority.
+    pub start_nice: i32,
 }
 
 /// The hidden command: a query process, serving the frames of its standard input on its
@@ -253,7 +263,24 @@ pub fn worker_main(a: &WorkerArgs) -> Result<(), ServeError> {
             "the first frame is not the views",
         )));
     };
-    let duck = match sql::open(&String::from_utf8_lossy(&views), &a.data, a.memory_limit) {
+    let views = String::from_utf8_lossy(&views);
+    let open = || sql::open(&views, &a.data, a.memory_limit);
+    let opened = if a.start_nice > 0 {
+        std::thread::scope(|scope| {
+            std::thread::Builder::new()
+                .name("sql-start".into())
+                .spawn_scoped(scope, || {
+                    lower_priority(a.start_nice);
+                    open()
+                })
+                .ok()
+                .and_then(|t| t.join().ok())
+        })
+        .unwrap_or_else(open)
+    } else {
+        open()
+    };
+    let duck = match opened {
         Ok(d) => d,
         Err(e) => {
             write_frame(&mut output, FAILED, e.to_string().as_bytes()).map_err(broken)?;
@@ -291,6 +318,17 @@ pub fn worker_main(a: &WorkerArgs) -> Result<(), ServeError> {
         write_frame(&mut output, status, &body).map_err(broken)?;
     }
     Ok(())
+}
+
+/// Raises the calling thread's nice value by `by` (at most to 19); a failure leaves it.
+fn lower_priority(by: i32) {
+    // SAFETY: no arguments, then the calling thread's own priority. Raising a nice value
+    // needs no privilege.
+    unsafe {
+        let tid = libc::gettid() as libc::id_t;
+        let nice = libc::getpriority(libc::PRIO_PROCESS, tid);
+        libc::setpriority(libc::PRIO_PROCESS, tid, (nice + by).min(19));
+    }
 }
 
 /// The lanes.
@@ -468,14 +506,16 @@ impl Shared {
             }
             p.kill();
         }
-        Process::start(recipe).ok()
+        Process::start(recipe, 0).ok()
     }
 }
 
 /// Keeps a spare process ready for `recipe`'s lane, started again each time one is taken, so
 /// that a process killed (a query past its limits, whatever its text) is replaced at once, not
 /// after DuckDB's start-up, and the short lane's cheap queries do not wait for it. A spare
-/// runs no query until it replaces a process that has ended. Runs for as long as the server.
+/// runs no query until it replaces a process that has ended; its start-up runs
+/// [`SPARE_NICE`] lower than the queries (a process started when no spare is ready runs at
+/// theirs). Runs for as long as the server.
 fn keep_spare(recipe: &Recipe, shared: &Shared) {
     let lane = recipe.lane as usize;
     loop {
@@ -488,7 +528,7 @@ fn keep_spare(recipe: &Recipe, shared: &Shared) {
                     .unwrap_or_else(|p| p.into_inner());
             }
         }
-        match Process::start(recipe) {
+        match Process::start(recipe, SPARE_NICE) {
             Ok(p) => shared.spares()[lane] = Some(p),
             // Tried again in a second; meanwhile a lane starts its own.
             Err(_) => std::thread::sleep(Duration::from_secs(1)),
@@ -655,8 +695,9 @@ struct Process {
 }
 
 impl Process {
-    /// Starts a query process, gives it the views and waits until it is ready.
-    fn start(r: &Recipe) -> Result<Process, String> {
+    /// Starts a query process, gives it the views and waits until it is ready; its start-up
+    /// runs `start_nice` lower in priority than its queries will.
+    fn start(r: &Recipe, start_nice: i32) -> Result<Process, String> {
         let (memory, data_limit) = r.memory();
         let mut cmd = Command::new(own_binary());
         if let Some(name) = std::env::args_os().next() {
@@ -674,6 +715,8 @@ impl Process {
             .arg(r.limits.max_bytes.to_string())
             .arg("--memory-limit")
             .arg(memory.to_string())
+            .arg("--start-nice")
+            .arg(start_nice.to_string())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null());
@@ -867,7 +910,7 @@ impl Sql {
             let shared = shared.clone();
             std::thread::Builder::new()
                 .name(format!("sql-{i}"))
-                .spawn(move || match Process::start(&recipe) {
+                .spawn(move || match Process::start(&recipe, 0) {
                     Ok(p) => {
                         let _ = started_tx.send(Ok(()));
                         feed(Some(p), &recipe, &shared);
@@ -1111,7 +1154,7 @@ fn run_in(
             *process = if attempt < 2 {
                 shared.fresh(recipe)
             } else {
-                Process::start(recipe).ok()
+                Process::start(recipe, 0).ok()
             };
         }
         let Some(p) = process.as_mut() else {
