@@ -154,9 +154,9 @@ pub const LONG_WORKERS: usize = 2;
 pub const SPARES: usize = 2;
 
 /// How much lower a spare's start-up runs ([`keep_spare`]; its queries run at the server's
-/// priority): DuckDB's start-up, half a second of CPU, follows each process a hostile query
-/// ended, and at the server's priority it took its share of the CPU from the queries running
-/// meanwhile (the next hostile one among them), where it has seconds until it is needed.
+/// priority): DuckDB's start-up follows each process a hostile query ended, and at the
+/// server's priority it took its share of the CPU from the queries running meanwhile (the
+/// next hostile one among them), while it has until the next process ends to be ready.
 pub const SPARE_NICE: i32 = 5;
 
 /// Query processes: queries running at once (the short lane's one and the long lane's).

@@ -118,10 +118,11 @@ pub fn start(config: Config) -> Result<Running, ServeError> {
     // glibc's allocator raises its threshold for pages of their own to the size of each such
     // block freed (up to 32 MiB), after which a query answer is carved from the heap of the
     // thread that read it, and kept there when freed: the threads that read the query
-    // processes' answers change with every process, and each kept an answer's worth (31 MiB a
-    // wide answer, growing with every process replaced). A fixed threshold (which also stops
-    // the adjustment) gives every answer's memory back when it is sent, so the heap holds the
-    // answers being sent, as its bound counts. Not an error if refused (another allocator).
+    // processes' answers change with every process, and their heaps kept more answers with
+    // every process replaced. A fixed threshold (which also stops the adjustment) gives every
+    // answer's memory back when it is sent, so the heap holds the answers being sent, as its
+    // bound counts (the threshold `solve --memory` sets through the solver's
+    // `huge::hand_back`, which the server does not import). Not an error if refused.
     // SAFETY: a setting of the allocator, safe to change at any time.
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     unsafe {

@@ -1467,8 +1467,8 @@ fn a_result_is_cut_in_bytes_and_memory_stays_bounded() {
 /// Issue 68: the hostile wide query (a gigabyte of strings in DuckDB's first chunk) is
 /// answered cut at that chunk, within its deadline, while another client's slow queries run,
 /// tried first in the short lane and then known as long; and the server gives each answer's
-/// memory back once it is sent (glibc's allocator kept 31 MiB a wide answer on the heap of
-/// the thread that had read it, a thread of each query process, growing with every process
+/// memory back once it is sent (glibc's allocator kept each wide answer on the heap of the
+/// thread that had read it, a thread of each query process, more with every process
 /// replaced).
 #[test]
 fn a_wide_hostile_query_is_cut_at_its_first_chunk_and_its_answer_not_kept() {
