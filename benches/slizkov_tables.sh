@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Renders the rows of reports/slizkov/{a1,fig3}.tsv (written by benches/slizkov_a1.sh and
-# benches/slizkov_fig3.sh) as Markdown tables into reports/slizkov/README.md, each between its
+# Renders the rows of reports/slizkov/{a1,fig3,a2}.tsv (written by benches/slizkov_a1.sh,
+# benches/slizkov_fig3.sh and benches/slizkov_a2.sh) as Markdown tables into
+# reports/slizkov/README.md, each between its
 # markers `<!-- table NAME -->` and `<!-- end table NAME -->`; the text around them is kept.
 # Columns whose values are the same on every row (processor, commit, command) are written once
 # under the table instead.
@@ -36,7 +37,7 @@ render() {
         printf "\n%s, every row: `%s`\n", head[j], cell[1, j]
     }' "$1"
 }
-for name in a1 fig3; do
+for name in a1 fig3 a2; do
   tsv=reports/slizkov/$name.tsv
   [ -f "$tsv" ] || continue
   grep -q "<!-- table $name -->" "$README" || continue
