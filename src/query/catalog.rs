@@ -77,21 +77,37 @@ type SolveColumn = (&'static str, &'static str, fn(&Solved) -> String);
 const SOLVE_COLUMNS: [SolveColumn; 18] = [
     ("board", "VARCHAR", |s| sql_str(&s.board)),
     ("variant", "VARCHAR", |s| sql_str(&s.variant)),
-    ("layout", "VARCHAR", |s| sql_str(s.manifest.storage.layout.name())),
+    ("layout", "VARCHAR", |s| {
+        sql_str(s.manifest.storage.layout.name())
+    }),
     ("arithmetic", "VARCHAR", |s| sql_str(&s.manifest.arithmetic)),
-    ("caps", "VARCHAR", |s| sql_opt_str(s.manifest.caps.as_deref())),
-    ("require", "VARCHAR", |s| sql_opt_str(s.manifest.require.as_deref())),
+    ("caps", "VARCHAR", |s| {
+        sql_opt_str(s.manifest.caps.as_deref())
+    }),
+    ("require", "VARCHAR", |s| {
+        sql_opt_str(s.manifest.require.as_deref())
+    }),
     ("symmetry", "VARCHAR", |s| sql_str(&s.manifest.symmetry)),
     ("p4", "DOUBLE", |s| sql_f64(Some(s.manifest.p4))),
     ("discount", "DOUBLE", |s| sql_f64(Some(s.manifest.discount))),
     ("n_states", "UBIGINT", |s| s.manifest.n_states.to_string()),
-    ("n_afterstates", "UBIGINT", |s| s.manifest.n_afterstates.to_string()),
-    ("n_terminal_states", "UBIGINT", |s| s.manifest.n_terminal_states.to_string()),
+    ("n_afterstates", "UBIGINT", |s| {
+        s.manifest.n_afterstates.to_string()
+    }),
+    ("n_terminal_states", "UBIGINT", |s| {
+        s.manifest.n_terminal_states.to_string()
+    }),
     ("max_age", "UINTEGER", |s| s.manifest.max_age.to_string()),
     ("max_tile", "UINTEGER", |s| s.manifest.max_tile.to_string()),
-    ("value_two_2_tiles", "DOUBLE", |s| sql_f64(s.manifest.value_two_2_tiles)),
-    ("value_initial", "DOUBLE", |s| sql_f64(s.manifest.value_initial)),
-    ("value_initial_distinct", "DOUBLE", |s| sql_f64(s.manifest.value_initial_distinct)),
+    ("value_two_2_tiles", "DOUBLE", |s| {
+        sql_f64(s.manifest.value_two_2_tiles)
+    }),
+    ("value_initial", "DOUBLE", |s| {
+        sql_f64(s.manifest.value_initial)
+    }),
+    ("value_initial_distinct", "DOUBLE", |s| {
+        sql_f64(s.manifest.value_initial_distinct)
+    }),
     ("value_empty", "DOUBLE", |s| sql_f64(s.manifest.value_empty)),
 ];
 
@@ -113,7 +129,10 @@ fn solves_sql(contents: &Contents) -> String {
     let typed = |(name, ty, _): &SolveColumn| format!("NULL::{ty} AS {name}");
     if contents.solved.is_empty() {
         let cols: Vec<String> = SOLVE_COLUMNS.iter().map(typed).collect();
-        return format!("CREATE OR REPLACE VIEW solves AS SELECT {} WHERE false;\n", cols.join(", "));
+        return format!(
+            "CREATE OR REPLACE VIEW solves AS SELECT {} WHERE false;\n",
+            cols.join(", ")
+        );
     }
     let rows: Vec<String> = contents
         .solved

@@ -460,9 +460,13 @@ mod tests {
                 value_empty: Some(v),
                 ..Manifest::default()
             };
-            let back: Manifest = serde_json::from_slice(&serde_json::to_vec_pretty(&m).unwrap())
-                .unwrap();
-            assert_eq!(back.value_empty.map(f64::to_bits), Some(v.to_bits()), "{v:?}");
+            let back: Manifest =
+                serde_json::from_slice(&serde_json::to_vec_pretty(&m).unwrap()).unwrap();
+            assert_eq!(
+                back.value_empty.map(f64::to_bits),
+                Some(v.to_bits()),
+                "{v:?}"
+            );
         }
     }
 

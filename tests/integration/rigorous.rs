@@ -217,7 +217,11 @@ fn check(
         let starts = exact_starts(&dir, &board, &m.variant);
         let bits = |v: &[Option<f64>]| v.iter().map(|v| v.map(f64::to_bits)).collect::<Vec<_>>();
         let shown: Vec<Option<f64>> = row[4..].iter().map(|v| v.parse().ok()).collect();
-        assert_eq!(row[..2], [m.variant.clone(), m.arithmetic.clone()], "{listed:?}");
+        assert_eq!(
+            row[..2],
+            [m.variant.clone(), m.arithmetic.clone()],
+            "{listed:?}"
+        );
         let grids = [m.caps.clone(), m.require.clone()].map(Option::unwrap_or_default);
         assert_eq!(row[2..4], grids, "{listed:?}");
         assert_eq!(caps.is_some(), !grids[0].is_empty(), "{listed:?}");
