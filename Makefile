@@ -50,9 +50,12 @@ solve: build
 	  if [ -n "$$g" ]; then $(BIN) solve --board $$b --data $(DATA) --variant $$g --quiet || exit $$?; fi; \
 	done
 	$(BIN) guaranteed --board 1x2,1x3,1x4,2x2,2x3,2x4,3x3
+	@mkdir -p $(OUT)
+	OUT=$(OUT)/slizkov-a1.tsv BOARDS='^(2x4|3x3)$$' bash benches/slizkov_a1.sh $(BIN) >/dev/null
 
 report: build
 	$(BIN) report --data $(DATA) --out $(OUT)
+	DEST=$(OUT)/slizkov.md FRESH=$(OUT)/slizkov-a1.tsv bash benches/slizkov_tables.sh
 
 # Chromium and the browser tests' npm packages install (where missing) while cargo builds and
 # runs the tests; their log is shown if the install fails.
