@@ -50,9 +50,12 @@ solve: build
 	  if [ -n "$$g" ]; then $(BIN) solve --board $$b --data $(DATA) --variant $$g --quiet || exit $$?; fi; \
 	done
 	$(BIN) guaranteed --board 1x2,1x3,1x4,2x2,2x3,2x4,3x3
+	@mkdir -p $(OUT)
+	OUT=$(OUT)/slizkov-a1.tsv BOARDS='^(2x4|3x3)$$' bash benches/slizkov_a1.sh $(BIN) >/dev/null
 
 report: build
 	$(BIN) report --data $(DATA) --out $(OUT)
+	DEST=$(OUT)/slizkov.md FRESH=$(OUT)/slizkov-a1.tsv bash benches/slizkov_tables.sh
 
 # Chromium and the browser tests' npm packages install (where missing) while cargo builds and
 # runs the tests; their log is shown if the install fails.
@@ -95,12 +98,14 @@ bench:
 clean:
 	rm -rf $(DATA)
 
-# Slizkov's appendix A.1 (guaranteed reachability under caps) row by row and his Figure 3 (the
-# largest tile guaranteed on each board), his results beside ours: reports/slizkov/a1.tsv and
+# Slizkov's appendices A.1 (guaranteed reachability under caps), A.2 and A.3 (the chance of the
+# goal under caps, in floats and proved in integers) row by row and his Figure 3 (the largest
+# tile guaranteed on each board), his results beside ours: reports/slizkov/a1.tsv, a2.tsv and
 # fig3.tsv, rendered as the tables of reports/slizkov/README.md. Long: every row is a solve of
 # up to ROW_CPU CPU seconds.
 .PHONY: slizkov
 slizkov: build
 	bash benches/slizkov_a1.sh $(BIN)
 	bash benches/slizkov_fig3.sh $(BIN)
+	bash benches/slizkov_a2.sh $(BIN)
 	bash benches/slizkov_tables.sh

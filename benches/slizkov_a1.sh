@@ -40,15 +40,20 @@ ROWS='2x4|16 16 16 8 16 16 16 8|32|Winnable, minimal
 [ "${APPEND:-0}" = 1 ] || printf 'board\tcaps\tgoal\this_result\tours\tstates\tafterstates\tseconds\tseconds_with_changes\tcpu_seconds\tpeak_mib\tsymmetry\tprocessor\tcommit\n' >"$OUT"
 tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
+# Peak memory and CPU seconds by GNU time (Debian's `time`); without it the row says `-`.
+measure() {
+  if [ -x /usr/bin/time ]; then /usr/bin/time -f '%M %U %S' -o "$tmp.mem" "$@"
+  else echo '- - -' >"$tmp.mem"; "$@"; fi
+}
 while IFS='|' read -r board caps goal his; do
   [[ "$board" =~ ${BOARDS:-.} ]] || continue
   [[ "$goal" =~ ^(${GOALS:-.*})$ ]] || continue
-  if /usr/bin/time -f '%M %U %S' -o "$tmp.mem" prlimit --cpu="$ROW_CPU" "$BIN" guaranteed --board "$board" \
+  if measure prlimit --cpu="$ROW_CPU" "$BIN" guaranteed --board "$board" \
       --caps "$caps" --goal "$goal" --format csv >"$tmp"; then
     IFS=',' read -r _ _ _ _ result _ states afters _ secs _ sym < <(tail -1 "$tmp")
     ours=$result secs_all=$secs
-    peak=$(tail -1 "$tmp.mem" | awk '{printf "%.0f", $1 / 1024}')
-    cpu=$(tail -1 "$tmp.mem" | awk '{printf "%.2f", $2 + $3}')
+    peak=$(tail -1 "$tmp.mem" | awk '$1 == "-" { print "-"; next } {printf "%.0f", $1 / 1024}')
+    cpu=$(tail -1 "$tmp.mem" | awk '$2 == "-" { print "-"; next } {printf "%.2f", $2 + $3}')
     case "${CLAIMS:-1}$his" in 0*minimal*|0*maximal*) ours="$result, claim not checked" ;;
     1*minimal*|1*maximal*)
       if prlimit --cpu="$ROW_CPU" "$BIN" guaranteed --board "$board" --caps "$caps" --goal "$goal" \
@@ -61,7 +66,7 @@ while IFS='|' read -r board caps goal his; do
     esac
   else
     ours=timeout states=- afters=- secs=- secs_all=- peak=- sym=-
-    cpu=">$(tail -1 "$tmp.mem" | awk '{printf "%.0f", $2 + $3}')"
+    cpu=">$(tail -1 "$tmp.mem" | awk '$2 == "-" { print "?"; next } {printf "%.0f", $2 + $3}')"
   fi
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$board" "$caps" "$goal" \
     "$his" "${ours^}" "$states" "$afters" "$secs" "$secs_all" "$cpu" "$peak" "$sym" "$CPU" \

@@ -64,7 +64,7 @@ pub enum Command {
     /// Check every file of the solved data against its manifest (size, SHA-256) and the layout.
     Verify(verify::VerifyArgs),
     #[cfg(feature = "report")]
-    /// Run SQL (DuckDB) over the solved data: views states, afterstates, ages.
+    /// Run SQL (DuckDB) over the solved data: views states, afterstates, ages, solves.
     Sql(sql::SqlArgs),
     #[cfg(feature = "report")]
     /// Render every figure and table from the solved data.

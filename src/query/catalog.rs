@@ -4,6 +4,10 @@
 //! * `states(board, variant, age, id, value, terminal, moves, best, gap, empty)`
 //! * `afterstates(board, variant, age, id, value, empty)`
 //! * `ages(board, variant, age, n_states, n_afterstates, n_terminal_states, ...)`
+//! * `solves(board, variant, arithmetic, caps, require, ..., value_initial, value_empty)`: one
+//!   row a finished solve, from its manifest: the values at both starts (today's two spawns
+//!   on the empty board, and Slizkov's empty board with the spawner to move), the counts, and
+//!   for a restricted solve its caps and requirement
 //!
 //! `board`, `variant` (VARCHAR) and `age` (UINTEGER) come from the Hive partition path, so
 //! `WHERE board = '3x3' AND age < 100` prunes files; the store percent-encodes partition values
@@ -58,12 +62,95 @@ pub fn views_sql(store: &Store, contents: &Contents) -> Result<String> {
     for t in TABLES {
         sql.push_str(&view_sql(store, contents, t)?);
     }
+    sql.push_str(&solves_sql(contents));
     sql.push_str(
         "CREATE OR REPLACE MACRO max_tile(id) AS \
          1::UBIGINT << list_max(list_transform(range(16), lambda i: (id::UBIGINT >> (4 * i)::UBIGINT) & 15::UBIGINT));\n",
     );
     sql.push_str(BOARD_MACROS);
     Ok(sql)
+}
+
+/// The `solves` view's columns: name, DuckDB type, and the manifest's value as SQL.
+type SolveColumn = (&'static str, &'static str, fn(&Solved) -> String);
+
+const SOLVE_COLUMNS: [SolveColumn; 18] = [
+    ("board", "VARCHAR", |s| sql_str(&s.board)),
+    ("variant", "VARCHAR", |s| sql_str(&s.variant)),
+    ("layout", "VARCHAR", |s| {
+        sql_str(s.manifest.storage.layout.name())
+    }),
+    ("arithmetic", "VARCHAR", |s| sql_str(&s.manifest.arithmetic)),
+    ("caps", "VARCHAR", |s| {
+        sql_opt_str(s.manifest.caps.as_deref())
+    }),
+    ("require", "VARCHAR", |s| {
+        sql_opt_str(s.manifest.require.as_deref())
+    }),
+    ("symmetry", "VARCHAR", |s| sql_str(&s.manifest.symmetry)),
+    ("p4", "DOUBLE", |s| sql_f64(Some(s.manifest.p4))),
+    ("discount", "DOUBLE", |s| sql_f64(Some(s.manifest.discount))),
+    ("n_states", "UBIGINT", |s| s.manifest.n_states.to_string()),
+    ("n_afterstates", "UBIGINT", |s| {
+        s.manifest.n_afterstates.to_string()
+    }),
+    ("n_terminal_states", "UBIGINT", |s| {
+        s.manifest.n_terminal_states.to_string()
+    }),
+    ("max_age", "UINTEGER", |s| s.manifest.max_age.to_string()),
+    ("max_tile", "UINTEGER", |s| s.manifest.max_tile.to_string()),
+    ("value_two_2_tiles", "DOUBLE", |s| {
+        sql_f64(s.manifest.value_two_2_tiles)
+    }),
+    ("value_initial", "DOUBLE", |s| {
+        sql_f64(s.manifest.value_initial)
+    }),
+    ("value_initial_distinct", "DOUBLE", |s| {
+        sql_f64(s.manifest.value_initial_distinct)
+    }),
+    ("value_empty", "DOUBLE", |s| sql_f64(s.manifest.value_empty)),
+];
+
+fn sql_opt_str(s: Option<&str>) -> String {
+    s.map_or_else(|| "NULL".into(), sql_str)
+}
+
+/// An f64 as a DuckDB DOUBLE, every bit kept: Rust's shortest round-trip text, read by DuckDB
+/// as text (a bare literal would be a DECIMAL first).
+fn sql_f64(v: Option<f64>) -> String {
+    match v {
+        Some(v) if v.is_finite() => format!("'{v:?}'::DOUBLE"),
+        _ => "NULL::DOUBLE".into(),
+    }
+}
+
+/// The `solves` view: one row a finished solve, from its manifest (see the module comment).
+fn solves_sql(contents: &Contents) -> String {
+    let typed = |(name, ty, _): &SolveColumn| format!("NULL::{ty} AS {name}");
+    if contents.solved.is_empty() {
+        let cols: Vec<String> = SOLVE_COLUMNS.iter().map(typed).collect();
+        return format!(
+            "CREATE OR REPLACE VIEW solves AS SELECT {} WHERE false;\n",
+            cols.join(", ")
+        );
+    }
+    let rows: Vec<String> = contents
+        .solved
+        .iter()
+        .map(|s| {
+            let values: Vec<String> = SOLVE_COLUMNS
+                .iter()
+                .map(|(_, ty, value)| format!("{}::{ty}", value(s)))
+                .collect();
+            format!("({})", values.join(", "))
+        })
+        .collect();
+    let names: Vec<&str> = SOLVE_COLUMNS.iter().map(|(n, _, _)| *n).collect();
+    format!(
+        "CREATE OR REPLACE VIEW solves AS SELECT * FROM (VALUES {}) AS t({}) ORDER BY board, variant;\n",
+        rows.join(", "),
+        names.join(", ")
+    )
 }
 
 /// Macros that read boards out of ids (cell `(r, c)` of an `RxC` board, 0-based, sits at bits

@@ -199,6 +199,17 @@ pub enum LayoutKind {
     Policy,
 }
 
+impl LayoutKind {
+    /// The name the manifest writes (`full`, `compact`, `policy`).
+    pub fn name(self) -> &'static str {
+        match self {
+            LayoutKind::Full => "full",
+            LayoutKind::Compact => "compact",
+            LayoutKind::Policy => "policy",
+        }
+    }
+}
+
 impl Storage {
     /// The full layout.
     pub const FULL: Storage = Storage {
@@ -419,4 +430,51 @@ pub fn write(layout: &Layout, board: Shape, m: &Manifest) -> Result<String> {
         .ok_or_else(|| StoreError::corrupt(&path, "cannot place the manifest's own digest"))?;
     bytes[at..at + 64].copy_from_slice(digest.as_bytes());
     super::atomic::write(&path, &bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{LayoutKind, Manifest};
+
+    /// Regression: serde_json's default float parser may be an ulp off, so a rigorous bound
+    /// read back from its manifest could come out one ulp above the bound written. The crate
+    /// is built with `float_roundtrip`; every value must read back with the bits written.
+    #[test]
+    fn values_read_back_from_a_manifest_with_the_bits_written() {
+        // A u32 bound a 3x3 restricted solve wrote, read back an ulp low before the fix.
+        let seen = [0.999_997_621_867_805_7_f64, 0.999_997_630_618_347_9];
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for i in 0..20_000 + seen.len() {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // Probabilities near 1 (the rigorous bounds), and points of any size.
+            let v = if let Some(&v) = seen.get(i.wrapping_sub(20_000)) {
+                v
+            } else if i % 2 == 0 {
+                1.0 - (x >> 11) as f64 / (1u64 << 53) as f64 * 1e-3
+            } else {
+                f64::from_bits(0x3FF0_0000_0000_0000 | (x >> 12)) * (1u64 << (x % 20)) as f64
+            };
+            let m = Manifest {
+                value_empty: Some(v),
+                ..Manifest::default()
+            };
+            let back: Manifest =
+                serde_json::from_slice(&serde_json::to_vec_pretty(&m).unwrap()).unwrap();
+            assert_eq!(
+                back.value_empty.map(f64::to_bits),
+                Some(v.to_bits()),
+                "{v:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_layouts_name_is_what_the_manifest_writes() {
+        for kind in [LayoutKind::Full, LayoutKind::Compact, LayoutKind::Policy] {
+            let json = serde_json::to_string(&kind).unwrap();
+            assert_eq!(json, format!("\"{}\"", kind.name()));
+        }
+    }
 }

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use age2048::rules::{Group, Shape, Symmetry};
 use age2048::store::Manifest;
 
-use crate::common::{fresh_dir, run, state_values, stderr, stdout};
+use crate::common::{fresh_dir, run, sql_rows, state_values, stderr, stdout};
 use crate::restricted::{code, playable, tiles, Grid};
 
 /// A probability as a fraction `(num, den)`, and the decimal a variant's name writes of it.
@@ -207,6 +207,26 @@ fn check(
     let arith: Vec<&str> = manifests.iter().map(|m| m.arithmetic.as_str()).collect();
     assert_eq!(arith, ["f64", "u32", "u53"]);
     assert!(manifests[1].variant.ends_with("-u32") && manifests[2].variant.ends_with("-u53"));
+    // The `solves` view shows each manifest's starts bit for bit, its arithmetic and caps.
+    let listed = sql_rows(
+        &dir,
+        "SELECT variant, arithmetic, caps, require, value_initial, value_empty FROM solves ORDER BY arithmetic",
+    );
+    assert_eq!(listed.len(), 4, "{listed:?}");
+    for (row, m) in listed[1..].iter().zip(&manifests) {
+        let starts = exact_starts(&dir, &board, &m.variant);
+        let bits = |v: &[Option<f64>]| v.iter().map(|v| v.map(f64::to_bits)).collect::<Vec<_>>();
+        let shown: Vec<Option<f64>> = row[4..].iter().map(|v| v.parse().ok()).collect();
+        assert_eq!(
+            row[..2],
+            [m.variant.clone(), m.arithmetic.clone()],
+            "{listed:?}"
+        );
+        let grids = [m.caps.clone(), m.require.clone()].map(Option::unwrap_or_default);
+        assert_eq!(row[2..4], grids, "{listed:?}");
+        assert_eq!(caps.is_some(), !grids[0].is_empty(), "{listed:?}");
+        assert_eq!(bits(&shown), bits(&starts), "{}", m.variant);
+    }
     let values: Vec<HashMap<u64, f64>> = manifests.iter().map(|m| state_values(&dir, m)).collect();
     let sym = Symmetry::new(
         Shape::new(rows, cols).unwrap(),
