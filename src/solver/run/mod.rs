@@ -52,7 +52,9 @@ pub struct SolveConfig {
     /// Bytes of finished ages the backward pass may hand over before they are written
     /// ([`DEFAULT_WRITE_AHEAD`]; one age of any size always goes): an age whose files fit
     /// within it is written off the pass, a bigger one as the pass values it; with 0, every
-    /// age is. The files are the same bytes either way.
+    /// age is. Over several processes it is the job's: each process takes its share
+    /// ([`crate::solver::plan::BackwardPlan::write_ahead`]). The files are the same bytes
+    /// either way.
     pub write_ahead: u64,
     /// The memory budget (`solve --memory`, resolved once: [`MemoryBudget::resolve`]).
     pub budget: MemoryBudget,
