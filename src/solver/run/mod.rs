@@ -225,12 +225,12 @@ pub fn solve_exchanged(
     ex: &Exchange,
     on_event: &(dyn Fn(Event) + Sync),
 ) -> Result<Vec<Manifest>> {
-    // The allocator keeps what one age frees for the next (`huge`), unless the user gave a
-    // budget: then what is freed goes back at once.
+    // The allocator keeps what one age frees for the next (`huge`), in proportion to this
+    // process's share, unless the user gave a budget: then what is freed goes back at once.
     if cfg.budget.given {
         super::huge::hand_back();
     } else {
-        super::huge::keep_freed();
+        super::huge::keep_freed(ex.processes());
     }
     let game = Game::new(cfg.shape, cfg.group);
     let mut classes: BTreeMap<ForwardClass, Vec<Variant>> = BTreeMap::new();
