@@ -81,7 +81,8 @@ pub struct SolveArgs {
     /// Memory the solve may spend on finished ages waiting to be written, e.g. 64M (default
     /// 512M): small ages are written beside the backward pass within it, bigger ones as the
     /// pass values them. Less holds less memory and keeps fewer cores busy on small ages; 0
-    /// writes every age as it is valued. The files are the same bytes either way.
+    /// writes every age as it is valued. Over several processes it is the job's, split evenly
+    /// between them. The files are the same bytes either way.
     #[arg(long, value_name = "SIZE")]
     pub write_ahead: Option<String>,
     /// How to store the solve: `full` (every state and afterstate in Parquet, indexes with

@@ -42,8 +42,19 @@ const KEEP_BLOCKS: usize = 32 << 20;
 /// mapped, faulted in a page at a time (the kernel zeroing each page) and unmapped, and freed
 /// memory at an arena's top would go back to the kernel as soon as it passed 128 KiB. Big
 /// ages still hand their memory back (`trim`).
-pub fn keep_freed() {
-    set_thresholds(KEEP_BLOCKS);
+///
+/// One of `processes` that each hold a share of every age keeps [`kept_blocks`]: the same
+/// blocks of an age as one process, in proportion to its share.
+pub fn keep_freed(processes: u32) {
+    set_thresholds(kept_blocks(processes));
+}
+
+/// The threshold of [`keep_freed`] for one of `processes` processes: `KEEP_BLOCKS` over their
+/// number, never below [`hand_back`]'s. Each process's vectors are its share of the age's,
+/// and what an arena keeps free is per process: one process's thresholds in each would keep
+/// N times as much a state of its share.
+pub fn kept_blocks(processes: u32) -> usize {
+    (KEEP_BLOCKS / processes.max(1) as usize).max(HAND_BACK_BLOCKS)
 }
 
 /// Blocks from `blocks` bytes on mapped for themselves, and at most twice that kept free at
@@ -116,6 +127,16 @@ fn advise<T>(v: &mut Vec<T>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The thresholds shrink with the share of each process, down to those of a given budget.
+    #[test]
+    fn a_process_keeps_blocks_in_proportion_to_its_share() {
+        assert_eq!(kept_blocks(1), KEEP_BLOCKS);
+        assert_eq!(kept_blocks(0), KEEP_BLOCKS);
+        assert_eq!(kept_blocks(2), KEEP_BLOCKS / 2);
+        assert_eq!(kept_blocks(8), KEEP_BLOCKS / 8);
+        assert_eq!(kept_blocks(1000), HAND_BACK_BLOCKS);
+    }
 
     #[test]
     fn advice_keeps_contents() {

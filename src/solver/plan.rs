@@ -305,8 +305,20 @@ pub struct BackwardPlan {
     /// Ages valued streamed, descending as the counts were given.
     pub streamed: Vec<u32>,
     /// The most bytes of finished ages the writer's queue may hold within the budget (the
-    /// solve takes the smaller of this and its `write_ahead`).
+    /// solve takes the smaller of this and its `write_ahead`: [`BackwardPlan::write_ahead`]).
     pub write_ahead_limit: u64,
+}
+
+impl BackwardPlan {
+    /// The bytes of finished ages one process's writer queue holds: the job's `asked`
+    /// (`solve --write-ahead`) split evenly between its `processes`, within what the budget
+    /// leaves. Each process holds its share of every age, so it hands an age over whole, or
+    /// writes it as it values it, as one process would, and its queue holds as much a state of
+    /// its share (one process's queue in each would hold whole the ages of which one process
+    /// holds none: those it writes as it values them).
+    pub fn write_ahead(&self, asked: u64, processes: u32) -> u64 {
+        (asked / u64::from(processes.max(1))).min(self.write_ahead_limit)
+    }
 }
 
 /// The fixed point that holds every value of `variants`: probabilities at 2^-31 (1 fits a
@@ -426,6 +438,40 @@ mod tests {
             "{}",
             given.describe()
         );
+    }
+
+    /// The writer's queue is the job's, split between its processes, and never more than
+    /// what the budget leaves it.
+    #[test]
+    fn the_writers_queue_is_split_between_the_jobs_processes() {
+        let goal = [variant("goal-32")];
+        let plan = Plan::new(16 << 30).unwrap();
+        let roomy = plan.backward(&counts(200, 1 << 20), &goal, true).unwrap();
+        assert!(roomy.write_ahead_limit > 8 << 30, "{roomy:?}");
+        let asked = 512 << 20;
+        assert_eq!(roomy.write_ahead(asked, 1), asked);
+        assert_eq!(roomy.write_ahead(asked, 0), asked);
+        assert_eq!(roomy.write_ahead(asked, 2), asked / 2);
+        assert_eq!(roomy.write_ahead(asked, 8), asked / 8);
+        assert_eq!(roomy.write_ahead(0, 8), 0);
+        // An age of a job of N processes is handed over whole by each process exactly when
+        // one process would hand it over whole: its share's bytes within the share of the
+        // queue.
+        for processes in [1u32, 2, 3, 8] {
+            let queue = roomy.write_ahead(asked, processes);
+            for age_bytes in [asked / 2, asked - 8, asked, asked + 8, asked * 3] {
+                let share = age_bytes / u64::from(processes);
+                assert_eq!(
+                    share <= queue,
+                    age_bytes <= asked,
+                    "{age_bytes} bytes over {processes}"
+                );
+            }
+        }
+        // Within the budget's room: the least budget leaves the queue its fixed share.
+        let tight = Plan::new(MIN_BUDGET).unwrap();
+        let tight = tight.backward(&counts(20, 1000), &goal, true).unwrap();
+        assert_eq!(tight.write_ahead(8 << 30, 2), tight.write_ahead_limit);
     }
 
     #[test]

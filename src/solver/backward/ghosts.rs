@@ -91,9 +91,12 @@ impl Backward<'_> {
         (next2, next4): (&mut Level, &mut Level),
         load: &mut impl FnMut(u32) -> Result<Layers>,
     ) -> Result<Option<Layers>> {
-        // Where spawns stay home no level holds others' boards: nothing to read ahead.
-        let home = ex.parts().spawns_stay_home();
-        let younger = if age >= min_age + 2 && !home {
+        // Where spawns stay home no level holds others' boards: each level's table was built
+        // at its own age, and nothing is read ahead.
+        if ex.parts().spawns_stay_home() {
+            return Ok(None);
+        }
+        let younger = if age >= min_age + 2 {
             Some(load(age - 2)?)
         } else {
             None
@@ -123,13 +126,6 @@ impl Backward<'_> {
     ) -> Result<Level> {
         let (game, class, k) = (self.game, self.class, self.k());
         let (ids, values) = level.owned.unwrap_or_default();
-        if ex.parts().spawns_stay_home() {
-            // Every child of this process's afterstates is its own: no ghosts, no fetch (every
-            // process skips it alike).
-            let mut table = self.table_builder(ids.len());
-            table.push(&ids, &values);
-            return Ok(Level::from_table(level.age, table.finish()));
-        }
         let spawns = [class.spawn2, class.spawn4];
         let pieces: Vec<Vec<u64>> = readers
             .iter()

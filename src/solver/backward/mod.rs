@@ -72,11 +72,13 @@ pub struct Level {
     pub age: u32,
     /// The values by id, for the look-ups of younger ages.
     table: ValueTable,
-    /// In a solve over several processes, until its table is built: the layer this process
-    /// owns, with its values (`[i * k + v]`). The table is built once, when the first younger
-    /// age looks the level up, from this layer and the values fetched of the boards other
-    /// processes own that both younger ages look up ([`Backward::ghost_level`]); `table` is
-    /// empty until then.
+    /// In a solve over several processes whose levels hold others' boards (parts under which
+    /// spawns leave home), until its table is built: the layer this process owns, with its
+    /// values (`[i * k + v]`). The table is built once, when the first younger age looks the
+    /// level up, from this layer and the values fetched of the boards other processes own
+    /// that both younger ages look up ([`Backward::ghost_level`]); `table` is empty until
+    /// then. Under parts whose spawns stay home the table is built at the level's own age, as
+    /// in one process.
     owned: Option<(Vec<u64>, Vec<f64>)>,
 }
 
@@ -230,6 +232,15 @@ impl<'g> Backward<'g> {
         self.exchange.filter(|ex| !ex.is_single())
     }
 
+    /// Whether a level's table waits for the values of the boards others own that its younger
+    /// ages look up (over several processes, under parts whose spawns leave home), the level
+    /// meanwhile keeping its layer ([`Level`]'s `owned`). Elsewhere it is built at its own
+    /// age, from the age's ids and values, with no copy of them kept.
+    fn levels_wait_for_ghosts(&self) -> bool {
+        self.distributed()
+            .is_some_and(|ex| !ex.parts().spawns_stay_home())
+    }
+
     /// The pass, telling `hook` the end of each [`Phase`] of each age.
     pub fn with_phases(mut self, hook: PhaseHook<'g>) -> Backward<'g> {
         self.phases = Some(hook);
@@ -245,7 +256,7 @@ impl<'g> Backward<'g> {
     /// The level of `ids` with `values[i * k + v]`, its table in the pass's coding.
     pub fn level(&self, age: u32, ids: &[u64], values: &[f64]) -> Level {
         let k = self.k();
-        if self.distributed().is_some() {
+        if self.levels_wait_for_ghosts() {
             return Level {
                 age,
                 table: ValueTable::new(&[], &[], k),
@@ -434,13 +445,13 @@ impl<'g> Backward<'g> {
             summary,
             after_values,
         };
-        // The rest of the age's files while its level is built (over several processes,
-        // each younger age builds its own from the layer this one owns).
-        let distributed = self.distributed().is_some();
+        // The rest of the age's files while its level is built (where levels wait for their
+        // ghosts, the first younger age builds it from the layer this one owns).
+        let later = self.levels_wait_for_ghosts();
         let (written, table) = rayon::join(
             || writer.finish(&out),
             || {
-                if distributed {
+                if later {
                     return ValueTable::new(&[], &[], self.k());
                 }
                 let value = |j| out.state_value(j);
@@ -448,7 +459,7 @@ impl<'g> Backward<'g> {
                 ValueTable::from_fn_coded(&out.states, value, self.k(), self.perfect_from, coding)
             },
         );
-        let owned = distributed.then(|| (out.states.clone(), out.summary.values.clone()));
+        let owned = later.then(|| (out.states.clone(), out.summary.values.clone()));
         sink(out, written?)?;
         // Marked once the sink has let go of the age (the peak came before): the next
         // age's load then starts from what the pass keeps.

@@ -41,6 +41,11 @@ use crate::store::parts::Parts;
 /// displacements hold. An exchange that moves more goes in rounds.
 pub const MESSAGE_LIMIT: usize = 1 << 24;
 
+/// The most ids a process asks in one round of [`Exchange::fetch`] (or the message limit, if
+/// smaller): the buckets, the messages and the answers of a round exist at once, never those
+/// of its whole wanted set (each several times the set's 8 bytes an id).
+pub const FETCH_ROUND: usize = 1 << 18;
+
 /// The environment variable that sets a smaller limit than [`MESSAGE_LIMIT`] (a number of
 /// elements from 1 up), read once: the tests force many rounds with it. Under `mpirun` a
 /// process on another host sees it when the launcher passes it (`mpirun -x`).
@@ -395,6 +400,26 @@ impl<'t> Exchange<'t> {
             }
             return Ok(Vec::new());
         }
+        // In rounds of at most `FETCH_ROUND` ids a process, as many as the process with the
+        // most asks (the others ask nothing in the rounds past their own).
+        let per = FETCH_ROUND.min(self.per_process * self.parts.count as usize);
+        let rounds = self.agree_max(wanted.len().div_ceil(per) as u64)? as usize;
+        let mut out = Vec::with_capacity(wanted.len() * k);
+        for r in 0..rounds {
+            self.fetch_round(round_of(wanted, r, per), k, answer, &mut out)?;
+        }
+        Ok(out)
+    }
+
+    /// One round of [`Exchange::fetch`]: the values of `wanted` appended to `out`.
+    /// Collective.
+    fn fetch_round(
+        &self,
+        wanted: &[u64],
+        k: usize,
+        answer: &(dyn Fn(&[u64]) -> Result<Vec<f64>> + Sync),
+        out: &mut Vec<f64>,
+    ) -> Result<()> {
         let (asked, owners) = self.buckets(wanted);
         let requests = self.all_to_all(&asked, false)?;
         let answers: Vec<Vec<u64>> = requests
@@ -412,10 +437,11 @@ impl<'t> Exchange<'t> {
             })
             .collect::<Result<_>>()?;
         drop(requests);
+        drop(asked);
         let got = self.all_to_all(&answers, false)?;
+        drop(answers);
         // Back into the order of `wanted`: each bucket's answers in the order it asked.
         let mut at = vec![0usize; got.len()];
-        let mut out = Vec::with_capacity(wanted.len() * k);
         for &o in &owners {
             let o = o as usize;
             let vals = got[o].get(at[o] * k..(at[o] + 1) * k).ok_or_else(|| {
@@ -424,7 +450,7 @@ impl<'t> Exchange<'t> {
             out.extend(vals.iter().map(|&b| f64::from_bits(b)));
             at[o] += 1;
         }
-        Ok(out)
+        Ok(())
     }
 }
 

@@ -114,8 +114,9 @@ pub(super) fn run(s: &Class, fwd: &mut Forward) -> Result<Option<BackwardProgres
         let pass = Pass {
             s,
             ages,
-            // The writer's queue of finished ages takes what the budget leaves it.
-            write_ahead: s.cfg.write_ahead.min(bplan.write_ahead_limit),
+            // The writer's queue of finished ages: this process's share of the job's, within
+            // what the budget leaves it.
+            write_ahead: bplan.write_ahead(s.cfg.write_ahead, ex.processes()),
             streamed: bplan.streamed.iter().copied().collect(),
             counts,
         };

@@ -52,7 +52,9 @@ pub struct SolveConfig {
     /// Bytes of finished ages the backward pass may hand over before they are written
     /// ([`DEFAULT_WRITE_AHEAD`]; one age of any size always goes): an age whose files fit
     /// within it is written off the pass, a bigger one as the pass values it; with 0, every
-    /// age is. The files are the same bytes either way.
+    /// age is. Over several processes it is the job's: each process takes its share
+    /// ([`crate::solver::plan::BackwardPlan::write_ahead`]). The files are the same bytes
+    /// either way.
     pub write_ahead: u64,
     /// The memory budget (`solve --memory`, resolved once: [`MemoryBudget::resolve`]).
     pub budget: MemoryBudget,
@@ -223,12 +225,12 @@ pub fn solve_exchanged(
     ex: &Exchange,
     on_event: &(dyn Fn(Event) + Sync),
 ) -> Result<Vec<Manifest>> {
-    // The allocator keeps what one age frees for the next (`huge`), unless the user gave a
-    // budget: then what is freed goes back at once.
+    // The allocator keeps what one age frees for the next (`huge`), in proportion to this
+    // process's share, unless the user gave a budget: then what is freed goes back at once.
     if cfg.budget.given {
         super::huge::hand_back();
     } else {
-        super::huge::keep_freed();
+        super::huge::keep_freed(ex.processes());
     }
     let game = Game::new(cfg.shape, cfg.group);
     let mut classes: BTreeMap<ForwardClass, Vec<Variant>> = BTreeMap::new();
