@@ -143,6 +143,9 @@ pub fn build_with(
     Err(invalid("keys that never solve (repeated keys?)"))
 }
 
+/// Starts a bucket of the keys' sort by start.
+const BUCKET: usize = 64;
+
 /// The elimination's rows, kept across seeds.
 #[derive(Default)]
 struct Solver {
@@ -151,9 +154,10 @@ struct Solver {
     vals: Vec<u8>,
     /// Per key, in the keys' order: its hash.
     hashes: Vec<u64>,
-    /// Keys by start: their hashes and values (a key's band is made again from its hash).
+    /// Keys by start ([`BUCKET`] starts at a time): their hashes and values (a key's band is
+    /// made again from its hash).
     by_start: Vec<(u64, u8)>,
-    /// Per start, where its keys go in `by_start` (a counting sort).
+    /// Per bucket of starts, where its keys go in `by_start` (a counting sort).
     at: Vec<u32>,
 }
 
@@ -170,21 +174,24 @@ impl Solver {
         let starts = m - BAND + 1;
         self.hashes.clear();
         self.hashes.extend((0..n).map(hash));
-        // By start, equal starts in the keys' order (a stable counting sort), so that the
-        // rows a key meets are close in memory and the result does not depend on anything
-        // but the keys.
+        // By start, [`BUCKET`] starts at a time, keys of a bucket in the keys' order (a
+        // stable counting sort), so that the rows a key meets are close in memory (a
+        // bucket's keys meet the rows of a few hundred slots). The rows do not depend on the
+        // order the keys are reduced in (below); the buckets' counters stay in the L1 cache
+        // where a counter a start did not.
+        let buckets = (starts - 1) / BUCKET + 1;
         self.at.clear();
-        self.at.resize(starts + 1, 0);
+        self.at.resize(buckets + 1, 0);
         for &h in &self.hashes {
-            self.at[p.start(h) + 1] += 1;
+            self.at[p.start(h) / BUCKET + 1] += 1;
         }
-        for s in 1..=starts {
+        for s in 1..=buckets {
             self.at[s] += self.at[s - 1];
         }
         self.by_start.clear();
         self.by_start.resize(n, (0, 0));
         for (&h, &b) in self.hashes.iter().zip(values) {
-            let at = &mut self.at[p.start(h)];
+            let at = &mut self.at[p.start(h) / BUCKET];
             self.by_start[*at as usize] = (h, b);
             *at += 1;
         }
@@ -261,7 +268,7 @@ impl Solver {
             for b in 0..B {
                 let w = ahead[b] << 1;
                 // Bit 0 of the row is slot i itself (0 in `w`); a free slot is 0.
-                let z = u64::from((((r & w).count_ones() as u8) ^ (v >> b)) & u8::from(r != 0) & 1);
+                let z = u64::from((parity(r & w) ^ (v >> b)) & u8::from(r != 0) & 1);
                 ahead[b] = w | u128::from(z);
                 word[b] |= z << (i % 64);
             }
@@ -277,6 +284,18 @@ impl Solver {
         }
         out
     }
+}
+
+/// The parity of `x`'s bits, without `count_ones` (a dozen instructions a word on a processor
+/// the build may not assume the `popcnt` instruction of): the halves folded into one word,
+/// each nibble's parity into its lowest bit, and those summed by a multiplication into the
+/// top nibble (whose lowest bit is the parity of the sixteen).
+#[inline(always)]
+fn parity(x: u128) -> u8 {
+    let mut y = (x as u64) ^ ((x >> 64) as u64);
+    y ^= y >> 1;
+    y ^= y >> 2;
+    ((y & 0x1111_1111_1111_1111).wrapping_mul(0x1111_1111_1111_1111) >> 60) as u8 & 1
 }
 
 /// A key being reduced: the slot of its row's lowest bit, the row from there, its value.
@@ -496,6 +515,21 @@ mod tests {
                 let v: Vec<u8> = order.iter().map(|&i| values[i]).collect();
                 assert_eq!(plainly(&p, &h, &v, bits), Some(data.clone()), "{n}");
             }
+        }
+    }
+
+    #[test]
+    fn parity_is_that_of_the_count_of_ones() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(17);
+        let mut words: Vec<u128> = vec![0, 1, u128::MAX, u128::MAX - 1, 1 << 127, 0xFFFF];
+        words.extend((0..20_000).map(|_| rng.gen::<u128>()));
+        // Sparse and dense words too, where a carry in the sum of nibbles would show.
+        words
+            .extend((0..20_000).map(|_| rng.gen::<u128>() & rng.gen::<u128>() & rng.gen::<u128>()));
+        words
+            .extend((0..20_000).map(|_| rng.gen::<u128>() | rng.gen::<u128>() | rng.gen::<u128>()));
+        for x in words {
+            assert_eq!(parity(x), (x.count_ones() & 1) as u8, "{x:#x}");
         }
     }
 

@@ -55,9 +55,17 @@ fn occupied_mask(code: u64) -> u64 {
 }
 
 /// Number of empty cells among the first `cells`.
+///
+/// The occupied cells' bits (one a nibble) are summed a byte at a time, then the bytes by a
+/// multiplication: four instructions where `count_ones` is a dozen on a processor the build
+/// may not assume the `popcnt` instruction of.
 #[inline]
 pub fn count_empty(code: u64, cells: usize) -> u32 {
-    cells as u32 - occupied_mask(code).count_ones()
+    let m = occupied_mask(code);
+    // Each byte's low nibble: its two cells' bits (at most 2, no carry).
+    let bytes = (m + (m >> 4)) & 0x0F0F_0F0F_0F0F_0F0F;
+    // At most 16 in the top byte: no carry out of any byte.
+    cells as u32 - (bytes.wrapping_mul(0x0101_0101_0101_0101) >> 56) as u32
 }
 
 /// The empty cells of a board of `cells` cells, in increasing order, from a mask of their
@@ -267,6 +275,12 @@ mod tests {
         // A full 16-cell board's bits above the last nibble do not exist.
         assert_eq!(empty_cells(0, 16).count(), 16);
         assert_eq!(empty_cells(u64::MAX, 16).count(), 0);
+        // The counts at both ends: a full board of 16 (the byte sums' largest), an empty one.
+        for full in [u64::MAX, 0x1111_1111_1111_1111, 0x8421_8421_8421_8421] {
+            assert_eq!(count_empty(full, 16), 0, "{full:x}");
+        }
+        assert_eq!(count_empty(0, 16), 16);
+        assert_eq!(count_empty(0x0F0F_0F0F_0F0F_0F0F, 16), 8);
     }
 
     #[test]

@@ -230,15 +230,40 @@ pub fn rank_moves(order: Order, moves: &[Option<(u64, u32)>; 4], shape: Shape) -
 /// of valid moves with a larger key, or an equal key and an earlier direction.
 #[inline(always)]
 pub fn first_rank(order: Order, moves: &[Option<(u64, u32)>; 4], shape: Shape, optimal: u8) -> u8 {
-    let (cells, cols) = (shape.cells(), shape.cols());
-    let mut keys = [0i64; 4];
-    let mut valid = 0u8;
-    for (d, m) in moves.iter().enumerate() {
-        if let Some((after, reward)) = *m {
-            keys[d] = order.key(after, reward, cells, cols);
-            valid |= 1 << d;
+    rank_among(&MoveKeys::new(order, moves, shape), optimal)
+}
+
+/// The keys of a board's valid moves in an order, computed once for several masks of
+/// optimal moves ([`rank_among`]; one a variant in the backward pass).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MoveKeys {
+    /// Per direction of [`Dir::ALL`], its key (0 where the move is invalid).
+    pub keys: [i64; 4],
+    /// Bit `d` set where move `d` is valid.
+    pub valid: u8,
+}
+
+impl MoveKeys {
+    /// The keys of the valid moves of `moves` (as [`Rules::moves`] gives them) in `order`.
+    #[inline(always)]
+    pub fn new(order: Order, moves: &[Option<(u64, u32)>; 4], shape: Shape) -> MoveKeys {
+        let (cells, cols) = (shape.cells(), shape.cols());
+        let mut keys = [0i64; 4];
+        let mut valid = 0u8;
+        for (d, m) in moves.iter().enumerate() {
+            if let Some((after, reward)) = *m {
+                keys[d] = order.key(after, reward, cells, cols);
+                valid |= 1 << d;
+            }
         }
+        MoveKeys { keys, valid }
     }
+}
+
+/// [`first_rank`] from the moves' keys.
+#[inline(always)]
+pub fn rank_among(k: &MoveKeys, optimal: u8) -> u8 {
+    let (keys, valid) = (&k.keys, k.valid);
     let mut best = u8::MAX;
     for d in 0..4 {
         if (optimal & valid) >> d & 1 == 0 {

@@ -15,7 +15,7 @@ use crate::index::{
     PolicyBuilder, PolicyMeta, PolicyStats, ValueCoding,
 };
 use crate::rules::board;
-use crate::rules::order::{first_rank, Order};
+use crate::rules::order::Order;
 use crate::rules::{ForwardClass, Game, Rules, Shape, Variant};
 use crate::store::{
     AgeStats, FileEntry, FileMeta, IndexEntry, PartWriter, PolicyEntry, PolicySymbols,
@@ -39,13 +39,6 @@ pub fn moves_of(game: &Game, class: ForwardClass) -> MovesOf {
     })
 }
 
-/// The rank a policy file stores for a state whose optimal moves are `optimal` (bit `d` for
-/// move `d`): the smallest rank of one among the valid moves in `order` (0 without a move).
-#[inline(always)]
-pub fn stored_rank(order: Order, moves: &[Option<(u64, u32)>; 4], shape: Shape, optimal: u8) -> u8 {
-    first_rank(order, moves, shape, optimal)
-}
-
 /// [`PolicySymbols`] as counted: states by valid moves, tied, and by first optimal move and
 /// smallest optimal rank under [`Order::POLICY`], for states of two to four moves. (The other
 /// rules of `rules::order` are not counted: ranking every state seven times took a third of a
@@ -59,50 +52,20 @@ pub struct SymbolCounts {
 }
 
 impl SymbolCounts {
-    /// Counts a state of `moves` valid moves (as the rules give them) and `optimal` ones;
-    /// returns the rank stored under [`Order::POLICY`].
+    /// Counts a state of `moves` valid moves, `optimal` ones and the `rank` stored under
+    /// [`Order::POLICY`] (as the backward pass found them: [`StateRec`]).
     #[inline]
-    fn add(&mut self, moves: &[Option<(u64, u32)>; 4], shape: Shape, optimal: u8) -> u8 {
-        let m = if optimal == 0 {
-            0
-        } else {
-            moves.iter().filter(|x| x.is_some()).count()
-        };
+    fn add(&mut self, moves: u8, optimal: u8, rank: u8) {
+        let m = if optimal == 0 { 0 } else { usize::from(moves) };
         self.by_moves[m] += 1;
         if optimal.count_ones() >= 2 {
             self.tied += 1;
         }
         if m < 2 {
-            return 0;
+            return;
         }
         self.first[m - 2][optimal.trailing_zeros() as usize] += 1;
-        let r = stored_rank(Order::POLICY, moves, shape, optimal);
-        self.ranks[m - 2][usize::from(r)] += 1;
-        r
-    }
-
-    fn merge(mut self, o: SymbolCounts) -> SymbolCounts {
-        for (a, b) in self.by_moves.iter_mut().zip(o.by_moves) {
-            *a += b;
-        }
-        self.tied += o.tied;
-        for (a, b) in self
-            .first
-            .iter_mut()
-            .flatten()
-            .zip(o.first.iter().flatten())
-        {
-            *a += b;
-        }
-        for (a, b) in self
-            .ranks
-            .iter_mut()
-            .flatten()
-            .zip(o.ranks.iter().flatten())
-        {
-            *a += b;
-        }
-        self
+        self.ranks[m - 2][usize::from(rank)] += 1;
     }
 
     /// As the manifest records them.
@@ -115,44 +78,6 @@ impl SymbolCounts {
             ranks: [(Order::POLICY.name().to_string(), rows(&self.ranks))].into(),
         }
     }
-}
-
-/// The ranks a policy file stores for `ids` with `optimal` masks (`optimal(i)`), and their
-/// counts, in parallel.
-pub fn ranks_of(
-    game: &Game,
-    ids: &[u64],
-    optimal: impl Fn(usize) -> u8 + Sync,
-) -> (Vec<u8>, SymbolCounts) {
-    const CHUNK: usize = 4096;
-    let shape = game.shape();
-    let parts: Vec<(Vec<u8>, SymbolCounts)> = ids
-        .par_chunks(CHUNK)
-        .enumerate()
-        .map(|(c, part)| {
-            let mut counts = SymbolCounts::default();
-            let ranks = part
-                .iter()
-                .enumerate()
-                .map(|(i, &id)| {
-                    let opt = optimal(c * CHUNK + i);
-                    if opt == 0 {
-                        counts.by_moves[0] += 1;
-                        return 0;
-                    }
-                    counts.add(&game.rules.moves(id), shape, opt)
-                })
-                .collect();
-            (ranks, counts)
-        })
-        .collect();
-    let mut ranks = Vec::with_capacity(ids.len());
-    let mut counts = SymbolCounts::default();
-    for (r, c) in parts {
-        ranks.extend_from_slice(&r);
-        counts = counts.merge(c);
-    }
-    (ranks, counts)
 }
 
 /// What the index files of `storage` hold.
@@ -462,27 +387,32 @@ impl<'a> AgeWriter for AgeFiles<'a> {
         }
     }
 
+    /// The policy layout's rule, if a variant is stored in it.
+    fn order(&self) -> Option<Order> {
+        self.policy
+            .iter()
+            .any(Option::is_some)
+            .then_some(Order::POLICY)
+    }
+
     fn states(&mut self, ids: &[u64], recs: &mut Vec<StateRec>) -> Result<()> {
         let k = self.variants.len();
         let n = ids.len() * k;
         for (vi, policy) in self.policy.iter_mut().enumerate() {
             if let Some((policy, counts)) = policy {
-                let (mut ranks, c) = ranks_of(self.game, ids, |i| recs[i * k + vi].optimal);
-                *counts = counts.merge(c);
-                if self.storages[vi].reach {
-                    for (i, x) in ranks.iter_mut().enumerate() {
-                        *x = recs[i * k + vi].optimal;
-                    }
+                // The pass ranked the optimal moves under `order()` and counted each state's
+                // valid moves as `moves_of` does; a solve kept over the reached states stores
+                // the masks.
+                let reach = self.storages[vi].reach;
+                let mut symbols = Vec::with_capacity(ids.len());
+                let mut moves = Vec::with_capacity(ids.len());
+                for r in recs[..n].iter().skip(vi).step_by(k) {
+                    counts.add(r.moves, r.optimal, r.rank);
+                    symbols.push(if reach { r.optimal } else { r.rank });
+                    moves.push(r.moves);
                 }
-                // The pass counted each state's valid moves as `moves_of` does.
-                let moves: Vec<u8> = recs[..n]
-                    .iter()
-                    .skip(vi)
-                    .step_by(k)
-                    .map(|r| r.moves)
-                    .collect();
                 policy
-                    .push(ids, &ranks, &moves)
+                    .push(ids, &symbols, &moves)
                     .map_err(|source| SolveError::Index {
                         path: self.store.layout().policy_file(
                             self.game.shape(),

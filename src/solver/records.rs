@@ -13,7 +13,7 @@ pub const NO_MOVE: u8 = 4;
 
 /// The solved record of one state for one variant.
 ///
-/// Packed (20 bytes, not 24): an age's records are the largest thing the pass holds in the
+/// Packed (21 bytes, not 24): an age's records are the largest thing the pass holds in the
 /// full layout. Fields are read and written by value only (a reference to a field of a packed
 /// struct may be unaligned, so the compiler refuses one).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -31,6 +31,11 @@ pub struct StateRec {
     pub optimal: u8,
     /// No decision left: no valid move, or (goal variants) the goal tile is on the board.
     pub terminal: bool,
+    /// The smallest rank of an optimal move among the valid moves in the order the age's
+    /// writer asked for ([`crate::solver::backward::AgeWriter::order`]): what a policy file
+    /// stores, ranked from the moves the pass made anyway. 0 when no order was asked, or
+    /// with fewer than two valid moves.
+    pub rank: u8,
 }
 
 impl Default for StateRec {
@@ -42,6 +47,7 @@ impl Default for StateRec {
             moves: 0,
             optimal: 0,
             terminal: true,
+            rank: 0,
         }
     }
 }
@@ -252,6 +258,7 @@ mod tests {
                     } else {
                         (next() % 15 + 1) as u8
                     },
+                    rank: 0,
                 }
             })
             .collect()

@@ -134,6 +134,7 @@ impl Backward<'_> {
         let mut level = TableBuilder::new(n_states, k, self.perfect_from, coding);
         let mut sums: Vec<FigureSums> = self.variants.iter().map(FigureSums::new).collect();
         let wants = writer.wants() != Wants::Figures;
+        let order = writer.order();
         let mut recs: Vec<StateRec> = Vec::new();
         let mut values: Vec<f64> = Vec::new();
         for chunk in states() {
@@ -142,7 +143,7 @@ impl Backward<'_> {
             for ids in chunk.chunks(self.segment.max(1)) {
                 let len = ids.len() * k;
                 recs.resize(len, StateRec::default());
-                self.records_into(age, ids, &after_table, &mut recs[..len])?;
+                self.records_into(age, ids, &after_table, order, &mut recs[..len])?;
                 values.clear();
                 for rec in recs[..len].chunks_exact(k) {
                     for (sum, r) in sums.iter_mut().zip(rec) {

@@ -14,6 +14,8 @@ use crate::solver::records::{state_figures, FigureSums};
 /// A writer that keeps every record it is handed, in segments of `segment` states.
 struct Recorder {
     k: usize,
+    /// The rule the records are to be ranked under.
+    order: Option<crate::rules::Order>,
     segment: Option<usize>,
     ids: Vec<u64>,
     recs: Vec<StateRec>,
@@ -28,6 +30,9 @@ impl AgeWriter for Recorder {
             Some(usize::MAX) => Wants::Whole,
             Some(n) => Wants::Segments(n),
         }
+    }
+    fn order(&self) -> Option<crate::rules::Order> {
+        self.order
     }
     fn states(&mut self, ids: &[u64], recs: &mut Vec<StateRec>) -> Result<()> {
         let seg = self.segment.expect("records only when asked for");
@@ -97,6 +102,18 @@ fn solve_with(
     segment: usize,
     perfect_from: usize,
 ) -> Solved {
+    solve_ranked(game, variants, records, segment, perfect_from, None)
+}
+
+/// [`solve_with`], the records ranked under `order`.
+fn solve_ranked(
+    game: &Game,
+    variants: &[Variant],
+    records: Option<usize>,
+    segment: usize,
+    perfect_from: usize,
+    order: Option<crate::rules::Order>,
+) -> Solved {
     let (mut layers, top, bottom) = forward_layers(game, variants);
     let mut pass = Backward::new(game, variants).unwrap();
     pass.segment = segment;
@@ -109,6 +126,7 @@ fn solve_with(
         |_, _, _, _| {
             Ok(Recorder {
                 k: variants.len(),
+                order,
                 segment: records,
                 ids: Vec::new(),
                 recs: Vec::new(),
@@ -420,4 +438,65 @@ fn check_summaries(game: &Game, variants: &[Variant]) {
             assert!(segmented > 0, "no age of more than {segment} states");
         }
     }
+}
+
+/// The rank the pass finds from the moves it makes to value a state is the one the writer
+/// computed from the rules' moves again ([`first_rank`]), for every state of every age and
+/// every variant (each its own optimal moves), whole or in segments; the other fields are
+/// those of a pass asked for no rank, which ranks nothing.
+#[test]
+fn the_pass_ranks_the_optimal_moves_as_the_rules_moves_do() {
+    use crate::rules::order::first_rank;
+    use crate::rules::Order;
+    // States whose optimal move is not the rule's first, over every shape (none on 4x4 to
+    // goal-8, whose optimal moves the rule finds first or ties).
+    let mut later = 0u64;
+    for (shape, names) in [
+        ((3, 3), &["goal-128"][..]),
+        ((2, 4), &["expectation", "optimistic", "pessimistic"]),
+        ((4, 4), &["goal-8"]),
+    ] {
+        let shape = Shape::new(shape.0, shape.1).unwrap();
+        let game = Game::new(shape, Group::Full);
+        let variants: Vec<Variant> = names
+            .iter()
+            .map(|n| Variant::parse(n, Given::default()).unwrap())
+            .collect();
+        let k = variants.len();
+        let plain = solve_ranked(
+            &game,
+            &variants,
+            Some(usize::MAX),
+            SEGMENT,
+            usize::MAX,
+            None,
+        );
+        for records in [usize::MAX, 5] {
+            let order = Some(Order::POLICY);
+            let ranked = solve_ranked(&game, &variants, Some(records), SEGMENT, usize::MAX, order);
+            assert_eq!(plain.len(), ranked.len());
+            for ((o, (_, p_recs, _)), (r, (ids, r_recs, _))) in plain.iter().zip(&ranked) {
+                assert_eq!(o.age, r.age);
+                assert_eq!(ids, &r.states);
+                assert_eq!(r_recs.len(), ids.len() * k);
+                for (i, &id) in ids.iter().enumerate() {
+                    let moves = game.rules.moves(id);
+                    for v in 0..k {
+                        let (p, x) = (p_recs[i * k + v], r_recs[i * k + v]);
+                        assert_eq!(rec_bits(&p), rec_bits(&x));
+                        assert_eq!((p.optimal, p.rank), (x.optimal, 0));
+                        let want = if x.moves >= 2 {
+                            first_rank(Order::POLICY, &moves, shape, x.optimal)
+                        } else {
+                            0
+                        };
+                        assert_eq!(x.rank, want, "{shape} age {} {id:#x} variant {v}", r.age);
+                        later += u64::from(x.rank > 0);
+                    }
+                }
+            }
+        }
+    }
+    // Not every optimal move is the rule's first: the test can tell ranks apart.
+    assert!(later > 0, "every rank 0");
 }

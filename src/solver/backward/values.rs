@@ -10,7 +10,8 @@ use rayon::prelude::*;
 
 use super::{in_chunks, AgeWriter, Backward, Level, Wants, BLOCK, CHUNK, MAX_CELLS, NONE};
 use crate::rules::board;
-use crate::rules::Kind;
+use crate::rules::order::{rank_among, MoveKeys};
+use crate::rules::{Kind, Order};
 use crate::solver::forward::absorbed;
 use crate::solver::records::{FigureSums, StateRec, Summary, NO_MOVE};
 use crate::solver::table::{ValueTable, Values};
@@ -232,6 +233,7 @@ impl Backward<'_> {
         buffers: &mut [Vec<StateRec>; 2],
     ) -> Result<Summary> {
         let k = self.k();
+        let order = writer.order();
         let segment = match writer.wants() {
             Wants::Figures => self.segment,
             Wants::Segments(n) => n,
@@ -242,7 +244,7 @@ impl Backward<'_> {
                 if making.len() < len {
                     making.resize(len, StateRec::default());
                 }
-                self.records_into(age, states, after_table, &mut making[..len])?;
+                self.records_into(age, states, after_table, order, &mut making[..len])?;
                 let values = making[..len].par_iter().map(|r| r.value).collect();
                 if !states.is_empty() {
                     writer.states(states, making)?;
@@ -283,12 +285,12 @@ impl Backward<'_> {
             let (done, folded) = if ids.len() <= CHUNK {
                 // A small segment: both here, without a round trip through the pool's threads.
                 (
-                    self.records_into(age, ids, after_table, recs),
+                    self.records_into(age, ids, after_table, order, recs),
                     fold(made_ids, &mut made),
                 )
             } else {
                 rayon::join(
-                    || self.records_into(age, ids, after_table, recs),
+                    || self.records_into(age, ids, after_table, order, recs),
                     || fold(made_ids, &mut made),
                 )
             };
@@ -306,19 +308,21 @@ impl Backward<'_> {
         })
     }
 
-    /// The records of `states` into `out` (`[i * k + v]`), in parallel.
+    /// The records of `states` into `out` (`[i * k + v]`), in parallel; with `order`, each
+    /// record's [`StateRec::rank`] under it.
     pub(super) fn records_into(
         &self,
         age: u32,
         states: &[u64],
         after_table: &ValueTable,
+        order: Option<Order>,
         out: &mut [StateRec],
     ) -> Result<()> {
         let k = self.k();
         debug_assert_eq!(out.len(), states.len() * k);
         let missing = AtomicBool::new(false);
         in_chunks(states, out, k, |ids, recs| {
-            self.state_chunk(ids, recs, after_table, &missing)
+            self.state_chunk(ids, recs, after_table, order, &missing)
         });
         if missing.load(Ordering::Relaxed) {
             return Err(SolveError::Inconsistent {
@@ -334,17 +338,21 @@ impl Backward<'_> {
     ///
     /// In blocks of [`BLOCK`] states, like [`Self::afterstate_chunk`]: every move's
     /// afterstate is normalised and its slot prefetched, then looked up and the best move
-    /// chosen.
+    /// chosen. With `order`, the optimal moves are ranked from the same moves' afterstates
+    /// (the class's moves: the unrestricted ones, as the policy layout refuses a restricted
+    /// solve), their keys computed once for every variant.
     #[inline(never)]
     pub(super) fn state_chunk(
         &self,
         ids: &[u64],
         recs: &mut [StateRec],
         after_table: &ValueTable,
+        order: Option<Order>,
         missing: &AtomicBool,
     ) {
         let k = self.k();
         let game = self.game;
+        let shape = game.shape();
         let class = self.class;
         let mut best = vec![(f64::NEG_INFINITY, f64::NEG_INFINITY, NO_MOVE); k];
         let rigor: Vec<_> = self.variants.iter().map(|v| v.rigor()).collect();
@@ -354,6 +362,8 @@ impl Backward<'_> {
         // invalid) and its reward.
         let mut after = [[NONE; 4]; BLOCK];
         let mut reward = [[0u32; 4]; BLOCK];
+        // Per state of the block, its moves as made (what the rank's keys are computed from).
+        let mut made = [[None; 4]; BLOCK];
         // Where each afterstate's look-up found its part, and where each direction's last
         // one did (the moves of states in their order are close in the afterstates' order).
         let mut part = [[0u32; 4]; BLOCK];
@@ -372,7 +382,8 @@ impl Backward<'_> {
                 if done[j] {
                     continue;
                 }
-                for (di, m) in class.moves(&game.rules, s).into_iter().enumerate() {
+                made[j] = class.moves(&game.rules, s);
+                for (di, m) in made[j].into_iter().enumerate() {
                     if let Some((a, r)) = m {
                         let c = game.canon(a);
                         after_table.prefetch(c, &mut hint[di]);
@@ -419,7 +430,12 @@ impl Backward<'_> {
                         }
                     }
                 }
+                let keys = match order {
+                    Some(order) if moves >= 2 => Some(MoveKeys::new(order, &made[j], shape)),
+                    _ => None,
+                };
                 for ((x, b), q) in r.iter_mut().zip(&best).zip(&qs) {
+                    let optimal = optimal_mask(&after[j], q, b.0);
                     *x = if moves == 0 {
                         StateRec::default()
                     } else {
@@ -429,7 +445,8 @@ impl Backward<'_> {
                             best: b.2,
                             moves,
                             terminal: false,
-                            optimal: optimal_mask(&after[j], q, b.0),
+                            optimal,
+                            rank: keys.map_or(0, |keys| rank_among(&keys, optimal)),
                         }
                     };
                 }

@@ -1,6 +1,7 @@
 //! What the backward pass hands over, an age at a time: the [`AgeWriter`] an age's states
 //! go to as they are valued, and the valued age ([`AgeOutput`]).
 
+use crate::rules::Order;
 use crate::solver::records::{StateRec, Summary};
 use crate::solver::{Result, SolveError};
 
@@ -82,6 +83,12 @@ pub trait AgeWriter: Send {
     /// longer than a segment, so a writer that keeps them (for a resume) takes them here.
     fn state_values(&mut self, _: &[f64]) -> Result<()> {
         Ok(())
+    }
+    /// The rule under which the pass ranks each state's optimal moves into
+    /// [`StateRec::rank`] (what a policy file stores), from the moves it makes to value the
+    /// state; `None` (the default): no rank. A writer that wraps another passes this on.
+    fn order(&self) -> Option<Order> {
+        None
     }
     /// The records of the next states of the age, `ids` in row order: `recs[i * k + v]` for
     /// `i < ids.len()` (the vector may be longer). The writer may take the vector.

@@ -616,6 +616,10 @@ impl<'a> AgeWriter for AgeWork<'a> {
         self.files.wants()
     }
 
+    fn order(&self) -> Option<crate::rules::Order> {
+        self.files.order()
+    }
+
     fn states(&mut self, ids: &[u64], recs: &mut Vec<StateRec>) -> Result<()> {
         self.files.states(ids, recs)
     }
