@@ -237,7 +237,8 @@ impl Tablebase {
         }
         // No move: a terminal board, one whose every move a restriction bars, or one at the
         // restriction's required configuration.
-        if self.variant.forward_class().absorbs(code) || self.moves(code).iter().all(Option::is_none)
+        if self.variant.forward_class().absorbs(code)
+            || self.moves(code).iter().all(Option::is_none)
         {
             return Ok(None);
         }

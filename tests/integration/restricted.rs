@@ -782,7 +782,15 @@ fn a_restricted_solve_in_the_compact_layout_gives_the_full_layouts_values() {
     // moves optimal play reaches under the caps.
     for (extra, name) in [(&[][..], "policy"), (&["--reach"][..], "reach")] {
         let pol = crate::common::fresh_dir(&format!("restricted_{name}"));
-        let mut args = vec!["--variant", "goal-32", "--caps", caps, "--layout", "policy", "-q"];
+        let mut args = vec![
+            "--variant",
+            "goal-32",
+            "--caps",
+            caps,
+            "--layout",
+            "policy",
+            "-q",
+        ];
         args.extend_from_slice(extra);
         let o = solve_2x4(&pol, &args);
         assert!(o.status.success(), "{o:?}");
