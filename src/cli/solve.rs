@@ -215,11 +215,6 @@ fn restriction(
             )));
         }
     }
-    if a.layout == "policy" {
-        return Err(CliError::Usage(
-            "--caps: the policy layout is not available for a restricted solve (its moves are ranked among the unrestricted ones); use --layout full or compact".into(),
-        ));
-    }
     if let Some(v) = variants.iter().find(|v| v.limits.is_some()) {
         return Err(CliError::Usage(format!(
             "--caps and the variant {} restricted by its name: give the restriction once",

@@ -235,10 +235,14 @@ impl Tablebase {
         {
             return Ok(None);
         }
-        let rules = &self.game.rules;
-        if rules.is_terminal(code) {
+        // No move: a terminal board, one whose every move a restriction bars, or one at the
+        // restriction's required configuration.
+        if self.variant.forward_class().absorbs(code)
+            || self.moves(code).iter().all(Option::is_none)
+        {
             return Ok(None);
         }
+        let rules = &self.game.rules;
         let age = board::age(code);
         let unreachable = || QueryError::Unreachable {
             text: text.to_string(),
@@ -248,7 +252,8 @@ impl Tablebase {
         };
         let id = self.game.canon(code);
         let policy = self.policy(age, id)?.ok_or_else(unreachable)?;
-        let moves = rules.moves(id);
+        // The moves the solve played (under caps, the ones they allow), as its pass ranked them.
+        let moves = self.moves(id);
         let valid = moves.iter().filter(|m| m.is_some()).count() as u8;
         let stored = match policy.stored(id, valid).ok_or_else(unreachable)? {
             Stored::Move(d) => Dir::ALL[usize::from(d & 3)],

@@ -93,7 +93,7 @@ pub fn step(
                     if forward::absorbed(class, s) {
                         return Ok(None);
                     }
-                    let moves = game.rules.moves(s);
+                    let moves = class.moves(&game.rules, s);
                     let valid = moves.iter().filter(|m| m.is_some()).count() as u8;
                     if valid == 0 {
                         return Ok(None);
@@ -135,7 +135,7 @@ pub fn step(
             .collect(),
     );
     let choose = |s: u64, optimal: u8| -> Dir {
-        let moves = game.rules.moves(s);
+        let moves = class.moves(&game.rules, s);
         let ranked = rank_moves(Order::POLICY, &moves, game.shape());
         let candidates = || {
             ranked
@@ -164,7 +164,7 @@ pub fn step(
                 return Ok((0, None));
             };
             let d = x.chosen.unwrap_or_else(|| choose(s, x.optimal));
-            let ranked = rank_moves(Order::POLICY, &game.rules.moves(s), game.shape());
+            let ranked = rank_moves(Order::POLICY, &class.moves(&game.rules, s), game.shape());
             let rank = ranked.rank_of(d).ok_or_else(|| {
                 SolveError::Internal(format!("state {s:#x}: the move {d:?} is not valid"))
             })?;
@@ -251,7 +251,7 @@ pub fn reach(
             match policy.stored(s, valid) {
                 Some(Stored::Mask(m)) => Ok(Known::Optimal(m)),
                 Some(Stored::Rank(r)) => {
-                    let ranked = rank_moves(order, &game.rules.moves(s), game.shape());
+                    let ranked = rank_moves(order, &class.moves(&game.rules, s), game.shape());
                     ranked
                         .moves()
                         .get(usize::from(r))
@@ -494,7 +494,7 @@ mod tests {
         })
         .unwrap();
         for (&s, &r) in states.iter().zip(&got.ranks) {
-            let moves = game.rules.moves(s);
+            let moves = class.moves(&game.rules, s);
             let d = rank_moves(Order::POLICY, &moves, game.shape()).moves()[usize::from(r)];
             assert!(optimal(s) >> (d as u8) & 1 == 1, "{s:#x} takes {d:?}");
             if s == tied {
@@ -523,7 +523,7 @@ mod tests {
         }
         // An invalid one is refused, not followed.
         let invalid = |s: u64| {
-            let moves = game.rules.moves(s);
+            let moves = class.moves(&game.rules, s);
             Dir::ALL.into_iter().find(|&d| moves[d as usize].is_none())
         };
         if let Some(s) = states.iter().copied().find(|&s| invalid(s).is_some()) {

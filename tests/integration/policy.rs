@@ -54,7 +54,12 @@ fn assert_optimal(full: &Tablebase, code: u64, d: Option<age2048::rules::Dir>, w
 /// Every state of the full solve: the policy's move for the same id is an optimal one (ids are
 /// canonical boards; the policy stores the rank of an optimal move in its order, the full
 /// layout's `best` is the first optimal one in L, R, U, D).
-fn policy_agrees_with_full(full: &Path, policy: &Path, board: &str, variant: &str) -> u64 {
+pub(crate) fn policy_agrees_with_full(
+    full: &Path,
+    policy: &Path,
+    board: &str,
+    variant: &str,
+) -> u64 {
     let shape = Shape::parse(board).unwrap();
     let v = Variant::parse(variant, Given::default()).unwrap();
     let tb = Tablebase::open(&Store::open(policy).unwrap(), shape, v).unwrap();

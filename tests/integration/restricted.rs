@@ -776,13 +776,55 @@ fn a_restricted_solve_in_the_compact_layout_gives_the_full_layouts_values() {
         stdout(&o)
     };
     assert_eq!(ask(&data), ask(&other.display().to_string()));
-    // The policy layout is refused in one line.
-    let o = solve_2x4(
-        &dir,
-        &["--variant", "goal-32", "--caps", caps, "--layout", "policy"],
-    );
-    assert_eq!(o.status.code(), Some(2));
-    assert!(crate::common::stderr(&o).contains("policy layout is not available"));
+    // The policy layout ranks a state's moves among those the caps allow: its move is an
+    // optimal one of the full layout's at every state, and `best` plays it (regression: it
+    // was refused, its ranks having been among the unrestricted moves). `--reach` keeps the
+    // moves optimal play reaches under the caps.
+    for (extra, name) in [(&[][..], "policy"), (&["--reach"][..], "reach")] {
+        let pol = crate::common::fresh_dir(&format!("restricted_{name}"));
+        let mut args = vec![
+            "--variant",
+            "goal-32",
+            "--caps",
+            caps,
+            "--layout",
+            "policy",
+            "-q",
+        ];
+        args.extend_from_slice(extra);
+        let o = solve_2x4(&pol, &args);
+        assert!(o.status.success(), "{o:?}");
+        let o = run(&["verify", "--data", &pol.display().to_string()]);
+        assert!(o.status.success(), "{o:?}");
+        if extra.is_empty() {
+            let n = crate::policy::policy_agrees_with_full(
+                &other,
+                &pol,
+                "2x4",
+                "goal-32-caps=44323332",
+            );
+            assert!(n > 1000, "{n} states");
+        }
+        let best = |d: &std::path::Path| {
+            let o = run(&[
+                "best",
+                "--board",
+                "2x4",
+                "--data",
+                &d.display().to_string(),
+                "--variant",
+                "goal-32-caps=44323332",
+                "--format",
+                "csv",
+                "2 2 0 0 / 0 0 0 0",
+            ]);
+            assert!(o.status.success(), "{o:?}");
+            stdout(&o)
+        };
+        let answer = best(&pol);
+        let last = answer.lines().last().unwrap_or_default().rsplit(',').next();
+        assert!(matches!(last, Some("L" | "R" | "U" | "D")), "{answer}");
+    }
 }
 
 #[test]
