@@ -78,8 +78,11 @@ while IFS='|' read -r table board caps goal his_type his; do
     diff=$(awk -v t="$his_type" -v his="$his" -v f="${v[0]}" -v u="${v[1]}" \
       'BEGIN { printf "%+.2e", (t == "uint32" ? u : f) - his }')
   else
-    v=(- - -) diff=timeout states=- afters=- secs=- peak=- sym=-
-    cpu=">$(tail -1 "$tmp.mem" | awk '{printf "%.0f", $2 + $3}')"
+    # Out of its CPU time, or another refusal (disk, memory): the solve's own last line says.
+    used=$(tail -1 "$tmp.mem" | awk '{printf "%.0f", $2 + $3}')
+    why=$(grep -v '^Command' "$tmp" | tail -1 | tr '\t' ' ' | cut -c1-160)
+    diff=$([ "$used" -ge "$ROW_CPU" ] && echo timeout || echo "failed: ${why:-no message}")
+    v=(- - -) states=- afters=- secs=- peak=- sym=- cpu=">$used"
   fi
   rm -rf "$data"
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$table" \
