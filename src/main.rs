@@ -23,11 +23,9 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.is_broken_pipe() => ExitCode::SUCCESS,
         Err(e) => {
-            let _ = writeln!(
-                std::io::stderr().lock(),
-                "age2048: error: {}",
-                cli::one_line(&e)
-            );
+            // One `write`, so that a line from one of several processes is not interleaved.
+            let line = format!("age2048: error: {}\n", cli::one_line(&e));
+            let _ = std::io::stderr().write_all(line.as_bytes());
             ExitCode::from(e.kind().exit_code())
         }
     }

@@ -75,12 +75,11 @@ where
     }
     let sharers = mpi.on_this_host()?;
     let host = ::mpi::environment::processor_name().unwrap_or_else(|_| "?".into());
-    let _ = writeln!(
-        std::io::stderr().lock(),
+    say(&format!(
         "process {} of {} on host {host} ({sharers} of the solve's processes on it)",
         mpi.rank(),
         mpi.ranks()
-    );
+    ));
     let parts = Parts {
         count: mpi.ranks(),
         scheme,
@@ -90,17 +89,23 @@ where
         .and_then(|ex| solve(&ex, sharers));
     if let Err(e) = &result {
         if !quiet(e) {
-            let _ = writeln!(
-                std::io::stderr().lock(),
+            say(&format!(
                 "age2048: error: process {} of {}: {}",
                 mpi.rank(),
                 mpi.ranks(),
                 one_line(e)
-            );
+            ));
             mpi.abort(i32::from(e.kind().exit_code()));
         }
     }
     result
+}
+
+/// Writes one line to stderr in a single `write`: the launcher forwards every process's stderr
+/// into one stream, and a line written in pieces (as `writeln!` on the unbuffered stderr does)
+/// comes out interleaved with another process's line.
+fn say(line: &str) {
+    let _ = std::io::stderr().write_all(format!("{line}\n").as_bytes());
 }
 
 impl Mpi {
