@@ -15,10 +15,12 @@ use oracle::*;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use crate::common::{best_rows, cached, run_ok, BestRow as Row, Boards, Cell};
+use crate::common::{
+    best_rows, cached, manifest, manifests_of, run_ok, BestRow as Row, Boards, Cell,
+};
 
 /// Relative tolerance for values and q-values (with a tiny absolute floor for zeros).
 const TOL: f64 = 1e-9;
@@ -45,14 +47,31 @@ fn oracle_for(shape: Shape, v: Variant) -> Arc<Mutex<Solved>> {
         .clone()
 }
 
+/// A solver output directory: this subject's own, or the solve several subjects read.
+enum Dir {
+    Own(tempfile::TempDir),
+    Shared(&'static Path),
+}
+
+impl Dir {
+    fn path(&self) -> &Path {
+        match self {
+            Dir::Own(d) => d.path(),
+            Dir::Shared(p) => p,
+        }
+    }
+}
+
 /// A solver output directory, solved once per test run; `Err` holds the solver's failure.
+/// 2x4 `expectation` under the default symmetries is the solve of
+/// [`crate::common::shared_solves`] (the same command, beside `goal-128`).
 fn solved_dir(
     shape: Shape,
     group: Group,
     variants: &[String],
     p4: Option<f64>,
-) -> Result<Arc<tempfile::TempDir>, String> {
-    type Dirs = Mutex<HashMap<String, Cell<Result<Arc<tempfile::TempDir>, String>>>>;
+) -> Result<Arc<Dir>, String> {
+    type Dirs = Mutex<HashMap<String, Cell<Result<Arc<Dir>, String>>>>;
     static MAP: OnceLock<Dirs> = OnceLock::new();
     let key = format!(
         "{} {} {} {:?}",
@@ -62,6 +81,15 @@ fn solved_dir(
         p4
     );
     cached(&MAP, key, || {
+        if shape.name() == "2x4"
+            && group == Group::Full
+            && variants == ["expectation"]
+            && p4.is_none()
+        {
+            return Ok(Arc::new(Dir::Shared(crate::common::shared_solves_of(
+                "2x4",
+            ))));
+        }
         let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
         let mut args: Vec<String> = vec![
             "solve".into(),
@@ -79,48 +107,19 @@ fn solved_dir(
             args.push(p4.to_string());
         }
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        run_ok(&args, None).map(|_| Arc::new(dir))
+        run_ok(&args, None).map(|_| Arc::new(Dir::Own(dir)))
     })
     .get()
     .unwrap()
     .clone()
 }
 
-/// Partition values are percent-encoded in paths (ARCHITECTURE.md): variant names of these
-/// tests only need `=`.
-fn escape(value: &str) -> String {
-    value.replace('=', "%3D")
-}
-
-fn manifest_path(dir: &Path, shape: Shape, variant: &str) -> PathBuf {
-    dir.join("manifest")
-        .join(format!("board={}", shape.name()))
-        .join(format!("variant={}.json", escape(variant)))
-}
-
-fn read_manifest(dir: &Path, shape: Shape, variant: &str) -> serde_json::Value {
-    let path = manifest_path(dir, shape, variant);
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("manifest {}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("manifest {}: {e}", path.display()))
-}
-
 /// Variant names with a manifest in `dir` for `shape`.
 fn manifest_variants(dir: &Path, shape: Shape) -> Vec<String> {
-    let d = dir.join("manifest").join(format!("board={}", shape.name()));
-    let mut names: Vec<String> = std::fs::read_dir(&d)
-        .unwrap_or_else(|e| panic!("{}: {e}", d.display()))
-        .filter_map(|e| {
-            let name = e.ok()?.file_name().into_string().ok()?;
-            Some(
-                name.strip_prefix("variant=")?
-                    .strip_suffix(".json")?
-                    .replace("%3D", "="),
-            )
-        })
-        .collect();
-    names.sort();
-    names
+    manifests_of(dir, &shape.name())
+        .into_iter()
+        .map(|m| m.variant)
+        .collect()
 }
 
 fn json_u64(m: &serde_json::Value, key: &str) -> u64 {
@@ -133,11 +132,6 @@ fn json_f64(m: &serde_json::Value, key: &str) -> f64 {
     m[key]
         .as_f64()
         .unwrap_or_else(|| panic!("manifest field {key:?} is not a number: {}", m[key]))
-}
-
-/// Runs `best --format csv --input FILE` on the given board texts.
-fn best(dir: &Path, shape: Shape, variant: &str, texts: &[String]) -> Result<Vec<Row>, String> {
-    best_rows(dir, &shape.name(), Some(variant), &[], Boards::File(texts))
 }
 
 /// Board texts, alternating `0` and `.` for empty cells.
@@ -191,7 +185,7 @@ fn check_boards(
 ) -> Option<Vec<Row>> {
     let shape = solved.shape();
     let texts = texts(shape, boards);
-    let rows = match best(dir, shape, variant, &texts) {
+    let rows = match best_rows(dir, &shape.name(), Some(variant), &[], Boards::File(&texts)) {
         Ok(rows) => rows,
         Err(e) => {
             fails.push(format!("{what}: {e}"));
@@ -652,7 +646,7 @@ fn expectation_vs_solver(shape: Shape, sample: Option<usize>) {
                 continue;
             }
         };
-        let m = read_manifest(dir.path(), shape, "expectation");
+        let m = manifest(dir.path(), &shape.name(), "expectation");
         let mut solved = arc.lock().unwrap();
         check_counts(&m, &solved, group, true, &what, &mut fails);
         check_manifest_values(&m, &mut solved, &what, &mut fails);
@@ -693,7 +687,7 @@ fn solver_2x2_expectation() {
     let s = Shape::new(2, 2);
     for (group, n) in [(Group::Flips, 176), (Group::Full, 110)] {
         let dir = solved_dir(s, group, &["expectation".into()], None).expect("solve");
-        let m = read_manifest(dir.path(), s, "expectation");
+        let m = manifest(dir.path(), &s.name(), "expectation");
         assert_eq!(json_u64(&m, "n_states"), n, "2x2 {} states", group.name());
         assert_eq!(
             format!("{:.3}", json_f64(&m, "value_two_2_tiles")),
@@ -708,7 +702,14 @@ fn solver_2x2_expectation() {
     let mut boards: Vec<Board> = arc.lock().unwrap().reach.states.clone();
     boards.sort_unstable();
     let t = texts(s, &boards[..boards.len().min(7)]);
-    let file = best(dir.path(), s, "expectation", &t).expect("best --input FILE");
+    let file = best_rows(
+        dir.path(),
+        &s.name(),
+        Some("expectation"),
+        &[],
+        Boards::File(&t),
+    )
+    .expect("best --input FILE");
     let refs: Vec<&str> = t.iter().map(String::as_str).collect();
     let (board, exp) = (s.name(), Some("expectation"));
     let args = best_rows(dir.path(), &board, exp, &[], Boards::Args(&refs)).expect("best BOARD...");
@@ -831,7 +832,7 @@ fn variant_list(shape: Shape) -> Vec<Variant> {
     v
 }
 
-fn variant_dir(shape: Shape) -> Result<Arc<tempfile::TempDir>, String> {
+fn variant_dir(shape: Shape) -> Result<Arc<Dir>, String> {
     let names: Vec<String> = variant_list(shape).iter().map(Variant::base_name).collect();
     solved_dir(shape, Group::Full, &names, None)
 }
@@ -844,7 +845,7 @@ fn variants_vs_solver(shape: Shape) {
         let what = format!("{} {name}", shape.name());
         let arc = oracle_for(shape, v);
         let mut solved = arc.lock().unwrap();
-        let m = read_manifest(dir.path(), shape, &name);
+        let m = manifest(dir.path(), &shape.name(), &name);
         check_manifest_values(&m, &mut solved, &what, &mut fails);
         if v.goal().is_none() {
             // Same boards as the expectation game.
@@ -880,7 +881,7 @@ fn solver_goal_variant_counts() {
             .filter(|v| v.goal().is_some())
         {
             let what = format!("{} {}", shape.name(), v.base_name());
-            let m = read_manifest(dir.path(), shape, &v.base_name());
+            let m = manifest(dir.path(), &shape.name(), &v.base_name());
             let arc = oracle_for(shape, v);
             let solved = arc.lock().unwrap();
             check_counts(&m, &solved, Group::Full, false, &what, &mut fails);
@@ -907,7 +908,7 @@ fn solver_variant_properties() {
             .clone();
         let t = texts(shape, &boards);
         let values = |d: &Path, name: &str, t: &[String]| -> Vec<f64> {
-            best(d, shape, name, t)
+            best_rows(d, &shape.name(), Some(name), &[], Boards::File(t))
                 .unwrap_or_else(|e| panic!("{e}"))
                 .iter()
                 .map(|r| r.value)
@@ -1012,7 +1013,7 @@ fn solver_p4_variants() {
             };
             let arc = oracle_for(shape, v);
             let mut solved = arc.lock().unwrap();
-            let m = read_manifest(dir.path(), shape, &name);
+            let m = manifest(dir.path(), &shape.name(), &name);
             check_counts(&m, &solved, Group::Full, true, &what, &mut fails);
             check_manifest_values(&m, &mut solved, &what, &mut fails);
             let boards = solved.reach.states.clone();
@@ -1123,7 +1124,7 @@ fn oracle_discounted_goal_by_hand_and_properties() {
     }
 }
 
-fn discounted_dir(shape: Shape) -> Result<Arc<tempfile::TempDir>, String> {
+fn discounted_dir(shape: Shape) -> Result<Arc<Dir>, String> {
     let names: Vec<String> = discounted_list(shape).iter().map(Variant::name).collect();
     solved_dir(shape, Group::Full, &names, None)
 }
@@ -1138,7 +1139,7 @@ fn discounted_vs_solver(shape: Shape) {
         let what = format!("{} {name}", shape.name());
         let arc = oracle_for(shape, v);
         let mut solved = arc.lock().unwrap();
-        let m = read_manifest(dir.path(), shape, &name);
+        let m = manifest(dir.path(), &shape.name(), &name);
         check_manifest_values(&m, &mut solved, &what, &mut fails);
         check_counts(&m, &solved, Group::Full, false, &what, &mut fails);
         if m["discount"].as_f64() != Some(v.discount) {
@@ -1187,7 +1188,14 @@ fn solver_discount_flag_names_the_same_variant() {
         .take(50)
         .collect();
     let t = texts(shape, &boards);
-    let named = best(dir.path(), shape, "goal-32-discount=0.9", &t).unwrap();
+    let named = best_rows(
+        dir.path(),
+        &shape.name(),
+        Some("goal-32-discount=0.9"),
+        &[],
+        Boards::File(&t),
+    )
+    .unwrap();
     let refs: Vec<&str> = t.iter().map(String::as_str).collect();
     let extra = ["--discount", "0.9"];
     let flagged = best_rows(

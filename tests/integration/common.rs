@@ -146,6 +146,33 @@ pub fn manifest(data: &Path, board: &str, variant: &str) -> serde_json::Value {
     serde_json::from_slice(&bytes).unwrap()
 }
 
+/// The manifest of `board` under `variant` in `data` as `store::manifest` reads it (its
+/// values bit for bit).
+pub fn store_manifest(data: &Path, board: &str, variant: &str) -> age2048::store::Manifest {
+    let path = manifest_path(data, board, variant);
+    age2048::store::manifest::read_path(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The manifests of every variant of `board` in `data`, by variant name: how a test finds a
+/// solve whose name carries what it was given (caps, requirement, arithmetic, `p4`).
+pub fn manifests_of(data: &Path, board: &str) -> Vec<age2048::store::Manifest> {
+    // The folder `store::Layout` puts each variant's manifest of the board in.
+    let dir = manifest_path(data, board, "expectation")
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let mut all: Vec<age2048::store::Manifest> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .flatten()
+        .map(|e| {
+            age2048::store::manifest::read_path(&e.path())
+                .unwrap_or_else(|err| panic!("{}: {err}", e.path().display()))
+        })
+        .collect();
+    all.sort_by(|a, b| a.variant.cmp(&b.variant));
+    all
+}
+
 /// Solves each `(board, variants)` into a fresh folder named by `prefix`; returns the folder.
 pub fn solve_all(prefix: &str, solves: &[(&str, &str)]) -> PathBuf {
     let dir = fresh_dir(prefix);
@@ -158,30 +185,52 @@ pub fn solve_all(prefix: &str, solves: &[(&str, &str)]) -> PathBuf {
 /// A folder of `CARGO_TARGET_TMPDIR` for the solves `name` that several subjects read (and
 /// the browser tests after them), keyed by the binary under test (its size and modification
 /// time), so that a rebuilt solver solves them again instead of its tests reading an older
-/// build's output; the folders of other builds are removed first. Each `args` is one `solve`
-/// (`--quiet --wait --data DIR` added): a run whose folder is already there finds the solves
+/// build's output; the folders of other builds are removed first, once a test run. Each
+/// `args` is one `solve` (`--quiet --wait --data DIR` added), made once a test run
+/// ([`shared_solve`]), in order: a run whose folder is already there finds the solves
 /// finished and reuses them once their files check out (`--wait` takes turns with another
 /// test run solving them at the same time, as two checkouts sharing one target directory
 /// may). Only readers may use them: a test that damages data makes its own.
 fn shared(name: &str, solves: &[&[&str]]) -> PathBuf {
-    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
-    let meta = std::fs::metadata(BIN).expect("the binary under test");
-    let modified = meta
-        .modified()
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_nanos());
-    let key = format!("{name}-{:x}-{modified:x}", meta.len());
-    if let Ok(rd) = std::fs::read_dir(tmp) {
-        for e in rd.flatten() {
-            let file = e.file_name().to_string_lossy().into_owned();
-            if file.starts_with(&format!("{name}-")) && file != key {
-                let _ = std::fs::remove_dir_all(e.path());
+    for args in solves {
+        shared_solve(name, args);
+    }
+    shared_dir(name)
+}
+
+/// The folder of the shared solves `name` ([`shared`]).
+fn shared_dir(name: &str) -> PathBuf {
+    static DIRS: OnceLock<Mutex<HashMap<String, Cell<PathBuf>>>> = OnceLock::new();
+    let cell = cached(&DIRS, name.to_string(), || {
+        let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+        let meta = std::fs::metadata(BIN).expect("the binary under test");
+        let modified = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos());
+        let key = format!("{name}-{:x}-{modified:x}", meta.len());
+        if let Ok(rd) = std::fs::read_dir(tmp) {
+            for e in rd.flatten() {
+                let file = e.file_name().to_string_lossy().into_owned();
+                if file.starts_with(&format!("{name}-")) && file != key {
+                    let _ = std::fs::remove_dir_all(e.path());
+                }
             }
         }
-    }
-    let dir = tmp.join(key);
-    for args in solves {
+        tmp.join(key)
+    });
+    cell.get().expect("made above").clone()
+}
+
+/// One solve `args` of the shared folder `name` ([`shared`]), made once a test run, without
+/// waiting for the folder's other solves: a test that reads one board's solves goes on while
+/// another board is solved into the folder (readers see finished solves only). Returns the
+/// folder.
+fn shared_solve(name: &str, args: &[&str]) -> PathBuf {
+    static MADE: OnceLock<Mutex<HashMap<String, Cell<PathBuf>>>> = OnceLock::new();
+    let cell = cached(&MADE, format!("{name} {}", args.join(" ")), || {
+        let dir = shared_dir(name);
         let mut all = vec![
             "solve",
             "--quiet",
@@ -192,34 +241,48 @@ fn shared(name: &str, solves: &[&[&str]]) -> PathBuf {
         all.extend_from_slice(args);
         let o = run(&all);
         assert!(o.status.success(), "solve {args:?}: {}", stderr(&o));
-    }
-    dir
+        dir
+    });
+    cell.get().expect("made above").clone()
 }
+
+/// The solves of [`shared_solves`], 3x3 last (the longest: the tests of the other boards go
+/// on once theirs are made, [`shared_solves_of`]).
+const SHARED_DATA: [&[&str]; 4] = [
+    &["--board", "2x3", "--variant", "expectation,goal-128"],
+    &[
+        "--board",
+        "2x3",
+        "--variant",
+        "pessimistic",
+        "--layout",
+        "compact",
+    ],
+    &["--board", "2x4", "--variant", "expectation,goal-128"],
+    &["--board", "3x3", "--variant", "expectation"],
+];
 
 /// 2x3 and 2x4 expectation and goal-128 and 3x3 expectation in the full layout, 2x3
 /// pessimistic in the compact one ([`shared`]): read by `serve`, `policy`, `compact`, `cli`,
-/// `play`, `solve_3x3` and the browser tests, so that one `make test` solves each once for
-/// them all.
+/// `play`, `solve_3x3`, `brute`, `mpi` and the browser tests, so that one `make test` solves
+/// each once for them all.
 pub fn shared_solves() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        shared(
-            "shared_data",
-            &[
-                &["--board", "2x3", "--variant", "expectation,goal-128"],
-                &["--board", "2x4", "--variant", "expectation,goal-128"],
-                &["--board", "3x3", "--variant", "expectation"],
-                &[
-                    "--board",
-                    "2x3",
-                    "--variant",
-                    "pessimistic",
-                    "--layout",
-                    "compact",
-                ],
-            ],
-        )
-    })
+    DIR.get_or_init(|| shared("shared_data", &SHARED_DATA))
+}
+
+/// The folder of [`shared_solves`] once the solves of `board` in it are made (another board
+/// may still be solving into it): for the tests that read that board only (`best`, `sql`
+/// and manifests of it; not `verify` or `report` of the whole folder).
+pub fn shared_solves_of(board: &str) -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    let mut any = false;
+    for args in SHARED_DATA.iter().filter(|a| a[1] == board) {
+        shared_solve("shared_data", args);
+        any = true;
+    }
+    assert!(any, "no shared solve of {board}");
+    DIR.get_or_init(|| shared_dir("shared_data"))
 }
 
 /// 3x3 `goal-256` and 2x4 `expectation` in the policy layout ([`shared`]), read by `policy`

@@ -13,12 +13,13 @@ use crate::common::{
 };
 
 /// The full layout's solve of `board` that several subjects read: 3x3 `goal-256` is one of
-/// the goal table's, 2x4 `expectation` and `goal-128` are in [`crate::common::shared_solves`].
+/// the goal table's, 2x4 `expectation` and `goal-128` are in [`crate::common::shared_solves`]
+/// (waited for alone, [`crate::common::shared_solves_of`]).
 fn full_solve(board: &str) -> &'static Path {
     if board == "3x3" {
         crate::common::shared_goal_solves()
     } else {
-        crate::common::shared_solves()
+        crate::common::shared_solves_of(board)
     }
 }
 

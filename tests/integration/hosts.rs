@@ -16,7 +16,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::common::{self, BIN};
-use super::mpi::{files_of, local_solve, COMPACT, POLICY_BY_HASH};
+use super::mpi::{files_of, local_solve, COMPACT, POLICY_BY_HASH, YIELD_WHEN_IDLE};
 
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/hosts.sh");
 
@@ -63,10 +63,11 @@ impl Hosts {
     }
 
     /// `mpirun` on the first host with `on_a` processes there and `on_b` on the second, of
-    /// `age2048 ARGS…`.
+    /// `age2048 ARGS…`, waits yielding the CPU ([`YIELD_WHEN_IDLE`]).
     fn mpirun(&self, on_a: usize, on_b: usize, args: &[&str]) -> Command {
         let mut c = Command::new(SCRIPT);
         c.args(["mpirun", &self.prefix, "-np", &(on_a + on_b).to_string()])
+            .args(YIELD_WHEN_IDLE)
             .args([
                 "--host",
                 &format!("{}:{on_a},{}:{on_b}", self.a(), self.b()),

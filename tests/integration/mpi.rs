@@ -11,12 +11,19 @@ use std::process::{Command, Output, Stdio};
 use std::sync::{Mutex, OnceLock};
 
 use super::common::{
-    self, shared_compact_solve, shared_goal_solves, shared_policy_solve, shared_solves, Boards,
+    self, shared_compact_solve, shared_goal_solves, shared_policy_solve, shared_solves_of, Boards,
     Cell, Sample, BIN,
 };
 
+/// Open MPI's processes yield the CPU while they wait for a message, as they do when a host
+/// holds more processes than cores: the test threads run several jobs and solves side by side
+/// on two cores, where a process spinning in a wait took the core of the one it waited for
+/// (a 2-process 3x3 `goal-64` solve took 4 to 5 times the CPU and the time). What the
+/// processes compute and write is the same.
+pub const YIELD_WHEN_IDLE: [&str; 3] = ["--mca", "mpi_yield_when_idle", "1"];
+
 /// `mpirun -np N age2048 ARGS…`: as root too, more processes than cores allowed, no binding
-/// to cores (the test threads share the machine).
+/// to cores, waits yielding the CPU (the test threads share the machine).
 fn mpirun(np: usize, args: &[&str]) -> Command {
     let mut c = Command::new("mpirun");
     c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
@@ -28,6 +35,7 @@ fn mpirun(np: usize, args: &[&str]) -> Command {
             "--bind-to",
             "none",
         ])
+        .args(YIELD_WHEN_IDLE)
         .arg(BIN)
         .args(args);
     c
@@ -147,7 +155,7 @@ fn two_and_three_processes_solve_what_one_does() {
     let m = dir.join("2x4");
     let o = solve_np(2, &m, "2x4", "expectation", &[]);
     assert!(o.status.success(), "{}", common::stderr(&o));
-    let full = shared_solves();
+    let full = shared_solves_of("2x4");
     same_solve(full, &m, full, 2, "2x4", "expectation");
     // 3x3 goal-256: full over 3 processes by line sums, policy over 2 by hash, compact over 3
     // by tiles (the solves `hosts` compares its own with).
@@ -235,7 +243,7 @@ fn reach_and_restricted_solves_over_two_processes_are_the_one_process_solves() {
     assert_eq!(m["parts"]["count"], 2);
     assert_eq!(answer_of(&s), answer_of(&m));
     // The same states reached, each with the same stored move, every one optimal.
-    let full = shared_solves();
+    let full = shared_solves_of("2x4");
     let walked = crate::policy::walk_reached(full, &two, "2x4", "expectation");
     assert!(walked.values().map(Vec::len).sum::<usize>() > 100);
     assert_eq!(
@@ -474,7 +482,9 @@ fn processes_stopped_at_different_ages_resume_after_the_oldest() {
         let mut job = Command::new("mpirun");
         job.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
             .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-            .args(["--oversubscribe", "--bind-to", "none", "-np", "1"])
+            .args(["--oversubscribe", "--bind-to", "none"])
+            .args(YIELD_WHEN_IDLE)
+            .args(["-np", "1"])
             .args(args("0"))
             .args([":", "-np", "1"])
             .args(args("0.05"));

@@ -11,7 +11,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 
 use crate::common::{
-    best_rows, run, run_stdin, shared_solves, solve_all, stderr, stdout, Boards, BIN,
+    best_rows, run, run_stdin, shared_solves_of, solve_all, stderr, stdout, Boards, BIN,
 };
 
 /// The 2x3 solves every test reads, made once per test run.
@@ -35,7 +35,7 @@ fn d() -> &'static str {
 /// The solves of `board`: 2x4 `expectation` is the shared one (`common::shared_solves`).
 fn data_of(board: &str) -> &'static Path {
     if board == "2x4" {
-        shared_solves()
+        shared_solves_of(board)
     } else {
         data()
     }

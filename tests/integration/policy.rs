@@ -20,8 +20,8 @@ use rayon::prelude::*;
 use std::fs::File;
 
 use crate::common::{
-    self, fresh_dir, manifest, run, shared_goal_solves, shared_policy_solve, shared_solves, stderr,
-    stdout,
+    self, fresh_dir, manifest, run, shared_goal_solves, shared_policy_solve, shared_solves_of,
+    stderr, stdout,
 };
 
 fn solve(data: &Path, board: &str, variant: &str, layout: &str) {
@@ -118,7 +118,7 @@ fn the_policy_is_the_full_layouts_best_move_on_every_state() {
         // The full layout's solves several subjects read, where they hold the variant.
         let full = match (board, variant) {
             ("3x3", _) => goals,
-            (_, "expectation") => shared_solves(),
+            (_, "expectation") => shared_solves_of(board),
             _ => {
                 solve(&own, board, variant, "full");
                 own.as_path()
@@ -318,7 +318,7 @@ fn a_flipped_byte_in_a_policy_file_is_damage_never_a_move() {
     let bytes = fs::read(&file).unwrap();
     let age = biggest["age"].as_u64().unwrap();
     // A board of that age: the sql view has no states, so take one from a full solve.
-    let full = shared_solves();
+    let full = shared_solves_of("2x3");
     let q = format!(
         "SELECT board_text(id, board) FROM states WHERE board = '2x3' AND age = {age} AND NOT terminal LIMIT 1"
     );
@@ -434,10 +434,10 @@ pub fn walk_reached(
 fn the_reached_set_holds_the_starts_is_closed_and_its_moves_are_optimal() {
     let data = fresh_dir("policy_reach");
     let d = data.to_str().unwrap();
-    let (goals, shared) = (shared_goal_solves(), shared_solves());
+    let goals = shared_goal_solves();
     for (board, variant, full) in [
-        ("2x3", "expectation", shared),
-        ("2x4", "expectation", shared),
+        ("2x3", "expectation", shared_solves_of("2x3")),
+        ("2x4", "expectation", shared_solves_of("2x4")),
         ("2x3", "goal-32", goals),
         ("3x3", "goal-256", goals),
     ] {

@@ -440,10 +440,9 @@ fn check_solve(
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let o = run(&args);
     assert!(o.status.success(), "{args:?}: {o:?}");
-    let mdir = dir.join(format!("manifest/board={board}"));
-    let files: Vec<_> = std::fs::read_dir(&mdir).unwrap().flatten().collect();
-    assert_eq!(files.len(), 1, "one restricted solve in {}", mdir.display());
-    let m = age2048::store::manifest::read_path(&files[0].path()).unwrap();
+    let mut all = crate::common::manifests_of(&dir, &board);
+    assert_eq!(all.len(), 1, "one restricted solve in {}", dir.display());
+    let m = all.remove(0);
     assert_eq!(
         m.caps.as_deref(),
         Some(
@@ -597,13 +596,7 @@ fn a_restricted_solve_is_identified_by_the_symmetries_that_keep_its_caps_only() 
         err.contains("symmetry keeps-id+ud (2 of the board's"),
         "{err}"
     );
-    let m = |v: &str| {
-        age2048::store::manifest::read_path(&dir.join(format!(
-            "manifest/board=2x4/variant={}.json",
-            v.replace('=', "%3D")
-        )))
-        .unwrap()
-    };
+    let m = |v: &str| crate::common::store_manifest(&dir, "2x4", v);
     let ud = m("goal-32-caps=44434443");
     assert_eq!(ud.symmetry, "keeps-id+ud");
     assert_eq!(ud.caps.as_deref(), Some("16 16 16 8 / 16 16 16 8"));
@@ -805,23 +798,14 @@ fn a_restricted_solve_in_the_compact_layout_gives_the_full_layouts_values() {
             );
             assert!(n > 1000, "{n} states");
         }
-        let best = |d: &std::path::Path| {
-            let o = run(&[
-                "best",
-                "--board",
-                "2x4",
-                "--data",
-                &d.display().to_string(),
-                "--variant",
-                "goal-32-caps=44323332",
-                "--format",
-                "csv",
-                "2 2 0 0 / 0 0 0 0",
-            ]);
-            assert!(o.status.success(), "{o:?}");
-            stdout(&o)
-        };
-        let answer = best(&pol);
+        let answer = crate::common::best_csv(
+            &pol,
+            "2x4",
+            Some("goal-32-caps=44323332"),
+            &[],
+            crate::common::Boards::Args(&["2 2 0 0 / 0 0 0 0"]),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
         let last = answer.lines().last().unwrap_or_default().rsplit(',').next();
         assert!(matches!(last, Some("L" | "R" | "U" | "D")), "{answer}");
     }

@@ -8,7 +8,9 @@ use std::collections::HashMap;
 use age2048::rules::{Group, Shape, Symmetry};
 use age2048::store::Manifest;
 
-use crate::common::{fresh_dir, run, sql_rows, state_values, stderr, stdout};
+use crate::common::{
+    fresh_dir, manifests_of, run, sql_rows, state_values, stderr, stdout, store_manifest,
+};
 use crate::restricted::{code, playable, tiles, Grid};
 
 /// A probability as a fraction `(num, den)`, and the decimal a variant's name writes of it.
@@ -117,27 +119,10 @@ impl BruteFloor {
     }
 }
 
-/// The values at the starts (`value_initial`, `value_empty`) as a manifest's text writes
-/// them, read by a correctly rounded parser (serde_json's may be an ulp off).
-fn exact_starts(dir: &std::path::Path, board: &str, variant: &str) -> [Option<f64>; 2] {
-    let text = std::fs::read_to_string(dir.join(format!(
-        "manifest/board={board}/variant={}.json",
-        variant.replace('=', "%3D")
-    )))
-    .unwrap();
-    ["value_initial", "value_empty"].map(|key| {
-        let at = text.find(&format!("\"{key}\": ")).unwrap() + key.len() + 4;
-        let end = at + text[at..].find([',', '\n']).unwrap();
-        text[at..end].parse().ok()
-    })
-}
-
-fn manifest_of(dir: &std::path::Path, board: &str, variant: &str) -> Manifest {
-    age2048::store::manifest::read_path(&dir.join(format!(
-        "manifest/board={board}/variant={}.json",
-        variant.replace('=', "%3D")
-    )))
-    .unwrap()
+/// The values at the starts (`value_initial`, `value_empty`) of a solve, as its manifest
+/// holds them (`store::manifest` reads them bit for bit).
+fn starts_of(m: &Manifest) -> [Option<f64>; 2] {
+    [m.value_initial, m.value_empty]
 }
 
 /// One solve of `goal-G`, `goal-G-u32` and `goal-G-u53` side by side through the binary:
@@ -196,12 +181,7 @@ fn check(
     assert_eq!(lines.len(), 2, "{err}");
     assert!(lines[0].contains("-u32: proved lower bounds (u32: integers times 2^-32"));
     // The three manifests, found by their variant names.
-    let mut manifests: Vec<Manifest> =
-        std::fs::read_dir(dir.join(format!("manifest/board={board}")))
-            .unwrap()
-            .flatten()
-            .map(|e| age2048::store::manifest::read_path(&e.path()).unwrap())
-            .collect();
+    let mut manifests: Vec<Manifest> = manifests_of(&dir, &board);
     manifests.sort_by(|a, b| a.arithmetic.cmp(&b.arithmetic));
     assert_eq!(manifests.len(), 3, "{args:?}");
     let arith: Vec<&str> = manifests.iter().map(|m| m.arithmetic.as_str()).collect();
@@ -214,7 +194,7 @@ fn check(
     );
     assert_eq!(listed.len(), 4, "{listed:?}");
     for (row, m) in listed[1..].iter().zip(&manifests) {
-        let starts = exact_starts(&dir, &board, &m.variant);
+        let starts = starts_of(m);
         let bits = |v: &[Option<f64>]| v.iter().map(|v| v.map(f64::to_bits)).collect::<Vec<_>>();
         let shown: Vec<Option<f64>> = row[4..].iter().map(|v| v.parse().ok()).collect();
         assert_eq!(
@@ -242,7 +222,7 @@ fn check(
             brute.spawned(&vec![0; n], true),
             brute.spawned(&vec![0; n], false),
         );
-        let starts = exact_starts(&dir, &board, &m.variant);
+        let starts = starts_of(m);
         assert_eq!(
             starts,
             [Some(unit(initial)), Some(unit(empty))],
@@ -302,7 +282,7 @@ fn check(
             m.variant
         );
         assert!(ids.len() > 50, "{}: {} states", m.variant, ids.len());
-        let f64_starts = exact_starts(&dir, &board, &manifests[0].variant);
+        let f64_starts = starts_of(&manifests[0]);
         for (f, r) in f64_starts.iter().zip(&starts) {
             let (f, r) = (f.unwrap(), r.unwrap());
             assert!(r <= f + slack && f - r <= loss(u64::from(max_age) / 2 + 1) + 1e-12);
@@ -392,8 +372,8 @@ fn a_rigorous_solve_in_the_compact_layout_gives_the_full_layouts_bits_and_verifi
     let full = solve("rigorous_full", &[]);
     let compact = solve("rigorous_compact", &["--layout", "compact"]);
     let (a, b) = (
-        manifest_of(&full, "2x4", variant),
-        manifest_of(&compact, "2x4", variant),
+        store_manifest(&full, "2x4", variant),
+        store_manifest(&compact, "2x4", variant),
     );
     assert_eq!(
         b.storage.value_fraction_bits,
@@ -404,10 +384,7 @@ fn a_rigorous_solve_in_the_compact_layout_gives_the_full_layouts_bits_and_verifi
         (a.arithmetic.as_str(), b.arithmetic.as_str()),
         ("u32", "u32")
     );
-    assert_eq!(
-        exact_starts(&full, "2x4", variant),
-        exact_starts(&compact, "2x4", variant)
-    );
+    assert_eq!(starts_of(&a), starts_of(&b));
     let ask = |d: &std::path::Path| {
         let data = d.display().to_string();
         let o = run(&[
