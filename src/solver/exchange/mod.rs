@@ -392,23 +392,46 @@ impl<'t> Exchange<'t> {
         k: usize,
         answer: &(dyn Fn(&[u64]) -> Result<Vec<f64>> + Sync),
     ) -> Result<Vec<f64>> {
+        let mut out = Vec::with_capacity(wanted.len() * k);
+        self.fetch_rounds(wanted, k, answer, &mut |_, values| {
+            out.extend_from_slice(values);
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// [`Exchange::fetch`] handing each round's ids (a piece of `wanted`, in order) and their
+    /// values to `each` as they come, instead of gathering them: a streamed age merges them
+    /// into its table without holding the values of its whole wanted set. The same
+    /// collectives as [`Exchange::fetch`], so that a process fetching one way and another
+    /// the other keep in step. Collective.
+    pub fn fetch_rounds(
+        &self,
+        wanted: &[u64],
+        k: usize,
+        answer: &(dyn Fn(&[u64]) -> Result<Vec<f64>> + Sync),
+        each: &mut dyn FnMut(&[u64], &[f64]) -> Result<()>,
+    ) -> Result<()> {
         if self.is_single() {
             if !wanted.is_empty() {
                 return Err(SolveError::Internal(
                     "a value asked of another process in a single-process solve".into(),
                 ));
             }
-            return Ok(Vec::new());
+            return Ok(());
         }
         // In rounds of at most `FETCH_ROUND` ids a process, as many as the process with the
         // most asks (the others ask nothing in the rounds past their own).
         let per = FETCH_ROUND.min(self.per_process * self.parts.count as usize);
         let rounds = self.agree_max(wanted.len().div_ceil(per) as u64)? as usize;
-        let mut out = Vec::with_capacity(wanted.len() * k);
+        let mut values = Vec::new();
         for r in 0..rounds {
-            self.fetch_round(round_of(wanted, r, per), k, answer, &mut out)?;
+            let ids = round_of(wanted, r, per);
+            values.clear();
+            self.fetch_round(ids, k, answer, &mut values)?;
+            each(ids, &values)?;
         }
-        Ok(out)
+        Ok(())
     }
 
     /// One round of [`Exchange::fetch`]: the values of `wanted` appended to `out`.
