@@ -664,6 +664,61 @@ mod tests {
         assert!(per_state < 24.0, "{per_state} bytes a state");
     }
 
+    /// Over several processes a process's afterstates' table holds its ghosts too (the
+    /// afterstates others own that its states move to; over 4x4 `goal-16`'s largest ages
+    /// about 0.3 of its states over two processes and under 0.5 over three, with afterstates
+    /// about 0.41 of them): a streamed age still needs under 24 bytes a state of its share,
+    /// and every process of a job names the same smallest, the largest of theirs.
+    #[test]
+    fn a_streamed_age_with_ghosts_needs_under_24_bytes_a_state_of_the_share() {
+        let goal = [variant("goal-32")];
+        let plan = Plan::new(MIN_BUDGET).unwrap();
+        // A process's share of 4x4 `goal-32`'s largest ages over three processes.
+        let n = 62_829_771u64 / 3;
+        let counts: Vec<_> = (500..=520)
+            .step_by(2)
+            .map(|a| (a, n, n * 41 / 100))
+            .collect();
+        let none = plan.smallest(&counts, &goal, true);
+        let mut last = none;
+        for ghosts in [30, 40, 50] {
+            let g: Vec<_> = counts.iter().map(|c| (c.0, n * ghosts / 100)).collect();
+            let needs = Needs::new(&counts, &g);
+            let smallest = plan.smallest_of(&needs, &goal, true);
+            let per_state = (smallest - FIXED) as f64 / n as f64;
+            assert!(per_state < 24.0, "ghosts {ghosts} %: {per_state} bytes a state");
+            // Ghosts cost: more of them, a bigger smallest.
+            assert!(smallest > last, "ghosts {ghosts} %");
+            last = smallest;
+            // That budget is accepted, naming what it is given; a MiB less is refused, and
+            // a refusal names the job's smallest it is given.
+            let fits = Plan::new(smallest).unwrap();
+            let ok = fits.backward_of(&needs, &goal, true, smallest, None).unwrap();
+            assert!(matches!(ok.coding, Coding::Fixed32 { .. }), "{ok:?}");
+            let short = Plan::new(smallest - (1 << 20)).unwrap();
+            let job = smallest + (7 << 20);
+            let e = short
+                .backward_of(&needs, &goal, true, job, None)
+                .unwrap_err()
+                .to_string();
+            assert!(e.ends_with(&format!("--memory {}", size_arg(job))), "{e}");
+        }
+        // Valued whole, ghosts cost their ids and values beside their slots.
+        let g: Vec<_> = counts.iter().map(|c| (c.0, n / 2)).collect();
+        let whole = plan.smallest_of(&Needs::new(&counts, &g), &goal, false);
+        assert!(whole > plan.smallest(&counts, &goal, false));
+        // A coding agreed on by the processes is the one planned, even where f64 fits.
+        let roomy = Plan::new(64 << 30).unwrap();
+        let needs = Needs::new(&counts, &g);
+        let fixed = fixed_coding(&goal, &counts);
+        let agreed = roomy
+            .backward_of(&needs, &goal, true, none, Some(fixed))
+            .unwrap();
+        assert_eq!(agreed.coding, fixed);
+        let own = roomy.backward_of(&needs, &goal, true, none, None).unwrap();
+        assert_eq!(own.coding, Coding::F64);
+    }
+
     #[test]
     fn rigorous_values_are_never_held_in_fixed_point() {
         let counts = counts(6000, 1);
