@@ -686,14 +686,19 @@ mod tests {
             let needs = Needs::new(&counts, &g);
             let smallest = plan.smallest_of(&needs, &goal, true);
             let per_state = (smallest - FIXED) as f64 / n as f64;
-            assert!(per_state < 24.0, "ghosts {ghosts} %: {per_state} bytes a state");
+            assert!(
+                per_state < 24.0,
+                "ghosts {ghosts} %: {per_state} bytes a state"
+            );
             // Ghosts cost: more of them, a bigger smallest.
             assert!(smallest > last, "ghosts {ghosts} %");
             last = smallest;
             // That budget is accepted, naming what it is given; a MiB less is refused, and
             // a refusal names the job's smallest it is given.
             let fits = Plan::new(smallest).unwrap();
-            let ok = fits.backward_of(&needs, &goal, true, smallest, None).unwrap();
+            let ok = fits
+                .backward_of(&needs, &goal, true, smallest, None)
+                .unwrap();
             assert!(matches!(ok.coding, Coding::Fixed32 { .. }), "{ok:?}");
             let short = Plan::new(smallest - (1 << 20)).unwrap();
             let job = smallest + (7 << 20);

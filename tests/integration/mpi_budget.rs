@@ -91,9 +91,19 @@ fn streamed(cap: &str) -> Vec<&str> {
     ]
 }
 
-/// What a budgeted solve with every age streamed over `np` processes said and peaked at,
-/// checked: it succeeded, valued every age a chunk at a time, named the budget it was given as
-/// the smallest, and no process peaked above it.
+/// The job of a budgeted solve with every age streamed over `np` processes, its progress on
+/// its standard error, finished ages recorded at once (`--checkpoint-every 0`).
+fn streamed_job(np: usize, data: &Path, board: &str, variant: &str, cap: &str) -> Command {
+    let mut args = vec!["solve", "--board", board, "--variant", variant];
+    args.extend(["--layout", "policy", "--threads", "1"]);
+    args.extend(["--data", data.to_str().unwrap(), "--checkpoint-every", "0"]);
+    args.extend(streamed(cap));
+    mpirun(np, &args)
+}
+
+/// A budgeted solve with every age streamed over `np` processes, checked: it succeeded, valued
+/// every age a chunk at a time, named the budget it was given as the smallest, and no process
+/// peaked above it. Returns what it said.
 fn streamed_solve(
     np: usize,
     data: &Path,
@@ -101,12 +111,8 @@ fn streamed_solve(
     variant: &str,
     cap: &str,
     env: &[(&str, &str)],
-) {
-    let mut args = vec!["solve", "--board", board, "--variant", variant];
-    args.extend(["--layout", "policy", "--threads", "1"]);
-    args.extend(["--data", data.to_str().unwrap()]);
-    args.extend(streamed(cap));
-    let mut job = mpirun(np, &args);
+) -> String {
+    let mut job = streamed_job(np, data, board, variant, cap);
     job.envs(env.iter().copied());
     let job = job
         .stdout(std::process::Stdio::piped())
@@ -128,6 +134,7 @@ fn streamed_solve(
         "{board} over {np}: a process peaked at {} KiB, over 192 MiB",
         peak >> 10
     );
+    err
 }
 
 /// With every age streamed, 3x3 `goal-256` over 2 and 3 processes writes the unbudgeted
@@ -144,9 +151,7 @@ fn streamed_3x3_over_two_and_three_processes_writes_the_unbudgeted_files() {
         (2, &[("AGE2048_MPI_MESSAGE_LIMIT", "1000")][..]),
         (3, &[][..]),
     ] {
-        let plain = dir.join(format!("{np}-plain"));
-        let o = solve_np(np, &plain, board, variant, &["--quiet"]);
-        assert!(o.status.success(), "{}", common::stderr(&o));
+        let plain = local_solve(np, board, variant, POLICY);
         let budgeted = dir.join(format!("{np}-budgeted"));
         streamed_solve(np, &budgeted, board, variant, "2000", env);
         assert_eq!(
@@ -162,6 +167,63 @@ fn streamed_3x3_over_two_and_three_processes_writes_the_unbudgeted_files() {
         assert!(!budgeted.join(".work").exists(), "work files left behind");
     }
 }
+
+/// A budgeted solve with every age streamed over two processes, one of them killed in the
+/// forward pass and again in the backward pass, resumes each time (the backward pass from the
+/// levels of streamed ages, rebuilt from their work files) and ends with the files of the
+/// unbudgeted solve.
+#[test]
+fn a_killed_streamed_solve_resumes_to_the_unbudgeted_files() {
+    use std::io::{BufRead, BufReader};
+    let dir = common::fresh_dir("mpi_budget_resume");
+    let (board, variant) = ("3x3", "goal-256");
+    let data = dir.join("killed");
+    for (pass, after) in [("forward: age", 150), ("backward: age", 150)] {
+        let mut job = streamed_job(2, &data, board, variant, "2000")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let err = job.stderr.take().unwrap();
+        let mut seen = 0;
+        let mut killed = false;
+        for line in BufReader::new(err).lines() {
+            if line.unwrap().starts_with(pass) {
+                seen += 1;
+                if seen == after {
+                    let ranks = super::mpi::children(job.id());
+                    assert_eq!(ranks.len(), 2, "the processes of the job: {ranks:?}");
+                    killed = Command::new("kill")
+                        .args(["-KILL", &ranks[1].to_string()])
+                        .status()
+                        .unwrap()
+                        .success();
+                    break;
+                }
+            }
+        }
+        let status = job.wait().unwrap();
+        assert!(
+            killed && !status.success(),
+            "{pass}: the job was killed: {status}"
+        );
+    }
+    let err = streamed_solve(2, &data, board, variant, "2000", &[]);
+    assert!(
+        err.contains("resuming the backward pass after age"),
+        "{err}"
+    );
+    assert!(!err.contains("starting the backward pass over"), "{err}");
+    let plain = local_solve(2, board, variant, POLICY);
+    assert_eq!(
+        files_of(&data, board, variant),
+        files_of(&plain, board, variant)
+    );
+    assert!(!data.join(".work").exists(), "work files left behind");
+}
+
+/// The policy layout (parts by tiles, the default).
+const POLICY: &[&str] = &["--layout", "policy"];
 
 /// 4x4 `goal-16` with every age streamed over `np` processes: the values of the unbudgeted
 /// solve over two processes (`mpi`'s, itself the one process's), every age's figures bit for
