@@ -291,7 +291,6 @@ impl Backward<'_> {
         )?;
         drop(wanted);
         merge(&[], &[], None)?;
-        drop(merge);
         table.push(&ids, &values);
         drop(own);
         Ok(table.finish())

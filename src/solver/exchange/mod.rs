@@ -81,6 +81,14 @@ fn round_of<T>(from: &[T], r: usize, per: usize) -> &[T] {
     &from[lo..lo.saturating_add(per).min(from.len())]
 }
 
+/// How a process answers the ids others ask of it ([`Exchange::fetch`]): their values (`k` each),
+/// in the order asked.
+pub type Answer<'a> = dyn Fn(&[u64]) -> Result<Vec<f64>> + Sync + 'a;
+
+/// What a process does with each round of values it fetched ([`Exchange::fetch_rounds`]): the
+/// round's ids and their values (`k` each).
+pub type Received<'a> = dyn FnMut(&[u64], &[f64]) -> Result<()> + 'a;
+
 /// What moves data between the processes of a solve: a few MPI collectives.
 pub trait Transport: Send + Sync {
     /// This process's rank.
@@ -386,12 +394,7 @@ impl<'t> Exchange<'t> {
     /// The values (`k` each, `[i * k + v]`) of `wanted` (sorted, distinct, none this
     /// process's), from their owners, each of which answers the ids asked of it with
     /// `answer` (their values in the order asked). Collective.
-    pub fn fetch(
-        &self,
-        wanted: &[u64],
-        k: usize,
-        answer: &(dyn Fn(&[u64]) -> Result<Vec<f64>> + Sync),
-    ) -> Result<Vec<f64>> {
+    pub fn fetch(&self, wanted: &[u64], k: usize, answer: &Answer<'_>) -> Result<Vec<f64>> {
         let mut out = Vec::with_capacity(wanted.len() * k);
         self.fetch_rounds(wanted, k, answer, &mut |_, values| {
             out.extend_from_slice(values);
@@ -409,8 +412,8 @@ impl<'t> Exchange<'t> {
         &self,
         wanted: &[u64],
         k: usize,
-        answer: &(dyn Fn(&[u64]) -> Result<Vec<f64>> + Sync),
-        each: &mut dyn FnMut(&[u64], &[f64]) -> Result<()>,
+        answer: &Answer<'_>,
+        each: &mut Received<'_>,
     ) -> Result<()> {
         if self.is_single() {
             if !wanted.is_empty() {
@@ -440,7 +443,7 @@ impl<'t> Exchange<'t> {
         &self,
         wanted: &[u64],
         k: usize,
-        answer: &(dyn Fn(&[u64]) -> Result<Vec<f64>> + Sync),
+        answer: &Answer<'_>,
         out: &mut Vec<f64>,
     ) -> Result<()> {
         let (asked, owners) = self.buckets(wanted);
