@@ -1,6 +1,8 @@
 //! An age valued a chunk at a time from its work file, within the memory budget: no vector
 //! of the age's ids or values exists, only the tables of ages n + 2 and n + 4, the
-//! afterstates' and the age's own.
+//! afterstates' and the age's own. Over several processes (parts by tiles) the afterstates'
+//! table takes the process's ghosts too, the afterstates others own that its states move to:
+//! their ids are held whole while their values are fetched and merged in a round at a time.
 
 use rayon::prelude::*;
 
