@@ -46,6 +46,9 @@ pub struct AgeLayer {
     /// Over several processes: the afterstates this process's states move to that others
     /// own, sorted (what the backward pass asks their owners for; empty in one process).
     pub asked: Vec<u64>,
+    /// Over several processes, a streamed age's `asked`, encoded as a layer file of states as
+    /// they were routed (`asked` is then empty).
+    pub asked_encoded: Option<Vec<u8>>,
     pub n_states: usize,
     pub n_afterstates: usize,
 }
@@ -60,6 +63,7 @@ impl AgeLayer {
             afterstates,
             encoded: None,
             asked: Vec::new(),
+            asked_encoded: None,
         }
     }
 }
@@ -370,15 +374,18 @@ pub fn run_exchanged(
         let layer = pending
             .remove(&age)
             .unwrap_or_else(|| Spilled::new(age, plan.cap));
-        if layer.spilled() {
-            if !ex.is_single() {
+        // Streamed if any process's layer outgrew its cap: every process then routes its
+        // afterstates a chunk at a time, in step.
+        if ex.agree_any(layer.spilled())? {
+            if !ex.parts().spawns_stay_home() {
                 return Err(SolveError::Budget(format!(
                     "age {age} does not fit the memory budget whole, and a solve over several \
-                     processes values every age whole: give each process more memory, or more \
-                     processes"
+                     processes by {} values every age whole: give each process more memory, or \
+                     split the boards by tiles (--parts tiles)",
+                    ex.parts().scheme.name()
                 )));
             }
-            let done = streamed_age(game, class, plan, age, layer, &mut pending)?;
+            let done = streamed_age(game, class, plan, age, layer, &mut pending, ex)?;
             max_age = age;
             sink(done)?;
             continue;
@@ -417,6 +424,10 @@ fn next_age(ex: &Exchange, pending: &BTreeMap<u32, Spilled>) -> Result<Option<u3
 /// One age whose layer was packed: its states streamed in chunks, each encoded for the work
 /// file and expanded into the afterstates' runs; then the afterstates streamed, encoded for
 /// the work file and spawned.
+///
+/// Over several processes (under parts whose spawns stay home, so that the states are all
+/// this process's own), the afterstates it made are routed to their owners a chunk at a time
+/// ([`route_streamed`]), and those others own are kept, encoded, for the backward pass.
 fn streamed_age(
     game: &Game,
     class: &ForwardClass,
@@ -424,6 +435,7 @@ fn streamed_age(
     age: u32,
     layer: Spilled,
     pending: &mut BTreeMap<u32, Spilled>,
+    ex: &Exchange,
 ) -> Result<AgeLayer> {
     let mut file = crate::store::idcodec::LayerEncoder::new(age);
     let mut after = Spilled::new(age, plan.cap);
@@ -434,6 +446,16 @@ fn streamed_age(
         file.push_states(&chunk);
         after.push(expand_in(game, class, &chunk, plan.batch))?;
     }
+    let (after, asked) = if ex.is_single() {
+        (after, None)
+    } else {
+        let (mine, asked) = route_streamed(ex, age, plan.cap, after)?;
+        let mut encoded = crate::store::idcodec::LayerEncoder::new(age);
+        for chunk in asked.stream() {
+            encoded.push_states(&chunk?);
+        }
+        (mine, Some(encoded.finish()))
+    };
     let mut n_afterstates = 0;
     for chunk in after.stream() {
         let chunk = chunk?;
@@ -452,9 +474,39 @@ fn streamed_age(
         afterstates: Vec::new(),
         encoded: Some(file.finish()),
         asked: Vec::new(),
+        asked_encoded: asked,
         n_states,
         n_afterstates,
     })
+}
+
+/// Over several processes: the afterstates this process made (`made`, some of them others')
+/// sent to their owners a chunk of its stream at a time, as many rounds as the process with
+/// the most chunks (the others send nothing in the rounds past their own): the layer of those
+/// this process owns that any process made, and of those of `made` that others own, each
+/// grown within `cap` ids held raw. Collective.
+fn route_streamed(
+    ex: &Exchange,
+    age: u32,
+    cap: usize,
+    made: Spilled,
+) -> Result<(Spilled, Spilled)> {
+    let mut mine = Spilled::new(age, cap);
+    let mut asked = Spilled::new(age, cap);
+    let mut chunks = made.stream();
+    loop {
+        let chunk = chunks.next().transpose()?;
+        if !ex.agree_any(chunk.is_some())? {
+            break;
+        }
+        // Each process's chunks come in increasing order, so what it sends a process over
+        // the rounds is sorted; a board two processes made comes twice, and a layer grown
+        // from runs keeps it once.
+        let (got, others) = ex.route_keeping(chunk.unwrap_or_default())?;
+        mine.push(got)?;
+        asked.push(others)?;
+    }
+    Ok((mine, asked))
 }
 
 /// The afterstates of a layer given as chunks of states (a streamed age's work file), grown

@@ -183,8 +183,32 @@ impl Plan {
         variants: &[Variant],
         can_stream: bool,
     ) -> Result<BackwardPlan> {
+        let smallest = self.smallest(counts, variants, can_stream);
+        self.backward_of(
+            &Needs::new(counts, &[]),
+            variants,
+            can_stream,
+            smallest,
+            None,
+        )
+    }
+
+    /// [`Plan::backward`] of one of the processes of a solve, from its own counts and
+    /// `ghosts` (`(age, ids)`: the afterstates of an age its states move to that others own,
+    /// which its afterstates' table holds too; none in one process): `smallest` is the job's
+    /// ([`Plan::smallest_of`] over every process), which a refusal names, and `coding`, where
+    /// given, the tables' coding every process agreed on.
+    pub fn backward_of(
+        &self,
+        needs: &Needs,
+        variants: &[Variant],
+        can_stream: bool,
+        smallest: u64,
+        coding: Option<Coding>,
+    ) -> Result<BackwardPlan> {
+        let counts = needs.counts;
         let budget = self.budget as f64;
-        let ages = |coding| self.ages(counts, variants.len(), coding, can_stream, Some(budget));
+        let ages = |coding| self.ages(needs, variants.len(), coding, can_stream, Some(budget));
         let fit = |coding| -> std::result::Result<(Vec<u32>, f64), (u32, f64)> {
             let mut streamed = Vec::new();
             let mut peak = (0, 0.0);
@@ -202,14 +226,19 @@ impl Plan {
             }
             Ok((streamed, peak.1))
         };
-        let (coding, (streamed, peak)) = match fit(Coding::F64) {
-            Ok(s) => (Coding::F64, s),
-            Err(_) => {
-                let coding = fixed_coding(variants, counts);
-                match fit(coding) {
+        let first = fit(coding.unwrap_or(Coding::F64));
+        let (coding, (streamed, peak)) = match first {
+            Ok(s) => (coding.unwrap_or(Coding::F64), s),
+            Err(e) => {
+                let coding = coding.unwrap_or_else(|| fixed_coding(variants, counts));
+                let again = if coding == Coding::F64 {
+                    Err(e)
+                } else {
+                    fit(coding)
+                };
+                match again {
                     Ok(s) => (coding, s),
                     Err((age, need)) => {
-                        let smallest = self.smallest(counts, variants, can_stream);
                         let how = if coding == Coding::F64 {
                             "with f64 values (a rigorous variant's values are held exactly, \
                              never in the tables' fixed point)"
@@ -217,7 +246,8 @@ impl Plan {
                             "even with fixed-point values streamed from the work files"
                         } else {
                             "even with fixed-point values, valued whole (only the policy layout \
-                             of a one-process solve is valued a chunk at a time)"
+                             is valued a chunk at a time, over several processes only under \
+                             parts by tiles)"
                         };
                         return Err(SolveError::Budget(format!(
                             "--memory {}: age {age} needs about {} {how}; the smallest budget \
@@ -249,9 +279,15 @@ impl Plan {
         variants: &[Variant],
         can_stream: bool,
     ) -> u64 {
-        let coding = fixed_coding(variants, counts);
+        self.smallest_of(&Needs::new(counts, &[]), variants, can_stream)
+    }
+
+    /// [`Plan::smallest`] of one of the processes of a solve, its ghosts counted
+    /// ([`Plan::backward_of`]); the job's is the largest of its processes'.
+    pub fn smallest_of(&self, needs: &Needs, variants: &[Variant], can_stream: bool) -> u64 {
+        let coding = fixed_coding(variants, needs.counts);
         let need = self
-            .ages(counts, variants.len(), coding, can_stream, None)
+            .ages(needs, variants.len(), coding, can_stream, None)
             .map(|(_, need, _)| need)
             .fold(0.0, f64::max);
         let least = 2 * self.fixed;
@@ -264,27 +300,34 @@ impl Plan {
     /// way), and whether it is streamed. An age's need depends on the counts only.
     fn ages<'a>(
         &'a self,
-        counts: &'a [(u32, u64, u64)],
+        needs: &'a Needs<'a>,
         k: usize,
         coding: Coding,
         can_stream: bool,
         budget: Option<f64>,
     ) -> impl Iterator<Item = (u32, f64, bool)> + 'a {
+        let counts = needs.counts;
         let of = move |age: u32| {
             counts
                 .iter()
                 .find(|c| c.0 == age)
                 .map_or((0.0, 0.0), |c| (c.1 as f64, c.2 as f64))
         };
+        let ghosts_of = move |age: u32| {
+            (needs.ghosts.iter())
+                .find(|c| c.0 == age)
+                .map_or(0.0, |c| c.1 as f64)
+        };
         let fixed = self.fixed as f64;
         counts.iter().map(move |&(age, _, _)| {
             let (s, a) = of(age);
             let (s2, s4) = (of(age + 2).0, of(age + 4).0);
-            let whole = whole_bytes(k, coding, s, a, s2, s4) + fixed;
+            let g = ghosts_of(age);
+            let whole = whole_bytes(k, coding, s, a, s2, s4) + ghost_bytes(k, coding, g) + fixed;
             if !can_stream {
                 return (age, whole, false);
             }
-            let streamed = streamed_bytes(k, coding, s, a, s2, s4) + fixed;
+            let streamed = streamed_bytes(k, coding, (s, a, g), s2, s4) + fixed;
             let Some(budget) = budget else {
                 return (age, whole.min(streamed), streamed < whole);
             };
@@ -295,6 +338,20 @@ impl Plan {
                 (age, streamed, true)
             }
         })
+    }
+}
+
+/// What a process's backward pass holds, age by age: its counts `(age, states, afterstates)`
+/// and its ghosts `(age, afterstates others own that its states move to)` (none in one
+/// process; an age not listed has none).
+pub struct Needs<'a> {
+    pub counts: &'a [(u32, u64, u64)],
+    pub ghosts: &'a [(u32, u64)],
+}
+
+impl<'a> Needs<'a> {
+    pub fn new(counts: &'a [(u32, u64, u64)], ghosts: &'a [(u32, u64)]) -> Needs<'a> {
+        Needs { counts, ghosts }
     }
 }
 
@@ -359,17 +416,30 @@ fn whole_bytes(k: usize, coding: Coding, s: f64, a: f64, s2: f64, s4: f64) -> f6
     tables + table_bytes(k, coding, s) + age * SLACK
 }
 
-/// The streamed valuing of an age, besides the fixed part: the states' and afterstates' ids
-/// never whole, read a chunk at a time from the age's work file (held compressed). First the
-/// tables of n + 2 and n + 4 beside the afterstates' table being built; then the tables of
-/// n + 2 and of the afterstates beside the age's own being built and the writer's byte a
-/// state.
-fn streamed_bytes(k: usize, coding: Coding, s: f64, a: f64, s2: f64, s4: f64) -> f64 {
+/// What `g` ghosts add to an age valued whole over several processes: their ids and fetched
+/// values beside the age's, and their slots in the afterstates' table.
+fn ghost_bytes(k: usize, coding: Coding, g: f64) -> f64 {
+    g * (8.0 + 8.0 * k as f64) * SLACK + table_bytes(k, coding, g)
+}
+
+/// The streamed valuing of an age of `s` states, `a` afterstates and `g` ghosts (over several
+/// processes, the afterstates others own that its states move to), besides the fixed part:
+/// the states' and afterstates' ids never whole, read a chunk at a time from the age's work
+/// file (held compressed). First the tables of n + 2 and n + 4 beside the afterstates' table
+/// being built; with ghosts, then the tables of n + 2 and of its own afterstates beside the
+/// ghosts' ids and the table of both being built; then the tables of n + 2 and of the
+/// afterstates (and ghosts) beside the age's own being built and the writer's byte a state.
+fn streamed_bytes(k: usize, coding: Coding, (s, a, g): (f64, f64, f64), s2: f64, s4: f64) -> f64 {
     let t = |n| table_bytes(k, coding, n);
     let file = (s + a) * LAYER_FILE_BYTES;
     let first = t(s2) + t(s4) + t(a);
-    let second = t(s2) + t(a) + t(s) + s * WRITER_BYTES * SLACK;
-    first.max(second) + file
+    let merge = if g > 0.0 {
+        t(s2) + t(a) + t(a + g) + g * 8.0 * SLACK
+    } else {
+        0.0
+    };
+    let second = t(s2) + t(a + g) + t(s) + s * WRITER_BYTES * SLACK;
+    first.max(merge).max(second) + file
 }
 
 /// A budget as `--memory` takes it: whole MiB (`1800M`).
@@ -592,6 +662,66 @@ mod tests {
             .smallest(&counts, &goal, true);
         let per_state = (smallest - FIXED) as f64 / n as f64;
         assert!(per_state < 24.0, "{per_state} bytes a state");
+    }
+
+    /// Over several processes a process's afterstates' table holds its ghosts too (the
+    /// afterstates others own that its states move to; over 4x4 `goal-16`'s largest ages
+    /// about 0.3 of its states over two processes and under 0.5 over three, with afterstates
+    /// about 0.41 of them): a streamed age still needs under 24 bytes a state of its share,
+    /// and every process of a job names the same smallest, the largest of theirs.
+    #[test]
+    fn a_streamed_age_with_ghosts_needs_under_24_bytes_a_state_of_the_share() {
+        let goal = [variant("goal-32")];
+        let plan = Plan::new(MIN_BUDGET).unwrap();
+        // A process's share of 4x4 `goal-32`'s largest ages over three processes.
+        let n = 62_829_771u64 / 3;
+        let counts: Vec<_> = (500..=520)
+            .step_by(2)
+            .map(|a| (a, n, n * 41 / 100))
+            .collect();
+        let none = plan.smallest(&counts, &goal, true);
+        let mut last = none;
+        for ghosts in [30, 40, 50] {
+            let g: Vec<_> = counts.iter().map(|c| (c.0, n * ghosts / 100)).collect();
+            let needs = Needs::new(&counts, &g);
+            let smallest = plan.smallest_of(&needs, &goal, true);
+            let per_state = (smallest - FIXED) as f64 / n as f64;
+            assert!(
+                per_state < 24.0,
+                "ghosts {ghosts} %: {per_state} bytes a state"
+            );
+            // Ghosts cost: more of them, a bigger smallest.
+            assert!(smallest > last, "ghosts {ghosts} %");
+            last = smallest;
+            // That budget is accepted, naming what it is given; a MiB less is refused, and
+            // a refusal names the job's smallest it is given.
+            let fits = Plan::new(smallest).unwrap();
+            let ok = fits
+                .backward_of(&needs, &goal, true, smallest, None)
+                .unwrap();
+            assert!(matches!(ok.coding, Coding::Fixed32 { .. }), "{ok:?}");
+            let short = Plan::new(smallest - (1 << 20)).unwrap();
+            let job = smallest + (7 << 20);
+            let e = short
+                .backward_of(&needs, &goal, true, job, None)
+                .unwrap_err()
+                .to_string();
+            assert!(e.ends_with(&format!("--memory {}", size_arg(job))), "{e}");
+        }
+        // Valued whole, ghosts cost their ids and values beside their slots.
+        let g: Vec<_> = counts.iter().map(|c| (c.0, n / 2)).collect();
+        let whole = plan.smallest_of(&Needs::new(&counts, &g), &goal, false);
+        assert!(whole > plan.smallest(&counts, &goal, false));
+        // A coding agreed on by the processes is the one planned, even where f64 fits.
+        let roomy = Plan::new(64 << 30).unwrap();
+        let needs = Needs::new(&counts, &g);
+        let fixed = fixed_coding(&goal, &counts);
+        let agreed = roomy
+            .backward_of(&needs, &goal, true, none, Some(fixed))
+            .unwrap();
+        assert_eq!(agreed.coding, fixed);
+        let own = roomy.backward_of(&needs, &goal, true, none, None).unwrap();
+        assert_eq!(own.coding, Coding::F64);
     }
 
     #[test]

@@ -15,6 +15,8 @@ mod goals;
 mod hosts;
 #[cfg(feature = "mpi")]
 mod mpi;
+#[cfg(feature = "mpi")]
+mod mpi_budget;
 mod play;
 mod policy;
 mod report_cli;

@@ -334,7 +334,9 @@ impl<'g> Backward<'g> {
                     self.whole_age(age, layers, levels, &mut buffers, &mut open, &mut sink)?
                 }
                 Layers::Streamed { file, afterstates } => {
-                    if self.distributed().is_some() {
+                    // Over several processes only where levels hold no others' boards (the
+                    // afterstates' table alone takes ghosts, merged in as they are fetched).
+                    if self.levels_wait_for_ghosts() {
                         return Err(ghosts::chunked(age));
                     }
                     let next4 = std::mem::replace(&mut next4, Level::empty(age + 4));

@@ -1,12 +1,16 @@
 //! An age valued a chunk at a time from its work file, within the memory budget: no vector
 //! of the age's ids or values exists, only the tables of ages n + 2 and n + 4, the
-//! afterstates' and the age's own.
+//! afterstates' and the age's own. Over several processes (parts by tiles) the afterstates'
+//! table takes the process's ghosts too, the afterstates others own that its states move to:
+//! their ids are held whole while their values are fetched and merged in a round at a time.
 
 use rayon::prelude::*;
 
 use super::{AfterFigures, AgeOutput, AgeWriter, Backward, Level, Phase, Wants};
 use crate::rules::board;
+use crate::solver::exchange::Exchange;
 use crate::solver::records::{FigureSums, StateRec, Summary};
+use crate::solver::spill::Spilled;
 use crate::solver::table::{TableBuilder, ValueTable};
 use crate::solver::{Result, SolveError};
 use crate::store::idcodec::LayerFile;
@@ -102,7 +106,8 @@ impl Backward<'_> {
                 after.push(ids, &values);
                 Ok(())
             };
-            if file.afterstates() > 0 {
+            // Over several processes the file keeps this process's afterstates, if any.
+            if file.afterstates() > 0 || self.distributed().is_some() {
                 for chunk in file.afterstate_chunks(STREAM_CHUNK) {
                     value_chunk(&chunk.map_err(damaged)?)?;
                 }
@@ -129,6 +134,12 @@ impl Backward<'_> {
         phase(Phase::AfterstateValues);
         drop(next4);
         let after_table = after.finish();
+        // Over several processes: the afterstates others own that this process's states move
+        // to, with their values fetched from their owners, merged in.
+        let after_table = match self.distributed() {
+            Some(ex) => self.streamed_ghosts(ex, age, file, after_table, n_after)?,
+            None => after_table,
+        };
         phase(Phase::AfterstateTable);
 
         let mut level = TableBuilder::new(n_states, k, self.perfect_from, coding);
@@ -174,6 +185,143 @@ impl Backward<'_> {
             after_values: Vec::new(),
         };
         Ok((out, table))
+    }
+}
+
+impl Backward<'_> {
+    /// Over several processes, a streamed age's afterstates' table with the afterstates this
+    /// process's states move to that others own (its ghosts, the forward pass's `asked`, or
+    /// made again from the states): their values fetched from their owners a round at a time
+    /// and merged in id order with this process's own, read again from the work `file` with
+    /// their values from `own` (their table, of `n_own` ids), into a table of both. This
+    /// process answers the others from `own` too: its values are those of the afterstates
+    /// valued whole, as the table's coding reads them back, which a table of that coding
+    /// stores as they are (so the asker's table holds the bits it would have held). Without
+    /// ghosts `own` is the table. Collective.
+    fn streamed_ghosts(
+        &self,
+        ex: &Exchange,
+        age: u32,
+        file: &LayerFile,
+        own: ValueTable,
+        n_own: usize,
+    ) -> Result<ValueTable> {
+        let k = self.k();
+        let shape = self.game.shape();
+        let damaged = |e: crate::store::idcodec::Damaged| {
+            SolveError::Internal(format!("age {age}'s layer file, checked when read: {e}"))
+        };
+        let wanted = match self.asked.and_then(|asked| asked(age)) {
+            Some(wanted) => wanted,
+            None => {
+                let mut made = Spilled::new(age, self.holding.cap);
+                for chunk in file.state_chunks(STREAM_CHUNK) {
+                    made.push(self.asked_again(ex, &chunk.map_err(damaged)?))?;
+                }
+                made.into_layer()?
+            }
+        };
+        let values_of = |id: u64, out: &mut Vec<f64>| -> Result<()> {
+            let v = own.get(id).ok_or_else(|| SolveError::Inconsistent {
+                board: shape.to_string(),
+                age,
+                step: "look-up from another process",
+            })?;
+            out.extend((0..k).map(|vi| v.get(vi)));
+            Ok(())
+        };
+        let answer = |ids: &[u64]| -> Result<Vec<f64>> {
+            let mut out = Vec::with_capacity(ids.len() * k);
+            for &id in ids {
+                values_of(id, &mut out)?;
+            }
+            Ok(out)
+        };
+        if wanted.is_empty() {
+            // Nothing to merge: this process only answers.
+            ex.fetch_rounds(&[], k, &answer, &mut |_, _| Ok(()))?;
+            return Ok(own);
+        }
+        let mut table = self.table_builder(n_own + wanted.len());
+        let mut mine = OwnIds {
+            chunks: Box::new(
+                file.afterstate_chunks(STREAM_CHUNK)
+                    .map(move |c| c.map_err(damaged)),
+            ),
+            ids: Vec::new(),
+            at: 0,
+        };
+        let (mut ids, mut values) = (Vec::new(), Vec::new());
+        // Each round's ghosts with this process's afterstates below the round's last (those
+        // above it come with later rounds, or at the end).
+        let mut merge = |ghosts: &[u64], got: &[f64], below: Option<u64>| -> Result<()> {
+            let mut j = 0;
+            loop {
+                let o = mine.peek()?.filter(|&o| below.is_none_or(|b| o < b));
+                let take_own = match (o, ghosts.get(j)) {
+                    (None, None) => break,
+                    (Some(_), None) => true,
+                    (None, Some(_)) => false,
+                    (Some(o), Some(&g)) => o < g,
+                };
+                if take_own {
+                    let id = o.unwrap_or_default();
+                    ids.push(id);
+                    values_of(id, &mut values)?;
+                    mine.at += 1;
+                } else {
+                    ids.push(ghosts[j]);
+                    values.extend_from_slice(&got[j * k..(j + 1) * k]);
+                    j += 1;
+                }
+                if ids.len() == MERGE_RUN {
+                    table.push(&ids, &values);
+                    ids.clear();
+                    values.clear();
+                }
+            }
+            Ok(())
+        };
+        ex.fetch_rounds(
+            &wanted,
+            k,
+            &answer,
+            &mut |ghosts, got| match ghosts.last() {
+                Some(&last) => merge(ghosts, got, Some(last)),
+                None => Ok(()),
+            },
+        )?;
+        drop(wanted);
+        merge(&[], &[], None)?;
+        table.push(&ids, &values);
+        drop(own);
+        Ok(table.finish())
+    }
+}
+
+/// Ids merged before they are pushed to a table at once.
+const MERGE_RUN: usize = 1 << 16;
+
+/// A process's afterstates read again from a streamed age's work file, an id at a time.
+struct OwnIds<'a> {
+    chunks: Box<dyn Iterator<Item = Result<Vec<u64>>> + 'a>,
+    ids: Vec<u64>,
+    at: usize,
+}
+
+impl OwnIds<'_> {
+    /// The next id (`None` past the last).
+    fn peek(&mut self) -> Result<Option<u64>> {
+        while self.at == self.ids.len() {
+            match self.chunks.next() {
+                None => return Ok(None),
+                Some(chunk) => {
+                    self.ids = chunk?;
+                    self.at = 0;
+                }
+            }
+        }
+        Ok(Some(self.ids[self.at]))
     }
 }
 

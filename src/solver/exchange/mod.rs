@@ -81,6 +81,14 @@ fn round_of<T>(from: &[T], r: usize, per: usize) -> &[T] {
     &from[lo..lo.saturating_add(per).min(from.len())]
 }
 
+/// How a process answers the ids others ask of it ([`Exchange::fetch`]): their values (`k` each),
+/// in the order asked.
+pub type Answer<'a> = dyn Fn(&[u64]) -> Result<Vec<f64>> + Sync + 'a;
+
+/// What a process does with each round of values it fetched ([`Exchange::fetch_rounds`]): the
+/// round's ids and their values (`k` each).
+pub type Received<'a> = dyn FnMut(&[u64], &[f64]) -> Result<()> + 'a;
+
 /// What moves data between the processes of a solve: a few MPI collectives.
 pub trait Transport: Send + Sync {
     /// This process's rank.
@@ -386,29 +394,47 @@ impl<'t> Exchange<'t> {
     /// The values (`k` each, `[i * k + v]`) of `wanted` (sorted, distinct, none this
     /// process's), from their owners, each of which answers the ids asked of it with
     /// `answer` (their values in the order asked). Collective.
-    pub fn fetch(
+    pub fn fetch(&self, wanted: &[u64], k: usize, answer: &Answer<'_>) -> Result<Vec<f64>> {
+        let mut out = Vec::with_capacity(wanted.len() * k);
+        self.fetch_rounds(wanted, k, answer, &mut |_, values| {
+            out.extend_from_slice(values);
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// [`Exchange::fetch`] handing each round's ids (a piece of `wanted`, in order) and their
+    /// values to `each` as they come, instead of gathering them: a streamed age merges them
+    /// into its table without holding the values of its whole wanted set. The same
+    /// collectives as [`Exchange::fetch`], so that a process fetching one way and another
+    /// the other keep in step. Collective.
+    pub fn fetch_rounds(
         &self,
         wanted: &[u64],
         k: usize,
-        answer: &(dyn Fn(&[u64]) -> Result<Vec<f64>> + Sync),
-    ) -> Result<Vec<f64>> {
+        answer: &Answer<'_>,
+        each: &mut Received<'_>,
+    ) -> Result<()> {
         if self.is_single() {
             if !wanted.is_empty() {
                 return Err(SolveError::Internal(
                     "a value asked of another process in a single-process solve".into(),
                 ));
             }
-            return Ok(Vec::new());
+            return Ok(());
         }
         // In rounds of at most `FETCH_ROUND` ids a process, as many as the process with the
         // most asks (the others ask nothing in the rounds past their own).
         let per = FETCH_ROUND.min(self.per_process * self.parts.count as usize);
         let rounds = self.agree_max(wanted.len().div_ceil(per) as u64)? as usize;
-        let mut out = Vec::with_capacity(wanted.len() * k);
+        let mut values = Vec::new();
         for r in 0..rounds {
-            self.fetch_round(round_of(wanted, r, per), k, answer, &mut out)?;
+            let ids = round_of(wanted, r, per);
+            values.clear();
+            self.fetch_round(ids, k, answer, &mut values)?;
+            each(ids, &values)?;
         }
-        Ok(out)
+        Ok(())
     }
 
     /// One round of [`Exchange::fetch`]: the values of `wanted` appended to `out`.
@@ -417,7 +443,7 @@ impl<'t> Exchange<'t> {
         &self,
         wanted: &[u64],
         k: usize,
-        answer: &(dyn Fn(&[u64]) -> Result<Vec<f64>> + Sync),
+        answer: &Answer<'_>,
         out: &mut Vec<f64>,
     ) -> Result<()> {
         let (asked, owners) = self.buckets(wanted);

@@ -20,8 +20,9 @@ use crate::solver::backward::{
 use crate::solver::budget::Budget;
 use crate::solver::checkpoint::Checkpointer;
 use crate::solver::output::{AgeFiles, Files};
-use crate::solver::plan::{human, size_arg, BackwardPlan};
+use crate::solver::plan::{human, size_arg, BackwardPlan, Needs};
 use crate::solver::records::StateRec;
+use crate::solver::table::Coding;
 use crate::solver::{Result, SolveError};
 use crate::store::work::{BackwardProgress, ValuesWriter, WorkDir};
 use crate::store::{Store, StoreError};
@@ -52,8 +53,9 @@ pub(super) fn run(s: &Class, fwd: &mut Forward) -> Result<Option<BackwardProgres
         }
     };
     let counts = counts(s, fwd)?;
-    let mut bplan = s.plan.backward(&counts, s.variants, s.can_stream)?;
-    tell_plan(s, &counts, &bplan);
+    let ghosts = ghosts(s, &counts);
+    let (mut bplan, smallest) = plan(s, &Needs::new(&counts, &ghosts))?;
+    tell_plan(s, &counts, &bplan, smallest);
     // The rest of the run on disk, checked before the pass starts: its output, and the state
     // values of three ages at once (two for a resume, one being written); the work files
     // shrink as it goes (`retire_layers`).
@@ -144,6 +146,50 @@ fn counts(s: &Class, fwd: &Forward) -> Result<Vec<(u32, u64, u64)>> {
         .collect()
 }
 
+/// Over several processes, the ghosts of each age `(age, ids)`: the afterstates its states
+/// move to that others own, as the forward pass kept them (none in one process; an age whose
+/// file is missing counts none, and the pass makes them again).
+fn ghosts(s: &Class, counts: &[(u32, u64, u64)]) -> Vec<(u32, u64)> {
+    if s.ex.is_single() {
+        return Vec::new();
+    }
+    (counts.iter())
+        .filter_map(|c| Some((c.0, s.work.load_asked(c.0)?.len() as u64)))
+        .collect()
+}
+
+/// The backward plan of this process and the smallest budget that holds every age of every
+/// process. Over several processes the processes agree: each plans its own share, the
+/// smallest named is the largest of theirs, the tables are in fixed point if any process's
+/// must be, and if any process's budget holds an age in no way, every process refuses,
+/// naming that smallest. Collective.
+fn plan(s: &Class, needs: &Needs) -> Result<(BackwardPlan, u64)> {
+    let (ex, variants, can_stream) = (s.ex, s.variants, s.can_stream);
+    let smallest = ex.agree_max(s.plan.smallest_of(needs, variants, can_stream))?;
+    let mine = s
+        .plan
+        .backward_of(needs, variants, can_stream, smallest, None);
+    if ex.agree_any(mine.is_err())? {
+        return Err(mine.err().unwrap_or_else(|| {
+            SolveError::Budget(format!(
+                "--memory {}: another process's share of an age does not fit it; the smallest \
+                 budget that holds every age is --memory {}",
+                human(s.plan.budget),
+                size_arg(smallest)
+            ))
+        }));
+    }
+    let mut bplan = mine?;
+    let fixed = ex.agree_any(bplan.coding != Coding::F64)?;
+    if fixed && bplan.coding == Coding::F64 {
+        let coding = crate::solver::plan::fixed_coding(variants, needs.counts);
+        bplan = s
+            .plan
+            .backward_of(needs, variants, can_stream, smallest, Some(coding))?;
+    }
+    Ok((bplan, smallest))
+}
+
 /// For a restricted solve, the plan line's note of the symmetry group boards are identified by.
 fn restricted_group(s: &Class) -> String {
     if s.class.limits.is_none() {
@@ -157,7 +203,7 @@ fn restricted_group(s: &Class) -> String {
 }
 
 /// Tells how the backward pass will hold its tables and what the rest takes on disk.
-fn tell_plan(s: &Class, counts: &[(u32, u64, u64)], bplan: &BackwardPlan) {
+fn tell_plan(s: &Class, counts: &[(u32, u64, u64)], bplan: &BackwardPlan, smallest: u64) {
     let rest = Store::run_bytes_estimate(counts, &s.storages);
     (s.on_event)(Event::Plan {
         text: format!(
@@ -168,7 +214,7 @@ fn tell_plan(s: &Class, counts: &[(u32, u64, u64)], bplan: &BackwardPlan) {
             bplan.streamed.len(),
             counts.len(),
             human(s.plan.budget),
-            size_arg(s.plan.smallest(counts, s.variants, s.can_stream)),
+            size_arg(smallest),
             s.work.bytes() as f64 / 1e9,
             rest as f64 / 1e9,
         ) + &restricted_group(s),

@@ -179,7 +179,7 @@ fn pass(s: &Class, fwd: &mut ForwardProgress) -> Result<()> {
 }
 
 /// The afterstates of age `age` for a resumed pass. Over several processes, those this
-/// process owns (its files keep them whole: no age is streamed).
+/// process owns (its files keep them, a streamed age's too).
 fn resumed_afterstates(s: &Class, age: u32) -> Result<Vec<u64>> {
     if s.ex.is_single() {
         return stored_afterstates(s.game, s.class, &s.work, age, s.plan.forward);
@@ -216,9 +216,14 @@ fn save_layers(
                 Some(bytes) => bytes,
                 None => WorkDir::encode_layers(layer.age, &layer.states, &layer.afterstates),
             };
-            // Over several processes, the afterstates asked of others too.
-            let asked = (!layer.asked.is_empty())
-                .then(|| WorkDir::encode_layers(layer.age, &layer.asked, &[]));
+            // Over several processes, the afterstates asked of others too (a streamed age's
+            // come encoded, and are written even if none: the backward pass then need not
+            // make them again).
+            let asked = match layer.asked_encoded {
+                Some(bytes) => Some(bytes),
+                None => (!layer.asked.is_empty())
+                    .then(|| WorkDir::encode_layers(layer.age, &layer.asked, &[])),
+            };
             store.ensure_free(
                 &format!("the forward layers of age {}", layer.age),
                 (bytes.len() + asked.as_ref().map_or(0, Vec::len)) as u64,

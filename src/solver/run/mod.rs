@@ -300,8 +300,9 @@ struct Class<'a> {
     on_event: &'a (dyn Fn(Event) + Sync),
     /// The budget's plan before the forward pass.
     plan: Plan,
-    /// Whether ages may be valued a chunk at a time: only in the policy layout of a
-    /// one-process solve (a solve over several processes values every age whole).
+    /// Whether ages may be valued a chunk at a time: only in the policy layout, and over
+    /// several processes only under parts whose spawns stay home (by tiles: no level holds
+    /// others' boards; elsewhere every age is valued whole).
     can_stream: bool,
     /// This process's work files.
     work: WorkDir,
@@ -370,7 +371,7 @@ fn solve_class(
         .collect();
     let shape = game.shape();
     same_processes(store, shape, class, ex)?;
-    let can_stream = ex.is_single() && !storages.iter().any(Storage::has_index);
+    let can_stream = ex.parts().spawns_stay_home() && !storages.iter().any(Storage::has_index);
     // Where an earlier solve of this board gives the counts, a budget too small for the
     // backward pass is refused now, before any work file is touched.
     if let Some(counts) = known_counts(store, shape, group, class) {
