@@ -24,7 +24,7 @@ pub const YIELD_WHEN_IDLE: [&str; 3] = ["--mca", "mpi_yield_when_idle", "1"];
 
 /// `mpirun -np N age2048 ARGS…`: as root too, more processes than cores allowed, no binding
 /// to cores, waits yielding the CPU (the test threads share the machine).
-fn mpirun(np: usize, args: &[&str]) -> Command {
+pub fn mpirun(np: usize, args: &[&str]) -> Command {
     let mut c = Command::new("mpirun");
     c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")

@@ -11,25 +11,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use super::common::{self, shared_policy_solve, BIN};
-use super::mpi::{files_of, local_solve};
-
-/// `mpirun -np N age2048 ARGS…` as `mpi`'s tests run it (copied from there): as root too,
-/// more processes than cores allowed, no binding to cores.
-fn mpirun(np: usize, args: &[&str]) -> Command {
-    let mut c = Command::new("mpirun");
-    c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .args([
-            "-np",
-            &np.to_string(),
-            "--oversubscribe",
-            "--bind-to",
-            "none",
-        ])
-        .arg(BIN)
-        .args(args);
-    c
-}
+use super::mpi::{files_of, local_solve, mpirun};
 
 /// `solve --layout policy --threads 1` of `board` under `variant` over `np` processes into
 /// `data`, with the `extra` arguments.
