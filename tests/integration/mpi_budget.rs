@@ -10,7 +10,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use super::common::{self, shared_policy_solve, BIN};
+use super::common::{self, shared_policy_solve};
 use super::mpi::{files_of, local_solve, mpirun};
 
 /// `solve --layout policy --threads 1` of `board` under `variant` over `np` processes into
