@@ -72,7 +72,7 @@ pub fn local_solve(np: usize, board: &str, variant: &str, extra: &[&str]) -> Pat
 
 /// The manifest without what depends on how the solve ran (its files, timings, threads,
 /// memory, parts, own digest) and its ages without their files' entries.
-fn answer_of(m: &serde_json::Value) -> serde_json::Value {
+pub fn answer_of(m: &serde_json::Value) -> serde_json::Value {
     let mut m = m.clone();
     let o = m.as_object_mut().unwrap();
     for k in [

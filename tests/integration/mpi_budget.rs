@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use super::common::{self, shared_policy_solve};
-use super::mpi::{files_of, local_solve, mpirun};
+use super::mpi::{answer_of, files_of, local_solve, mpirun};
 
 /// `solve --layout policy --threads 1` of `board` under `variant` over `np` processes into
 /// `data`, with the `extra` arguments.
@@ -21,27 +21,6 @@ fn solve_np(np: usize, data: &Path, board: &str, variant: &str, extra: &[&str]) 
     args.extend(["--data", data.to_str().unwrap()]);
     args.extend_from_slice(extra);
     mpirun(np, &args).output().expect("mpirun runs")
-}
-
-/// The manifest without what depends on how the solve ran (its files, timings, threads,
-/// memory, parts, own digest) and its ages without their files' entries.
-fn answer_of(m: &serde_json::Value) -> serde_json::Value {
-    let mut m = m.clone();
-    let o = m.as_object_mut().unwrap();
-    for k in [
-        "files",
-        "timings",
-        "threads",
-        "peak_rss_bytes",
-        "parts",
-        "manifest_sha256",
-    ] {
-        o.remove(k);
-    }
-    for a in o["ages"].as_array_mut().unwrap() {
-        a.as_object_mut().unwrap().remove("policy");
-    }
-    m
 }
 
 /// The plan line's count of ages valued a chunk at a time and of ages
