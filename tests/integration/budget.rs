@@ -220,11 +220,7 @@ fn a_solve_given_the_smallest_budget_peaks_under_it() {
             break s;
         }
         if let Ok(text) = std::fs::read_to_string(&status) {
-            let kb = text
-                .lines()
-                .find_map(|l| l.strip_prefix("VmHWM:"))
-                .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok());
-            peak = peak.max(kb.unwrap_or(0) * 1024);
+            peak = peak.max(common::vm_hwm(&text));
         }
         std::thread::sleep(std::time::Duration::from_millis(5));
     };

@@ -603,3 +603,13 @@ pub fn state_values(dir: &Path, m: &age2048::store::Manifest) -> HashMap<u64, f6
     assert_eq!(solved.len() as u64, m.n_states);
     solved
 }
+
+/// The peak resident bytes (`VmHWM`) a `/proc/PID/status` text gives (0 if none).
+pub fn vm_hwm(status: &str) -> u64 {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+        .unwrap_or(0)
+        * 1024
+}

@@ -6,6 +6,7 @@
 //! messages cut into many small rounds give the same files.
 
 use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::{Mutex, OnceLock};
@@ -269,6 +270,28 @@ fn reach_and_restricted_solves_over_two_processes_are_the_one_process_solves() {
     same_solve(&one, &two, &one, 2, "3x3", &name);
 }
 
+/// Kills the second of a two-process job's processes when its stderr has said a line starting
+/// with `prefix` `after` times; true if it was killed.
+pub fn kill_second_after(job: &mut std::process::Child, prefix: &str, after: usize) -> bool {
+    let err = job.stderr.take().expect("the job's stderr is piped");
+    let mut seen = 0;
+    for line in BufReader::new(err).lines() {
+        if line.unwrap().starts_with(prefix) {
+            seen += 1;
+            if seen == after {
+                let ranks = children(job.id());
+                assert_eq!(ranks.len(), 2, "the processes of the job: {ranks:?}");
+                return Command::new("kill")
+                    .args(["-KILL", &ranks[1].to_string()])
+                    .status()
+                    .unwrap()
+                    .success();
+            }
+        }
+    }
+    false
+}
+
 /// The processes `mpirun` started (its children).
 pub fn children(pid: u32) -> Vec<u32> {
     let mut out = Vec::new();
@@ -449,7 +472,6 @@ fn backward_done(data: &Path, np: usize) -> Vec<Option<u64>> {
 /// not killed.
 #[test]
 fn processes_stopped_at_different_ages_resume_after_the_oldest() {
-    use std::io::{BufRead, BufReader};
     let dir = common::fresh_dir("mpi_resume_ages");
     let (board, variant) = ("3x3", "goal-256");
     let whole = local_solve(2, board, variant, &[]);
@@ -493,24 +515,7 @@ fn processes_stopped_at_different_ages_resume_after_the_oldest() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let err = job.stderr.take().unwrap();
-        let mut backward = 0;
-        let mut killed = false;
-        for line in BufReader::new(err).lines() {
-            if line.unwrap().starts_with("backward: age") {
-                backward += 1;
-                if backward == after {
-                    let ranks = children(job.id());
-                    assert_eq!(ranks.len(), 2, "the processes of the job: {ranks:?}");
-                    killed = Command::new("kill")
-                        .args(["-KILL", &ranks[1].to_string()])
-                        .status()
-                        .unwrap()
-                        .success();
-                    break;
-                }
-            }
-        }
+        let killed = kill_second_after(&mut job, "backward: age", after);
         let status = job.wait().unwrap();
         assert!(killed && !status.success(), "the job was killed: {status}");
         let done = backward_done(&data, 2);

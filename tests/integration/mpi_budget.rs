@@ -135,7 +135,6 @@ fn streamed_3x3_over_two_and_three_processes_writes_the_unbudgeted_files() {
 /// unbudgeted solve.
 #[test]
 fn a_killed_streamed_solve_resumes_to_the_unbudgeted_files() {
-    use std::io::{BufRead, BufReader};
     let dir = common::fresh_dir("mpi_budget_resume");
     let (board, variant) = ("3x3", "goal-256");
     let data = dir.join("killed");
@@ -145,24 +144,7 @@ fn a_killed_streamed_solve_resumes_to_the_unbudgeted_files() {
             .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap();
-        let err = job.stderr.take().unwrap();
-        let mut seen = 0;
-        let mut killed = false;
-        for line in BufReader::new(err).lines() {
-            if line.unwrap().starts_with(pass) {
-                seen += 1;
-                if seen == after {
-                    let ranks = super::mpi::children(job.id());
-                    assert_eq!(ranks.len(), 2, "the processes of the job: {ranks:?}");
-                    killed = Command::new("kill")
-                        .args(["-KILL", &ranks[1].to_string()])
-                        .status()
-                        .unwrap()
-                        .success();
-                    break;
-                }
-            }
-        }
+        let killed = super::mpi::kill_second_after(&mut job, pass, after);
         let status = job.wait().unwrap();
         assert!(
             killed && !status.success(),
@@ -247,11 +229,7 @@ fn peak_of(mut job: std::process::Child) -> (u64, Output) {
             if !text.lines().any(|l| l == "Name:\tage2048") {
                 continue;
             }
-            let kb = text
-                .lines()
-                .find_map(|l| l.strip_prefix("VmHWM:"))
-                .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok());
-            peak = peak.max(kb.unwrap_or(0) * 1024);
+            peak = peak.max(common::vm_hwm(&text));
         }
         std::thread::sleep(std::time::Duration::from_millis(5));
     };
