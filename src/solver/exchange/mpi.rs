@@ -3,11 +3,20 @@
 //! communicator, through the `mpi` crate. Only the thread that initialised MPI calls it (the
 //! passes call the exchange from their own thread; rayon's workers never do), so MPI runs at
 //! the `funneled` level.
+//!
+//! Where a host holds several of the job's processes, a process waits for a collective
+//! without holding a core ([`wait`]): MPI's own blocking wait polls in a loop for as long as
+//! the others take to get there, and on a shared host it takes the core another process of
+//! the job works on. With one process a host (a cluster's usual launch) the collectives are
+//! MPI's blocking ones, as its own progress is the fastest there.
 
 use std::io::Write;
 
+use std::time::{Duration, Instant};
+
 use mpi::datatype::{Partition, PartitionMut};
 use mpi::environment::Universe;
+use mpi::request::{Request, Scope};
 use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::*;
 use mpi::Count;
@@ -24,6 +33,9 @@ pub struct Mpi {
     world: SimpleCommunicator,
     /// The thread that initialised MPI: the only one that may call it (`funneled`).
     owner: std::thread::ThreadId,
+    /// Whether collectives wait politely ([`wait`]): the same in every process of the job
+    /// (MPI matches a blocking collective only with blocking ones), set by [`Mpi::share_hosts`].
+    polite: bool,
 }
 
 // SAFETY: MPI is initialised at the `funneled` level: only the thread that initialised it may
@@ -62,7 +74,7 @@ pub fn run_mpi<E>(
 where
     E: From<SolveError> + ErrorKind + std::error::Error,
 {
-    let mpi = Mpi::init()?;
+    let mut mpi = Mpi::init()?;
     // A panic in any thread ends the process at once (after its message), and the launcher
     // then ends the job: the others must not wait in a collective for it.
     let report = std::panic::take_hook();
@@ -74,6 +86,7 @@ where
         return solve(&Exchange::single(shape), 1);
     }
     let sharers = mpi.on_this_host()?;
+    mpi.share_hosts(sharers)?;
     let host = ::mpi::environment::processor_name().unwrap_or_else(|_| "?".into());
     say(&format!(
         "process {} of {} on host {host} ({sharers} of the solve's processes on it)",
@@ -120,7 +133,15 @@ impl Mpi {
             _universe: universe,
             world,
             owner: std::thread::current().id(),
+            polite: false,
         })
+    }
+
+    /// Collectives wait politely from now on if any host holds more than one of the job's
+    /// processes (`sharers` on this one), as every process agrees. Collective.
+    pub fn share_hosts(&mut self, sharers: u32) -> Result<()> {
+        self.polite = self.all_max(u64::from(sharers))? > 1;
+        Ok(())
     }
 
     /// How many processes of the job run on this host (those that share its memory:
@@ -185,17 +206,36 @@ impl Transport for Mpi {
             flat.extend_from_slice(b);
         }
         let mut recv_counts: Vec<Count> = vec![0; n];
-        self.world
-            .all_to_all_into(&send_counts[..], &mut recv_counts[..]);
+        if self.polite {
+            mpi::request::scope(|sc| {
+                wait(self.world.immediate_all_to_all_into(
+                    sc,
+                    &send_counts[..],
+                    &mut recv_counts[..],
+                ))
+            });
+        } else {
+            self.world
+                .all_to_all_into(&send_counts[..], &mut recv_counts[..]);
+        }
         let recv_total: usize = recv_counts.iter().map(|&c| c as usize).sum();
         count(recv_total)?;
-        let mut recv = vec![0u64; recv_total];
+        let mut recv = receive_buffer(recv_total);
         {
             let send_displs = displacements(&send_counts);
             let recv_displs = displacements(&recv_counts);
             let sp = Partition::new(&flat[..], &send_counts[..], &send_displs[..]);
             let mut rp = PartitionMut::new(&mut recv[..], &recv_counts[..], &recv_displs[..]);
-            self.world.all_to_all_varcount_into(&sp, &mut rp);
+            if self.polite {
+                mpi::request::scope(|sc| {
+                    wait(
+                        self.world
+                            .immediate_all_to_all_varcount_into(sc, &sp, &mut rp),
+                    )
+                });
+            } else {
+                self.world.all_to_all_varcount_into(&sp, &mut rp);
+            }
         }
         Ok(split_by(&recv, &recv_counts))
     }
@@ -205,14 +245,32 @@ impl Transport for Mpi {
         let n = self.world.size() as usize;
         let mine = count(bytes.len())?;
         let mut counts: Vec<Count> = vec![0; n];
-        self.world.all_gather_into(&mine, &mut counts[..]);
+        if self.polite {
+            mpi::request::scope(|sc| {
+                wait(
+                    self.world
+                        .immediate_all_gather_into(sc, &mine, &mut counts[..]),
+                )
+            });
+        } else {
+            self.world.all_gather_into(&mine, &mut counts[..]);
+        }
         let total: usize = counts.iter().map(|&c| c as usize).sum();
         count(total)?;
-        let mut recv = vec![0u8; total];
+        let mut recv = receive_buffer(total);
         {
             let displs = displacements(&counts);
             let mut rp = PartitionMut::new(&mut recv[..], &counts[..], &displs[..]);
-            self.world.all_gather_varcount_into(bytes, &mut rp);
+            if self.polite {
+                mpi::request::scope(|sc| {
+                    wait(
+                        self.world
+                            .immediate_all_gather_varcount_into(sc, bytes, &mut rp),
+                    )
+                });
+            } else {
+                self.world.all_gather_varcount_into(bytes, &mut rp);
+            }
         }
         Ok(split_by(&recv, &counts))
     }
@@ -220,14 +278,63 @@ impl Transport for Mpi {
     fn all_max(&self, x: u64) -> Result<u64> {
         self.on_owner()?;
         let mut out = 0u64;
-        self.world
-            .all_reduce_into(&x, &mut out, mpi::collective::SystemOperation::max());
+        let max = mpi::collective::SystemOperation::max();
+        if self.polite {
+            mpi::request::scope(|sc| {
+                wait(self.world.immediate_all_reduce_into(sc, &x, &mut out, max))
+            });
+        } else {
+            self.world.all_reduce_into(&x, &mut out, max);
+        }
         Ok(out)
     }
 
     fn abort(&self, code: i32) -> ! {
         self.world.abort(code)
     }
+}
+
+/// How long [`wait`] tests a request in a tight loop before it sleeps between tests: a
+/// collective whose processes all arrive within it ends as soon as with MPI's blocking wait.
+const SPIN: Duration = Duration::from_millis(2);
+
+/// The first and the longest sleep between two tests of a request, doubling from the first:
+/// a process that waits seconds for the others wakes about a thousand times a second (a few
+/// microseconds of CPU each), and is at most this late on top of MPI's own time.
+const FIRST_PAUSE: Duration = Duration::from_micros(50);
+const LONGEST_PAUSE: Duration = Duration::from_millis(1);
+
+/// Waits for a non-blocking collective to end: tests it (which also moves its messages on) in
+/// a tight loop for [`SPIN`], then sleeps between tests, from [`FIRST_PAUSE`] doubling up to
+/// [`LONGEST_PAUSE`]. MPI's blocking wait spins (or yields, with `mpi_yield_when_idle`) for
+/// the whole wait: a process waiting while another on its host values an age takes a core
+/// from it (or a system call a turn, yielding).
+fn wait<'a, D: ?Sized, S: Scope<'a>>(mut request: Request<'a, D, S>) {
+    let start = Instant::now();
+    let mut pause = FIRST_PAUSE;
+    loop {
+        match request.test() {
+            Ok(_) => return,
+            Err(r) => request = r,
+        }
+        if start.elapsed() < SPIN {
+            std::hint::spin_loop();
+        } else {
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(LONGEST_PAUSE);
+        }
+    }
+}
+
+/// A receive buffer of `n` zeros that is never empty in memory: libnbc (Open MPI's
+/// non-blocking collectives) takes a send and a receive buffer at the same address as
+/// `MPI_IN_PLACE`, and two empty `Vec`s share one dangling address, so a process that sends
+/// and receives nothing would run the in-place schedule while the others do not, and the job
+/// would hang. A real allocation never has the address of another live buffer.
+fn receive_buffer<T: Clone + Default>(n: usize) -> Vec<T> {
+    let mut v = Vec::with_capacity(n.max(1));
+    v.resize(n, T::default());
+    v
 }
 
 /// A collective's receive buffer cut into each process's bytes, in rank order.
@@ -241,4 +348,24 @@ fn split_by<T: Clone>(recv: &[T], counts: &[Count]) -> Vec<Vec<T>> {
             part
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An empty receive buffer is a real allocation: never at the dangling address that an
+    /// empty send buffer has, which libnbc would take for `MPI_IN_PLACE` (regression: a 2x2
+    /// solve over two processes hung at its first age when every buffer was a `Vec`).
+    #[test]
+    fn an_empty_receive_buffer_is_never_at_an_empty_send_buffers_address() {
+        let empty_ids: Vec<u64> = Vec::new();
+        let empty_bytes: Vec<u8> = Vec::new();
+        let ids: Vec<u64> = receive_buffer(0);
+        let bytes: Vec<u8> = receive_buffer(0);
+        assert_ne!(ids.as_ptr(), empty_ids.as_ptr());
+        assert_ne!(bytes.as_ptr(), empty_bytes.as_ptr());
+        assert!(ids.is_empty() && bytes.is_empty());
+        assert_eq!(receive_buffer::<u64>(3), vec![0, 0, 0]);
+    }
 }
