@@ -11,7 +11,6 @@
 //! MPI's blocking ones, as its own progress is the fastest there.
 
 use std::io::Write;
-
 use std::time::{Duration, Instant};
 
 use mpi::datatype::{Partition, PartitionMut};
