@@ -659,3 +659,64 @@ fn small_messages_give_the_same_files() {
         assert!(!data.exists(), "{bad}: {} written", data.display());
     }
 }
+
+/// Regression: a process that sends and receives nothing in a collective (2x2's first ages
+/// over two processes) ran libnbc's in-place schedule, its empty send and receive buffers
+/// sharing one dangling address, while the other did not, and the job hung at its first age.
+/// The job now ends, within two minutes, with the one-process answer.
+#[test]
+fn a_process_with_nothing_to_exchange_does_not_hang_the_job() {
+    let dir = common::fresh_dir("mpi_empty");
+    let (board, variant) = ("2x2", "expectation");
+    let (one, two) = (dir.join("one"), dir.join("two"));
+    let args = |data: &Path| {
+        let d = data.to_str().unwrap().to_string();
+        [
+            "solve",
+            "--quiet",
+            "--board",
+            board,
+            "--variant",
+            variant,
+            "--threads",
+            "1",
+        ]
+        .map(String::from)
+        .into_iter()
+        .chain(["--data".to_string(), d])
+        .collect::<Vec<String>>()
+    };
+    let two_args = args(&two);
+    let two_args: Vec<&str> = two_args.iter().map(String::as_str).collect();
+    let mut job = mpirun(2, &two_args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("mpirun runs");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let status = loop {
+        if let Some(status) = job.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            for p in children(job.id()) {
+                let _ = Command::new("kill")
+                    .args(["-KILL", &p.to_string()])
+                    .status();
+            }
+            let _ = job.kill();
+            let _ = job.wait();
+            panic!("a 2x2 solve over two processes did not end within two minutes");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    assert!(status.success(), "{status}");
+    let one_args = args(&one);
+    let one_args: Vec<&str> = one_args.iter().map(String::as_str).collect();
+    let o = common::run(&one_args);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    assert_eq!(
+        answer_of(&common::manifest(&one, board, variant)),
+        answer_of(&common::manifest(&two, board, variant))
+    );
+}
