@@ -669,26 +669,12 @@ fn a_process_with_nothing_to_exchange_does_not_hang_the_job() {
     let dir = common::fresh_dir("mpi_empty");
     let (board, variant) = ("2x2", "expectation");
     let (one, two) = (dir.join("one"), dir.join("two"));
-    let args = |data: &Path| {
-        let d = data.to_str().unwrap().to_string();
-        [
-            "solve",
-            "--quiet",
-            "--board",
-            board,
-            "--variant",
-            variant,
-            "--threads",
-            "1",
-        ]
-        .map(String::from)
-        .into_iter()
-        .chain(["--data".to_string(), d])
-        .collect::<Vec<String>>()
+    let (one_d, two_d) = (one.to_str().unwrap(), two.to_str().unwrap());
+    let args = |d| {
+        let solve = ["solve", "--quiet", "--board", board, "--variant", variant];
+        [&solve[..], &["--threads", "1", "--data", d]].concat()
     };
-    let two_args = args(&two);
-    let two_args: Vec<&str> = two_args.iter().map(String::as_str).collect();
-    let mut job = mpirun(2, &two_args)
+    let mut job = mpirun(2, &args(two_d))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -711,9 +697,7 @@ fn a_process_with_nothing_to_exchange_does_not_hang_the_job() {
         std::thread::sleep(std::time::Duration::from_millis(100));
     };
     assert!(status.success(), "{status}");
-    let one_args = args(&one);
-    let one_args: Vec<&str> = one_args.iter().map(String::as_str).collect();
-    let o = common::run(&one_args);
+    let o = common::run(&args(one_d));
     assert!(o.status.success(), "{}", common::stderr(&o));
     assert_eq!(
         answer_of(&common::manifest(&one, board, variant)),
