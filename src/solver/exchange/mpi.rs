@@ -179,6 +179,19 @@ fn displacements(counts: &[Count]) -> Vec<Count> {
         .collect()
 }
 
+/// Calls a collective of the world communicator: its non-blocking form awaited by [`wait`]
+/// where the processes agreed to wait politely, its blocking form otherwise (the `mpi`
+/// crate's two methods take the same arguments, the first after a request scope).
+macro_rules! collective {
+    ($mpi:ident, $blocking:ident, $immediate:ident, $($arg:expr),+) => {
+        if $mpi.polite {
+            mpi::request::scope(|sc| wait($mpi.world.$immediate(sc, $($arg),+)))
+        } else {
+            $mpi.world.$blocking($($arg),+)
+        }
+    };
+}
+
 impl Transport for Mpi {
     fn rank(&self) -> u32 {
         self.world.rank() as u32
@@ -205,18 +218,13 @@ impl Transport for Mpi {
             flat.extend_from_slice(b);
         }
         let mut recv_counts: Vec<Count> = vec![0; n];
-        if self.polite {
-            mpi::request::scope(|sc| {
-                wait(self.world.immediate_all_to_all_into(
-                    sc,
-                    &send_counts[..],
-                    &mut recv_counts[..],
-                ))
-            });
-        } else {
-            self.world
-                .all_to_all_into(&send_counts[..], &mut recv_counts[..]);
-        }
+        collective!(
+            self,
+            all_to_all_into,
+            immediate_all_to_all_into,
+            &send_counts[..],
+            &mut recv_counts[..]
+        );
         let recv_total: usize = recv_counts.iter().map(|&c| c as usize).sum();
         count(recv_total)?;
         let mut recv = receive_buffer(recv_total);
@@ -225,16 +233,13 @@ impl Transport for Mpi {
             let recv_displs = displacements(&recv_counts);
             let sp = Partition::new(&flat[..], &send_counts[..], &send_displs[..]);
             let mut rp = PartitionMut::new(&mut recv[..], &recv_counts[..], &recv_displs[..]);
-            if self.polite {
-                mpi::request::scope(|sc| {
-                    wait(
-                        self.world
-                            .immediate_all_to_all_varcount_into(sc, &sp, &mut rp),
-                    )
-                });
-            } else {
-                self.world.all_to_all_varcount_into(&sp, &mut rp);
-            }
+            collective!(
+                self,
+                all_to_all_varcount_into,
+                immediate_all_to_all_varcount_into,
+                &sp,
+                &mut rp
+            );
         }
         Ok(split_by(&recv, &recv_counts))
     }
@@ -244,32 +249,26 @@ impl Transport for Mpi {
         let n = self.world.size() as usize;
         let mine = count(bytes.len())?;
         let mut counts: Vec<Count> = vec![0; n];
-        if self.polite {
-            mpi::request::scope(|sc| {
-                wait(
-                    self.world
-                        .immediate_all_gather_into(sc, &mine, &mut counts[..]),
-                )
-            });
-        } else {
-            self.world.all_gather_into(&mine, &mut counts[..]);
-        }
+        collective!(
+            self,
+            all_gather_into,
+            immediate_all_gather_into,
+            &mine,
+            &mut counts[..]
+        );
         let total: usize = counts.iter().map(|&c| c as usize).sum();
         count(total)?;
         let mut recv = receive_buffer(total);
         {
             let displs = displacements(&counts);
             let mut rp = PartitionMut::new(&mut recv[..], &counts[..], &displs[..]);
-            if self.polite {
-                mpi::request::scope(|sc| {
-                    wait(
-                        self.world
-                            .immediate_all_gather_varcount_into(sc, bytes, &mut rp),
-                    )
-                });
-            } else {
-                self.world.all_gather_varcount_into(bytes, &mut rp);
-            }
+            collective!(
+                self,
+                all_gather_varcount_into,
+                immediate_all_gather_varcount_into,
+                bytes,
+                &mut rp
+            );
         }
         Ok(split_by(&recv, &counts))
     }
@@ -278,13 +277,14 @@ impl Transport for Mpi {
         self.on_owner()?;
         let mut out = 0u64;
         let max = mpi::collective::SystemOperation::max();
-        if self.polite {
-            mpi::request::scope(|sc| {
-                wait(self.world.immediate_all_reduce_into(sc, &x, &mut out, max))
-            });
-        } else {
-            self.world.all_reduce_into(&x, &mut out, max);
-        }
+        collective!(
+            self,
+            all_reduce_into,
+            immediate_all_reduce_into,
+            &x,
+            &mut out,
+            max
+        );
         Ok(out)
     }
 
