@@ -9,6 +9,8 @@
 # Usage: benches/scale.sh DATA_ROOT "BOARD VARIANTS [EXTRA ARGS…]" …
 #   e.g. benches/scale.sh /var/tmp/scale "4x3 goal-64" "3x4 goal-64" "4x4 goal-32"
 # DATA_ROOT keeps the solved data (a solve already there is resumed, not redone).
+# The projections are for the processor of the latest quiet row; PROJECT_ON="<processor as the
+# table names it>" projects for another (e.g. the one whose compact solves are the bases).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=${1:?usage: benches/scale.sh DATA_ROOT "BOARD VARIANTS [ARGS]" …}

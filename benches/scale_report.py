@@ -6,6 +6,7 @@ bytes of the biggest solve measured to boards too big for this machine, and prin
 next to the result, so that a reader can redo the arithmetic or disagree with an assumption.
 """
 import csv
+import os
 import sys
 
 rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
@@ -68,6 +69,9 @@ def is_quiet(r):
 
 quiet_rows = [r for r in measured if is_quiet(r)]
 here = quiet_rows[-1].get("cpu") if quiet_rows else (rows[-1].get("cpu") if rows else None)
+# PROJECT_ON names another processor of the table to project for (e.g. the one whose
+# compact solves are the bases, when the latest quiet row's processor has none).
+here = os.environ.get("PROJECT_ON") or here
 if here and any(r.get("cpu") == here for r in measured):
     measured = [r for r in measured if r.get("cpu") == here]
 
