@@ -2,10 +2,12 @@
 # Times ours on the six goal tables of reports/bench/peers.md (2x4 and 3x3, goals 128 to 1024)
 # in every layout (full, compact, policy), the layouts alternating within each round, and
 # appends a row a table and layout (median wall and CPU seconds) to reports/bench/peers.tsv.
-# The peer (2048EndgameTablebase's native core) is not run here: its figures are the ones
-# reports/bench/peers.md quotes.
+# The peer (2048EndgameTablebase's native core, C++/OpenMP, reached through its Python
+# binding) runs beside ours where PEER names a command that builds one of its tables, given as
+# `2x4-128` … `3x3-1024`, and prints `TABLE WALL_S CPU_S` (its build and driver stay outside
+# this repository: reports/bench/peers.md says how they were made); its rows say `peer`.
 #
-# Usage: benches/peers.sh [ROUNDS]   (default 3)
+# Usage: [PEER=CMD] benches/peers.sh [ROUNDS]   (default 3)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3}
@@ -27,6 +29,10 @@ n=0
 for table in "2x4 goal-128" "2x4 goal-256" "2x4 goal-512" "3x3 goal-256" "3x3 goal-512" "3x3 goal-1024"; do
   read -r board variant <<< "$table"
   for _ in $(seq "$rounds"); do
+    if [ -n "${PEER:-}" ]; then
+      # The peer first in each round, then ours, so that every layout has the same neighbours.
+      $PEER "$board-${variant#goal-}" | awk '{print $2, $3}' >> "$tmp/$board.$variant.peer"
+    fi
     for layout in full compact policy; do
       n=$((n + 1))
       /usr/bin/time -f "%e %U %S" -o "$tmp/t" "$bin" solve --board "$board" --variant "$variant" \
@@ -34,7 +40,7 @@ for table in "2x4 goal-128" "2x4 goal-256" "2x4 goal-512" "3x3 goal-256" "3x3 go
       awk '{print $1, $2 + $3}' "$tmp/t" >> "$tmp/$board.$variant.$layout"
     done
   done
-  for layout in full compact policy; do
+  for layout in ${PEER:+peer} full compact policy; do
     f=$tmp/$board.$variant.$layout
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%Y-%m-%d)" "$commit" "$cpu" "$load" \
       "$table" "$layout" "$rounds" "$(cut -d' ' -f1 "$f" | median)" "$(cut -d' ' -f2 "$f" | median)" \
