@@ -4,8 +4,8 @@
 # appends a row a table and layout (median wall and CPU seconds) to reports/bench/peers.tsv.
 # The peer (2048EndgameTablebase's native core, C++/OpenMP, reached through its Python
 # binding) runs beside ours where PEER names a command that builds one of its tables, given as
-# `2x4-128` … `3x3-1024`, and prints `TABLE WALL_S CPU_S` (its build and driver stay outside
-# this repository: reports/bench/peers.md says how they were made); its rows say `peer`.
+# `2x4-128` … `3x3-1024`, and prints `TABLE WALL_S CPU_S` (benches/peer/run.sh, after
+# benches/peer/build.sh); its rows say `peer`.
 #
 # Usage: [PEER=CMD] benches/peers.sh [ROUNDS]   (default 3)
 set -euo pipefail
@@ -30,7 +30,7 @@ for table in "2x4 goal-128" "2x4 goal-256" "2x4 goal-512" "3x3 goal-256" "3x3 go
   read -r board variant <<< "$table"
   for _ in $(seq "$rounds"); do
     if [ -n "${PEER:-}" ]; then
-      # The peer first in each round, then ours, so that every layout has the same neighbours.
+      # The peer first in each round, then our layouts in their order.
       $PEER "$board-${variant#goal-}" | awk '{print $2, $3}' >> "$tmp/$board.$variant.peer"
     fi
     for layout in full compact policy; do
