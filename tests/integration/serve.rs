@@ -892,9 +892,10 @@ fn a_cheap_query_is_answered_while_another_client_floods_slow_ones() {
 #[test]
 fn a_hostile_query_is_refused_within_its_deadline() {
     // The deadline is the flood's too: each of its queries holds a core until it, and the
-    // test waits out the last one (at 60 s, a minute of the suite's two cores).
+    // test waits out the last one, so it is short.
     let deadline = Duration::from_secs(10);
-    let s = Server::start(&["--sql-timeout", "10", "--max-rows", "100000000"]);
+    let secs = deadline.as_secs().to_string();
+    let s = Server::start(&["--sql-timeout", &secs, "--max-rows", "100000000"]);
     let flood = Flood::start(&s.addr, SLOW, 1);
     std::thread::sleep(Duration::from_secs(2));
     for _ in 0..2 {
@@ -1478,11 +1479,11 @@ fn a_result_is_cut_in_bytes_and_memory_stays_bounded() {
 #[test]
 fn a_wide_hostile_query_is_cut_at_its_first_chunk_and_its_answer_not_kept() {
     const WIDE: &str = "SELECT repeat('x', 1000000) AS s FROM range(1000)";
-    // The flood's queries run to it, and the test waits for the last: shorter than it was
-    // (30 s), well above the second a wide query takes on an idle machine (8 s with three
-    // other floods on two cores).
+    // The flood's queries run to it and the test waits for the last, so it is short; yet well
+    // above what a wide query takes on a loaded machine.
     let deadline = Duration::from_secs(20);
-    let s = Server::start(&["--sql-timeout", "20", "--max-rows", "100000000"]);
+    let secs = deadline.as_secs().to_string();
+    let s = Server::start(&["--sql-timeout", &secs, "--max-rows", "100000000"]);
     let pid = s.child.id();
     let anon0 = status_kib(pid, "RssAnon:").unwrap();
     let flood = Flood::start(&s.addr, SLOW, 1);
@@ -2002,10 +2003,11 @@ fn answers_left_unread_are_bounded_and_dropped_at_the_write_timeout() {
     // loaded machine (at 10 s a debug build under a load of 7 was not: the ninth query found
     // a slot freed by the timeout).
     // With the lanes, the ninth query waits `pool::QUEUE_WAIT` (10 s) for a permit before its
-    // refusal: 30 s was too short at a load of 25, and is three times what an idle machine
-    // takes (the test checks it had the time, below).
+    // refusal: 30 s was too short at a load of 25, yet is ample on an idle machine (the test
+    // checks it had the time, below).
     let timeout = Duration::from_secs(30);
-    let s = Server::start(&["--write-timeout", "30", "--max-rows", "100000"]);
+    let secs = timeout.as_secs().to_string();
+    let s = Server::start(&["--write-timeout", &secs, "--max-rows", "100000"]);
     // About 30 MB of rows: far more than the sockets' buffers take.
     let body =
         serde_json::to_vec(&json!({ "query": "SELECT repeat('x', 30000) AS s FROM range(1000)" }))
