@@ -1,7 +1,8 @@
 //! Over several processes: the boards others own that this process's look-ups need, its
 //! ghosts. A level's table holds, beside the boards this process owns, those others own
 //! that its younger ages' afterstates spawn into; the afterstates' table holds those its
-//! states move to. Their values are fetched from their owners ([`Exchange::fetch`]).
+//! states move to. Their values are fetched from their owners a round at a time
+//! ([`Exchange::fetch_rounds`]), merged into the table as they come.
 
 use rayon::prelude::*;
 
@@ -10,7 +11,7 @@ use crate::rules::board;
 use crate::rules::{ForwardClass, Game};
 use crate::solver::exchange::{answer_from, Exchange};
 use crate::solver::forward::absorbed;
-use crate::solver::table::TableBuilder;
+use crate::solver::table::{TableBuilder, ValueTable};
 use crate::solver::{Result, SolveError};
 
 /// The refusal of an age valued a chunk at a time over several processes.
@@ -48,34 +49,8 @@ fn spawn_children(
     out
 }
 
-/// Two sorted, disjoint layers with their values (`k` each) pushed into `table` as one, in
-/// id order, a run at a time (never merged whole).
-pub(super) fn push_merged(
-    table: &mut TableBuilder,
-    a: (&[u64], &[f64]),
-    b: (&[u64], &[f64]),
-    k: usize,
-) {
-    const RUN: usize = 1 << 16;
-    let (mut i, mut j) = (0, 0);
-    let (mut ids, mut vals) = (Vec::with_capacity(RUN), Vec::with_capacity(RUN * k));
-    while i < a.0.len() || j < b.0.len() {
-        let (from, at) = if j == b.0.len() || (i < a.0.len() && a.0[i] < b.0[j]) {
-            (&a, &mut i)
-        } else {
-            (&b, &mut j)
-        };
-        ids.push(from.0[*at]);
-        vals.extend_from_slice(&from.1[*at * k..(*at + 1) * k]);
-        *at += 1;
-        if ids.len() == RUN {
-            table.push(&ids, &vals);
-            ids.clear();
-            vals.clear();
-        }
-    }
-    table.push(&ids, &vals);
-}
+/// Ids merged before they are pushed into a table at once.
+const RUN: usize = 1 << 16;
 
 impl Backward<'_> {
     /// Over several processes, before age `age` (of `afterstates`) is valued: each level's
@@ -124,7 +99,7 @@ impl Backward<'_> {
         level: Level,
         readers: &[(&[u64], usize)],
     ) -> Result<Level> {
-        let (game, class, k) = (self.game, self.class, self.k());
+        let (game, class) = (self.game, self.class);
         let (ids, values) = level.owned.unwrap_or_default();
         let spawns = [class.spawn2, class.spawn4];
         let pieces: Vec<Vec<u64>> = readers
@@ -138,37 +113,79 @@ impl Backward<'_> {
             })
             .collect();
         let wanted = crate::solver::layer::sort_dedup_pieces(pieces);
-        let shape = game.shape();
-        let got = ex.fetch(&wanted, k, &|asked| {
-            answer_from(&ids, &values, k, asked, level.age, shape)
-        })?;
-        let mut table = self.table_builder(ids.len() + wanted.len());
-        push_merged(&mut table, (&ids, &values), (&wanted, &got), k);
-        Ok(Level::from_table(level.age, table.finish()))
+        let table = self.merge_fetched(ex, level.age, (&ids, &values), wanted)?;
+        Ok(Level::from_table(level.age, table))
     }
 
-    /// Over several processes: the afterstates of this process's states' moves that others
-    /// own (sorted), with their values fetched from their owners, who answer from
-    /// `afterstates` and `after_values` (this process's own). Collective.
-    pub(super) fn ghosted_afterstates(
+    /// Over several processes, a whole age's afterstates' table: this process's own
+    /// (`afterstates`, `after_values`) and the afterstates its `states` move to that others
+    /// own (its ghosts: the forward pass's `asked`, or made again from the states).
+    /// Collective.
+    pub(super) fn ghosted_after_table(
         &self,
         ex: &Exchange,
         age: u32,
         states: &[u64],
-        afterstates: &[u64],
-        after_values: &[f64],
-    ) -> Result<(Vec<u64>, Vec<f64>)> {
-        let (game, k) = (self.game, self.k());
-        let kept = self.asked.and_then(|asked| asked(age));
-        let wanted = match kept {
+        own: (&[u64], &[f64]),
+    ) -> Result<ValueTable> {
+        let wanted = match self.asked.and_then(|asked| asked(age)) {
             Some(wanted) => wanted,
             None => self.asked_again(ex, states),
         };
-        let shape = game.shape();
-        let got = ex.fetch(&wanted, k, &|asked| {
-            answer_from(afterstates, after_values, k, asked, age, shape)
+        self.merge_fetched(ex, age, own, wanted)
+    }
+
+    /// Over several processes, the table of the boards of age `age` this process owns
+    /// (`own`: sorted ids and their values, `k` each) and of `wanted` (sorted, distinct, others'),
+    /// whose values are fetched from their owners a round at a time and merged with its own
+    /// in id order as they come: the values of the whole wanted set are never held at once
+    /// (as [`Backward::streamed_ghosts`] does for a streamed age). This process answers the
+    /// others from `own`. Collective: called on the thread that talks to the others.
+    fn merge_fetched(
+        &self,
+        ex: &Exchange,
+        age: u32,
+        (own, own_values): (&[u64], &[f64]),
+        wanted: Vec<u64>,
+    ) -> Result<ValueTable> {
+        let (k, shape) = (self.k(), self.game.shape());
+        let answer = |asked: &[u64]| answer_from(own, own_values, k, asked, age, shape);
+        let mut table = self.table_builder(own.len() + wanted.len());
+        // This process's boards from `i` on, and a run of ids merged before it is pushed.
+        let mut i = 0;
+        let (mut ids, mut vals) = (Vec::with_capacity(RUN), Vec::with_capacity(RUN * k));
+        let flush = |ids: &mut Vec<u64>, vals: &mut Vec<f64>, table: &mut TableBuilder| {
+            table.push(ids, vals);
+            ids.clear();
+            vals.clear();
+        };
+        // Each round's ghosts with this process's boards below the round's last ghost (those
+        // above it come with later rounds, or at the end).
+        ex.fetch_rounds(&wanted, k, &answer, &mut |ghosts, got| {
+            for (j, &g) in ghosts.iter().enumerate() {
+                while i < own.len() && own[i] < g {
+                    ids.push(own[i]);
+                    vals.extend_from_slice(&own_values[i * k..(i + 1) * k]);
+                    i += 1;
+                    if ids.len() == RUN {
+                        flush(&mut ids, &mut vals, &mut table);
+                    }
+                }
+                ids.push(g);
+                vals.extend_from_slice(&got[j * k..(j + 1) * k]);
+                if ids.len() == RUN {
+                    flush(&mut ids, &mut vals, &mut table);
+                }
+            }
+            Ok(())
         })?;
-        Ok((wanted, got))
+        drop(wanted);
+        flush(&mut ids, &mut vals, &mut table);
+        for (c, chunk) in own[i..].chunks(RUN).enumerate() {
+            let from = (i + c * RUN) * k;
+            table.push(chunk, &own_values[from..from + chunk.len() * k]);
+        }
+        Ok(table.finish())
     }
 
     /// The afterstates `states` move to that others own, sorted and distinct: made again

@@ -382,32 +382,37 @@ impl<'g> Backward<'g> {
         drop(next4);
         let boards = (states.len() + afterstates.len()) as u64;
         let mut writer = open(age, states.len(), boards, false)?;
-        // Over several processes: the afterstates' table holds those of this process's
-        // moves that others own too, with the values fetched from them.
-        let ghosted = match self.distributed() {
-            Some(ex) => {
-                Some(self.ghosted_afterstates(ex, age, &states, &afterstates, &after_values)?)
-            }
-            None => None,
-        };
         // The afterstates' files now, if the writer writes them now, while their table is
         // built: then the afterstates' ids and values go before the states are valued and
         // the age's level is built (beside two state tables they made a big age's peak;
         // `reports/bench/profile.md`, "Figures moved out of the solver's comments").
-        let (after_table, written) = rayon::join(
-            || match &ghosted {
-                // Its own afterstates and those asked of others, merged as they are pushed.
-                Some((asked, asked_values)) => {
-                    let mut table = self.table_builder(afterstates.len() + asked.len());
-                    ghosts::push_merged(
-                        &mut table,
-                        (&afterstates, &after_values),
-                        (asked, asked_values),
-                        self.k(),
-                    );
-                    table.finish()
-                }
-                None => {
+        let mut write = || {
+            writer.afterstates(Afterstates {
+                age,
+                states: &states,
+                ids: &afterstates,
+                values: &after_values,
+            })
+        };
+        let (after_table, written) = match self.distributed() {
+            // Over several processes the table also holds the afterstates of this process's
+            // moves that others own, fetched from them as it is built: on this thread, the
+            // one that talks to the others, while the writer writes on another.
+            Some(ex) => {
+                let mut written = None;
+                let table = rayon::in_place_scope(|scope| {
+                    scope.spawn(|_| written = Some(write()));
+                    self.ghosted_after_table(ex, age, &states, (&afterstates, &after_values))
+                });
+                let written = written.unwrap_or_else(|| {
+                    Err(SolveError::Internal(
+                        "the afterstates' writer did not run".into(),
+                    ))
+                });
+                (table?, written)
+            }
+            None => rayon::join(
+                || {
                     let value = |j| after_values[j];
                     let coding = self.holding.coding;
                     ValueTable::from_fn_coded(
@@ -417,19 +422,11 @@ impl<'g> Backward<'g> {
                         self.perfect_from,
                         coding,
                     )
-                }
-            },
-            || {
-                writer.afterstates(Afterstates {
-                    age,
-                    states: &states,
-                    ids: &afterstates,
-                    values: &after_values,
-                })
-            },
-        );
+                },
+                write,
+            ),
+        };
         let written = written?;
-        drop(ghosted);
         phase(Phase::AfterstateTable);
         let (afterstates, after_values) = if written {
             (Vec::new(), Vec::new())

@@ -6,7 +6,7 @@
 //! Every state and afterstate of an age is owned by one process, the one whose part
 //! ([`Parts::of`], a function of the id alone) it falls in. The forward pass hands each layer
 //! it made to [`Exchange::route`], which sends each id to its owner and returns the ids this
-//! process owns; the backward pass asks [`Exchange::fetch`] for the values of the boards it
+//! process owns; the backward pass asks [`Exchange::fetch_rounds`] for the values of the boards it
 //! looks up that others own. The orchestration agrees through named operations: a
 //! [`Exchange::barrier`], [`Exchange::agree_min`] / [`Exchange::agree_max`] (and
 //! [`Exchange::agree_any`], [`Exchange::agree_all`]), the leader ([`Exchange::is_leader`]) and
@@ -41,7 +41,7 @@ use crate::store::parts::Parts;
 /// displacements hold. An exchange that moves more goes in rounds.
 pub const MESSAGE_LIMIT: usize = 1 << 24;
 
-/// The most ids a process asks in one round of [`Exchange::fetch`] (or the message limit, if
+/// The most ids a process asks in one round of [`Exchange::fetch_rounds`] (or the message limit, if
 /// smaller): the buckets, the messages and the answers of a round exist at once, never those
 /// of its whole wanted set (each several times the set's 8 bytes an id).
 pub const FETCH_ROUND: usize = 1 << 18;
@@ -81,7 +81,7 @@ fn round_of<T>(from: &[T], r: usize, per: usize) -> &[T] {
     &from[lo..lo.saturating_add(per).min(from.len())]
 }
 
-/// How a process answers the ids others ask of it ([`Exchange::fetch`]): their values (`k` each),
+/// How a process answers the ids others ask of it ([`Exchange::fetch_rounds`]): their values (`k` each),
 /// in the order asked.
 pub type Answer<'a> = dyn Fn(&[u64]) -> Result<Vec<f64>> + Sync + 'a;
 
@@ -393,21 +393,11 @@ impl<'t> Exchange<'t> {
 
     /// The values (`k` each, `[i * k + v]`) of `wanted` (sorted, distinct, none this
     /// process's), from their owners, each of which answers the ids asked of it with
-    /// `answer` (their values in the order asked). Collective.
-    pub fn fetch(&self, wanted: &[u64], k: usize, answer: &Answer<'_>) -> Result<Vec<f64>> {
-        let mut out = Vec::with_capacity(wanted.len() * k);
-        self.fetch_rounds(wanted, k, answer, &mut |_, values| {
-            out.extend_from_slice(values);
-            Ok(())
-        })?;
-        Ok(out)
-    }
-
-    /// [`Exchange::fetch`] handing each round's ids (a piece of `wanted`, in order) and their
-    /// values to `each` as they come, instead of gathering them: a streamed age merges them
-    /// into its table without holding the values of its whole wanted set. The same
-    /// collectives as [`Exchange::fetch`], so that a process fetching one way and another
-    /// the other keep in step. Collective.
+    /// `answer` (their values in the order asked): handed to `each` a round at a time (the
+    /// round's ids, a piece of `wanted` in order, and their values) as they come, never
+    /// gathered, so that a process merges them into its table without holding the values of
+    /// its whole wanted set. Every process goes through as many rounds as the one with the
+    /// most to ask. Collective.
     pub fn fetch_rounds(
         &self,
         wanted: &[u64],
@@ -437,7 +427,7 @@ impl<'t> Exchange<'t> {
         Ok(())
     }
 
-    /// One round of [`Exchange::fetch`]: the values of `wanted` appended to `out`.
+    /// One round of [`Exchange::fetch_rounds`]: the values of `wanted` appended to `out`.
     /// Collective.
     fn fetch_round(
         &self,
@@ -481,7 +471,7 @@ impl<'t> Exchange<'t> {
 }
 
 /// The values (`k` each) of `ids` looked up in a layer (`layer` sorted, `values[i * k + v]`):
-/// how a process answers [`Exchange::fetch`]. An id the layer does not hold is an
+/// how a process answers [`Exchange::fetch_rounds`]. An id the layer does not hold is an
 /// inconsistency of the forward layers.
 ///
 /// The ids asked come in increasing order (a bucket of a sorted request), so each is sought
@@ -540,11 +530,17 @@ mod tests {
         assert!(ex.is_single());
         assert!(ex.mine(12345));
         assert_eq!(ex.route(vec![1, 5, 9]).unwrap(), vec![1, 5, 9]);
-        assert_eq!(
-            ex.fetch(&[], 2, &|_| Ok(Vec::new())).unwrap(),
-            Vec::<f64>::new()
-        );
-        assert!(ex.fetch(&[3], 1, &|_| Ok(vec![0.0])).is_err());
+        let mut rounds = 0;
+        let mut each = |_: &[u64], _: &[f64]| -> Result<()> {
+            rounds += 1;
+            Ok(())
+        };
+        ex.fetch_rounds(&[], 2, &|_| Ok(Vec::new()), &mut each)
+            .unwrap();
+        assert!(ex
+            .fetch_rounds(&[3], 1, &|_| Ok(vec![0.0]), &mut each)
+            .is_err());
+        assert_eq!(rounds, 0);
         assert!(ex.is_leader());
         ex.barrier().unwrap();
         assert_eq!(ex.agree_min(7).unwrap(), 7);
