@@ -12,9 +12,15 @@
 # expression over `board caps goal`, default all) picks rows; APPEND=1 adds them to the file
 # (OUT, default reports/slizkov/a2.tsv) instead of writing it anew; WORK (default a fresh
 # temporary folder) holds each solve's data while its row is read, then it is deleted.
+# LAYOUT (default compact) stores the solve; `policy` keeps a row of billions of states within
+# the disk (a few bits a state, where compact's values take bytes), and reads the same values.
+# SQL_BIN (default BIN) reads them, for a BIN built without the query layer; MIN_FREE (default
+# 256M) is the disk the solve leaves free (it stops, and the row says so, rather than fill it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${1:-${CARGO_TARGET_DIR:-$HOME/.cache/age2048/target}/debug/age2048}
+SQL_BIN=${SQL_BIN:-$BIN}
+LAYOUT=${LAYOUT:-compact}
 ROW_CPU=${ROW_CPU:-3600}
 OUT=${OUT:-reports/slizkov/a2.tsv}
 CPU=$(bash benches/cpu.sh)
@@ -53,6 +59,7 @@ need() {
 }
 [ "${APPEND:-0}" = 1 ] || printf 'appendix\tboard\tcaps\trequire\tgoal\this_type\this_bound\tours_f64\tours_u32\tours_u53\tours_minus_his\tstates\tafterstates\tseconds\tcpu_seconds\tpeak_mib\tsymmetry\tprocessor\tcommit\n' >"$OUT"
 work=${WORK:-$(mktemp -d)}
+declare -A solved
 tmp=$(mktemp)
 trap 'rm -f "$tmp" "$tmp.mem"; [ -n "${WORK:-}" ] || rm -rf "$work"' EXIT
 while IFS='|' read -r table board caps goal his_type his; do
@@ -60,31 +67,41 @@ while IFS='|' read -r table board caps goal his_type his; do
   cols=${board#*x} cells=$(wc -w <<<"$caps")
   caps_grid=$(grid "$caps" "$cols") need_grid=$(need "$goal" "$cols" "$cells")
   data="$work/$board-$goal-$(tr -d ' ' <<<"$caps" | cksum | cut -d' ' -f1)"
-  rm -rf "$data"
-  start=$(date +%s.%N)
-  if /usr/bin/time -f '%M %U %S' -o "$tmp.mem" prlimit --cpu="$ROW_CPU" "$BIN" solve --board "$board" \
-      --caps "$caps_grid" --require "$need_grid" --variant "goal-$goal,goal-$goal-u32,goal-$goal-u53" \
-      --layout compact --data "$data" --quiet >/dev/null 2>"$tmp"; then
-    secs=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }')
-    peak=$(tail -1 "$tmp.mem" | awk '{printf "%.0f", $1 / 1024}')
-    cpu=$(tail -1 "$tmp.mem" | awk '{printf "%.1f", $2 + $3}')
-    # f64, u32, u53 in that order (the arithmetic's names sort so), from the `solves` view.
-    "$BIN" sql --data "$data" --format csv "SELECT value_empty, n_states, \
-      n_afterstates, symmetry FROM solves ORDER BY arithmetic" | tail -n +2 >"$tmp"
-    mapfile -t v < <(cut -d, -f1 "$tmp")
-    IFS=, read -r _ states afters sym < <(head -1 "$tmp")
+  # A.2 and A.3 rows of the same caps and goal are one solve: the second reads the first's.
+  if [ -n "${solved[$data]:-}" ]; then
+    IFS=$'\t' read -r v0 v1 v2 states afters secs cpu peak sym diff <<<"${solved[$data]}"
+    v=("$v0" "$v1" "$v2")
+  else
+    rm -rf "$data"
+    start=$(date +%s.%N)
+    if /usr/bin/time -f '%M %U %S' -o "$tmp.mem" prlimit --cpu="$ROW_CPU" "$BIN" solve --board "$board" \
+        --caps "$caps_grid" --require "$need_grid" --variant "goal-$goal,goal-$goal-u32,goal-$goal-u53" \
+        --layout "$LAYOUT" --data "$data" --min-free "${MIN_FREE:-256M}" --quiet >/dev/null 2>"$tmp"; then
+      secs=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }')
+      peak=$(tail -1 "$tmp.mem" | awk '{printf "%.0f", $1 / 1024}')
+      cpu=$(tail -1 "$tmp.mem" | awk '{printf "%.1f", $2 + $3}')
+      # f64, u32, u53 in that order (the arithmetic's names sort so), from the `solves` view.
+      "$SQL_BIN" sql --data "$data" --format csv "SELECT value_empty, n_states, \
+        n_afterstates, symmetry FROM solves ORDER BY arithmetic" | tail -n +2 >"$tmp"
+      mapfile -t v < <(cut -d, -f1 "$tmp")
+      IFS=, read -r _ states afters sym < <(head -1 "$tmp")
+    else
+      # Out of its CPU time, or another refusal (disk, memory): the solve's own last line says.
+      used=$(tail -1 "$tmp.mem" | awk '{printf "%.0f", $2 + $3}')
+      why=$(grep -v '^Command' "$tmp" | tail -1 | tr '\t' ' ' | cut -c1-160)
+      diff=$([ "$used" -ge "$ROW_CPU" ] && echo timeout || echo "failed: ${why:-no message}")
+      v=(- - -) states=- afters=- secs=- peak=- sym=- cpu=">$used"
+    fi
+    rm -rf "$data"
+    solved[$data]=$(printf '%s\t' "${v[@]}" "$states" "$afters" "$secs" "$cpu" "$peak" "$sym" \
+      "${diff:-}")
+  fi
+  if [ "${v[0]}" != - ]; then
     # Ours in his arithmetic (f64 for his floats, the u32 bound for his uint32) minus his figure,
     # which he rounded to 6 or 8 digits.
     diff=$(awk -v t="$his_type" -v his="$his" -v f="${v[0]}" -v u="${v[1]}" \
       'BEGIN { printf "%+.2e", (t == "uint32" ? u : f) - his }')
-  else
-    # Out of its CPU time, or another refusal (disk, memory): the solve's own last line says.
-    used=$(tail -1 "$tmp.mem" | awk '{printf "%.0f", $2 + $3}')
-    why=$(grep -v '^Command' "$tmp" | tail -1 | tr '\t' ' ' | cut -c1-160)
-    diff=$([ "$used" -ge "$ROW_CPU" ] && echo timeout || echo "failed: ${why:-no message}")
-    v=(- - -) states=- afters=- secs=- peak=- sym=- cpu=">$used"
   fi
-  rm -rf "$data"
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$table" \
     "$board" "$caps" "$need_grid" "$goal" "$his_type" "$his" "${v[0]}" "${v[1]}" "${v[2]}" \
     "$diff" "$states" "$afters" "$secs" "$cpu" "$peak" "$sym" "$CPU" "$COMMIT" >>"$OUT"
