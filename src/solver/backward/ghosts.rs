@@ -9,7 +9,7 @@ use rayon::prelude::*;
 use super::{Backward, Layers, Level, CHUNK};
 use crate::rules::board;
 use crate::rules::{ForwardClass, Game};
-use crate::solver::exchange::{answer_from, Exchange};
+use crate::solver::exchange::{answer_from, Answer, Exchange};
 use crate::solver::forward::absorbed;
 use crate::solver::table::{TableBuilder, ValueTable};
 use crate::solver::{Result, SolveError};
@@ -138,8 +138,7 @@ impl Backward<'_> {
     /// Over several processes, the table of the boards of age `age` this process owns
     /// (`own`: sorted ids and their values, `k` each) and of `wanted` (sorted, distinct, others'),
     /// whose values are fetched from their owners a round at a time and merged with its own
-    /// in id order as they come: the values of the whole wanted set are never held at once
-    /// (as [`Backward::streamed_ghosts`] does for a streamed age). This process answers the
+    /// in id order as they come ([`Backward::merge_rounds`]). This process answers the
     /// others from `own`. Collective: called on the thread that talks to the others.
     fn merge_fetched(
         &self,
@@ -150,42 +149,68 @@ impl Backward<'_> {
     ) -> Result<ValueTable> {
         let (k, shape) = (self.k(), self.game.shape());
         let answer = |asked: &[u64]| answer_from(own, own_values, k, asked, age, shape);
-        let mut table = self.table_builder(own.len() + wanted.len());
-        // This process's boards from `i` on, and a run of ids merged before it is pushed.
-        let mut i = 0;
-        let (mut ids, mut vals) = (Vec::with_capacity(RUN), Vec::with_capacity(RUN * k));
-        let flush = |ids: &mut Vec<u64>, vals: &mut Vec<f64>, table: &mut TableBuilder| {
-            table.push(ids, vals);
-            ids.clear();
-            vals.clear();
+        let table = self.table_builder(own.len() + wanted.len());
+        let mine = Slices {
+            ids: own,
+            values: own_values,
+            k,
+            at: 0,
         };
-        // Each round's ghosts with this process's boards below the round's last ghost (those
-        // above it come with later rounds, or at the end).
-        ex.fetch_rounds(&wanted, k, &answer, &mut |ghosts, got| {
-            for (j, &g) in ghosts.iter().enumerate() {
-                while i < own.len() && own[i] < g {
-                    ids.push(own[i]);
-                    vals.extend_from_slice(&own_values[i * k..(i + 1) * k]);
-                    i += 1;
-                    if ids.len() == RUN {
-                        flush(&mut ids, &mut vals, &mut table);
-                    }
+        Ok(self
+            .merge_rounds(ex, wanted, &answer, mine, table)?
+            .finish())
+    }
+
+    /// Merges this process's boards (`own`, in increasing id order) with `wanted` (sorted,
+    /// distinct, others'), whose values are fetched from their owners a round at a time
+    /// ([`Exchange::fetch_rounds`], this process answering with `answer`), into `table` in
+    /// runs of [`RUN`] ids: the values of the whole wanted set are never held at once. Each
+    /// round's ghosts go in with this process's boards below the round's last ghost (those
+    /// above it come with later rounds, or at the end). Returns the table full, not finished
+    /// (so that the caller may let go of its own boards first). Collective.
+    pub(super) fn merge_rounds(
+        &self,
+        ex: &Exchange,
+        wanted: Vec<u64>,
+        answer: &Answer<'_>,
+        mut own: impl OwnBoards,
+        mut table: TableBuilder,
+    ) -> Result<TableBuilder> {
+        let k = self.k();
+        let (mut ids, mut vals) = (Vec::with_capacity(RUN), Vec::with_capacity(RUN * k));
+        let mut merge = |ghosts: &[u64], got: &[f64], below: Option<u64>| -> Result<()> {
+            let mut j = 0;
+            loop {
+                let o = own.peek()?.filter(|&o| below.is_none_or(|b| o < b));
+                let take_own = match (o, ghosts.get(j)) {
+                    (None, None) => break,
+                    (Some(_), None) => true,
+                    (None, Some(_)) => false,
+                    (Some(o), Some(&g)) => o < g,
+                };
+                if take_own {
+                    ids.push(own.take(&mut vals)?);
+                } else {
+                    ids.push(ghosts[j]);
+                    vals.extend_from_slice(&got[j * k..(j + 1) * k]);
+                    j += 1;
                 }
-                ids.push(g);
-                vals.extend_from_slice(&got[j * k..(j + 1) * k]);
                 if ids.len() == RUN {
-                    flush(&mut ids, &mut vals, &mut table);
+                    table.push(&ids, &vals);
+                    ids.clear();
+                    vals.clear();
                 }
             }
             Ok(())
+        };
+        ex.fetch_rounds(&wanted, k, answer, &mut |ghosts, got| match ghosts.last() {
+            Some(&last) => merge(ghosts, got, Some(last)),
+            None => Ok(()),
         })?;
         drop(wanted);
-        flush(&mut ids, &mut vals, &mut table);
-        for (c, chunk) in own[i..].chunks(RUN).enumerate() {
-            let from = (i + c * RUN) * k;
-            table.push(chunk, &own_values[from..from + chunk.len() * k]);
-        }
-        Ok(table.finish())
+        merge(&[], &[], None)?;
+        table.push(&ids, &vals);
+        Ok(table)
     }
 
     /// The afterstates `states` move to that others own, sorted and distinct: made again
@@ -218,5 +243,35 @@ impl Backward<'_> {
             })
             .collect();
         crate::solver::layer::sort_dedup(wanted)
+    }
+}
+
+/// A process's own boards of an age in increasing id order, with their values: what
+/// [`Backward::merge_rounds`] merges the fetched ghosts with.
+pub(super) trait OwnBoards {
+    /// The next id, not taken yet (`None` past the last).
+    fn peek(&mut self) -> Result<Option<u64>>;
+    /// Takes the next id (the one [`OwnBoards::peek`] gave), its values appended to `out`.
+    fn take(&mut self, out: &mut Vec<f64>) -> Result<u64>;
+}
+
+/// Own boards held as sorted ids and their values (`k` each).
+struct Slices<'a> {
+    ids: &'a [u64],
+    values: &'a [f64],
+    k: usize,
+    at: usize,
+}
+
+impl OwnBoards for Slices<'_> {
+    fn peek(&mut self) -> Result<Option<u64>> {
+        Ok(self.ids.get(self.at).copied())
+    }
+
+    fn take(&mut self, out: &mut Vec<f64>) -> Result<u64> {
+        let (i, k) = (self.at, self.k);
+        out.extend_from_slice(&self.values[i * k..(i + 1) * k]);
+        self.at += 1;
+        Ok(self.ids[i])
     }
 }

@@ -6,6 +6,7 @@
 
 use rayon::prelude::*;
 
+use super::ghosts::OwnBoards;
 use super::{AfterFigures, AgeOutput, AgeWriter, Backward, Level, Phase, Wants};
 use crate::rules::board;
 use crate::solver::exchange::Exchange;
@@ -242,75 +243,32 @@ impl Backward<'_> {
             ex.fetch_rounds(&[], k, &answer, &mut |_, _| Ok(()))?;
             return Ok(own);
         }
-        let mut table = self.table_builder(n_own + wanted.len());
-        let mut mine = OwnIds {
+        let table = self.table_builder(n_own + wanted.len());
+        let mine = OwnIds {
             chunks: Box::new(
                 file.afterstate_chunks(STREAM_CHUNK)
                     .map(move |c| c.map_err(damaged)),
             ),
             ids: Vec::new(),
             at: 0,
+            values_of: &values_of,
         };
-        let (mut ids, mut values) = (Vec::new(), Vec::new());
-        // Each round's ghosts with this process's afterstates below the round's last (those
-        // above it come with later rounds, or at the end).
-        let mut merge = |ghosts: &[u64], got: &[f64], below: Option<u64>| -> Result<()> {
-            let mut j = 0;
-            loop {
-                let o = mine.peek()?.filter(|&o| below.is_none_or(|b| o < b));
-                let take_own = match (o, ghosts.get(j)) {
-                    (None, None) => break,
-                    (Some(_), None) => true,
-                    (None, Some(_)) => false,
-                    (Some(o), Some(&g)) => o < g,
-                };
-                if take_own {
-                    let id = o.unwrap_or_default();
-                    ids.push(id);
-                    values_of(id, &mut values)?;
-                    mine.at += 1;
-                } else {
-                    ids.push(ghosts[j]);
-                    values.extend_from_slice(&got[j * k..(j + 1) * k]);
-                    j += 1;
-                }
-                if ids.len() == MERGE_RUN {
-                    table.push(&ids, &values);
-                    ids.clear();
-                    values.clear();
-                }
-            }
-            Ok(())
-        };
-        ex.fetch_rounds(
-            &wanted,
-            k,
-            &answer,
-            &mut |ghosts, got| match ghosts.last() {
-                Some(&last) => merge(ghosts, got, Some(last)),
-                None => Ok(()),
-            },
-        )?;
-        drop(wanted);
-        merge(&[], &[], None)?;
-        table.push(&ids, &values);
+        let table = self.merge_rounds(ex, wanted, &answer, mine, table)?;
         drop(own);
         Ok(table.finish())
     }
 }
-
-/// Ids merged before they are pushed to a table at once.
-const MERGE_RUN: usize = 1 << 16;
 
 /// A process's afterstates read again from a streamed age's work file, an id at a time.
 struct OwnIds<'a> {
     chunks: Box<dyn Iterator<Item = Result<Vec<u64>>> + 'a>,
     ids: Vec<u64>,
     at: usize,
+    /// An id's values, from the own afterstates' table.
+    values_of: &'a dyn Fn(u64, &mut Vec<f64>) -> Result<()>,
 }
 
-impl OwnIds<'_> {
-    /// The next id (`None` past the last).
+impl OwnBoards for OwnIds<'_> {
     fn peek(&mut self) -> Result<Option<u64>> {
         while self.at == self.ids.len() {
             match self.chunks.next() {
@@ -322,6 +280,13 @@ impl OwnIds<'_> {
             }
         }
         Ok(Some(self.ids[self.at]))
+    }
+
+    fn take(&mut self, out: &mut Vec<f64>) -> Result<u64> {
+        let id = self.ids[self.at];
+        (self.values_of)(id, out)?;
+        self.at += 1;
+        Ok(id)
     }
 }
 
