@@ -105,6 +105,35 @@ fn solve_with(
     solve_ranked(game, variants, records, segment, perfect_from, None)
 }
 
+/// The boards and variants that [`perfect_tables_give_the_records_of_open_ones`] and
+/// [`the_pass_ranks_the_optimal_moves_as_the_rules_moves_do`] both check.
+const SHARED: [((usize, usize), &[&str]); 3] = [
+    ((3, 3), &["goal-128"]),
+    ((2, 4), &["expectation", "optimistic", "pessimistic"]),
+    ((4, 4), &["goal-8"]),
+];
+
+/// The game and variants of a case.
+fn case(shape: (usize, usize), names: &[&str]) -> (Game, Vec<Variant>) {
+    let game = Game::new(Shape::new(shape.0, shape.1).unwrap(), Group::Full);
+    let variants = names
+        .iter()
+        .map(|n| Variant::parse(n, Given::default()).unwrap())
+        .collect();
+    (game, variants)
+}
+
+/// The solve of [`SHARED`]'s case `i` with open tables, its records handed over whole and
+/// ranked under no rule: made once for the tests that compare other solves with it.
+fn shared_open(i: usize) -> &'static Solved {
+    static SOLVED: [std::sync::OnceLock<Solved>; SHARED.len()] =
+        [const { std::sync::OnceLock::new() }; SHARED.len()];
+    SOLVED[i].get_or_init(|| {
+        let (game, variants) = case(SHARED[i].0, SHARED[i].1);
+        solve_with(&game, &variants, Some(usize::MAX), SEGMENT, usize::MAX)
+    })
+}
+
 /// [`solve_with`], the records ranked under `order`.
 fn solve_ranked(
     game: &Game,
@@ -328,18 +357,17 @@ fn absorbed_states_are_recorded_whole_in_reused_buffers() {
 /// for bit, over boards and variants of both tiles, one tile, and several at once.
 #[test]
 fn perfect_tables_give_the_records_of_open_ones() {
-    for (shape, names) in [
-        ((3, 3), &["goal-128"][..]),
-        ((2, 4), &["expectation", "optimistic", "pessimistic"]),
-        ((4, 4), &["goal-8"]),
-        ((2, 3), &["goal-8-p4=0"]),
-    ] {
-        let game = Game::new(Shape::new(shape.0, shape.1).unwrap(), Group::Full);
-        let variants: Vec<Variant> = names
-            .iter()
-            .map(|n| Variant::parse(n, Given::default()).unwrap())
-            .collect();
-        let open = solve_with(&game, &variants, Some(usize::MAX), SEGMENT, usize::MAX);
+    let own = [((2, 3), &["goal-8-p4=0"][..])];
+    for (i, &(shape, names)) in SHARED.iter().chain(&own).enumerate() {
+        let (game, variants) = case(shape, names);
+        let solved;
+        let open = match SHARED.get(i) {
+            Some(_) => shared_open(i),
+            None => {
+                solved = solve_with(&game, &variants, Some(usize::MAX), SEGMENT, usize::MAX);
+                &solved
+            }
+        };
         let perfect = solve_with(&game, &variants, Some(usize::MAX), SEGMENT, 0);
         assert_eq!(open.len(), perfect.len());
         for ((o, (_, o_recs, _)), (p, (_, p_recs, _))) in open.iter().zip(&perfect) {
@@ -451,26 +479,12 @@ fn the_pass_ranks_the_optimal_moves_as_the_rules_moves_do() {
     // States whose optimal move is not the rule's first, over every shape (none on 4x4 to
     // goal-8, whose optimal moves the rule finds first or ties).
     let mut later = 0u64;
-    for (shape, names) in [
-        ((3, 3), &["goal-128"][..]),
-        ((2, 4), &["expectation", "optimistic", "pessimistic"]),
-        ((4, 4), &["goal-8"]),
-    ] {
-        let shape = Shape::new(shape.0, shape.1).unwrap();
-        let game = Game::new(shape, Group::Full);
-        let variants: Vec<Variant> = names
-            .iter()
-            .map(|n| Variant::parse(n, Given::default()).unwrap())
-            .collect();
+    for (i, &(shape, names)) in SHARED.iter().enumerate() {
+        let (game, variants) = case(shape, names);
+        let shape = game.shape();
         let k = variants.len();
-        let plain = solve_ranked(
-            &game,
-            &variants,
-            Some(usize::MAX),
-            SEGMENT,
-            usize::MAX,
-            None,
-        );
+        // The open tables' solve, its records whole: a pass asked for no rank.
+        let plain = shared_open(i);
         for records in [usize::MAX, 5] {
             let order = Some(Order::POLICY);
             let ranked = solve_ranked(&game, &variants, Some(records), SEGMENT, usize::MAX, order);
