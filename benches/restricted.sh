@@ -10,8 +10,11 @@
 #
 # Usage: benches/restricted.sh [PAIRS] [GAME…]   (default 3 pairs of the issue's "3x4 128": 3x4
 #        under caps of 64 against 4x3 goal-128; a GAME is "RxC G")
-# The binary: AGE2048 (default the Makefile's dev build, our crate at opt-level 3), PROFILE
-# naming its build. Timings never go into tests.
+#        PLAIN=same benches/restricted.sh …  (the plain solve on the same board, not turned: the
+#        restriction alone, without the turn's other paths through the code)
+# The binary: AGE2048 (default the Makefile's dev build, our crate at opt-level 3; any build,
+# the boards are read from the solve's closing line), PROFILE naming its build. Timings never
+# go into tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pairs=${1:-3}
@@ -34,10 +37,12 @@ run() {
   shift
   n=$((n + 1))
   /usr/bin/time -f "%e %U %S" -o "$tmp/t" "$bin" solve "$@" --layout compact --data "$tmp/d$n" \
-    --quiet >/dev/null 2>&1
+    >/dev/null 2>"$tmp/log"
   local boards
-  boards=$("$bin" sql --data "$tmp/d$n" --format csv \
-    "SELECT n_states + n_afterstates FROM solves" | tail -1)
+  # The closing line: "RxC VARIANT: N states, M afterstates, …".
+  boards=$(grep -oE '[0-9]+ states, [0-9]+ afterstates' "$tmp/log" | tail -1 |
+    awk '{print $1 + $3}')
+  [ -n "$boards" ] || { echo "no closing line in the solve's output" >&2; exit 1; }
   awk -v b="$boards" '{print $1, $2 + $3, b}' "$tmp/t" >>"$tmp/$kind"
   rm -rf "$tmp/d$n"
 }
@@ -49,11 +54,13 @@ for game in "${games[@]}"; do
   rows=${board%x*} cols=${board#*x}
   caps=$(awk -v r="$rows" -v c="$cols" -v t=$((goal / 2)) 'BEGIN {
     for (i = 0; i < r; i++) { for (j = 0; j < c; j++) printf "%s%s", t, (j < c - 1 ? " " : ""); if (i < r - 1) printf " / " } }')
-  restricted="$board caps $((goal / 2)) goal-$goal" plain="${cols}x$rows goal-$goal"
+  plain_board=${cols}x$rows
+  [ "${PLAIN:-turned}" = same ] && plain_board=$board
+  restricted="$board caps $((goal / 2)) goal-$goal" plain="$plain_board goal-$goal"
   rm -f "$tmp/r" "$tmp/p"
   for _ in $(seq "$pairs"); do
     run r --board "$board" --caps "$caps" --variant "goal-$goal"
-    run p --board "${cols}x$rows" --variant "goal-$goal"
+    run p --board "$plain_board" --variant "goal-$goal"
   done
   wr=$(cut -d' ' -f1 "$tmp/r" | median) wp=$(cut -d' ' -f1 "$tmp/p" | median)
   cr=$(cut -d' ' -f2 "$tmp/r" | median) cp=$(cut -d' ' -f2 "$tmp/p" | median)
