@@ -260,8 +260,7 @@ fn values_of(
 #[test]
 fn streamed_ages_are_valued_as_whole_ones() {
     for (shape, variant) in [((2, 4), "expectation"), ((3, 3), "goal-32")] {
-        let game = Game::new(Shape::new(shape.0, shape.1).unwrap(), Group::Full);
-        let variants = [Variant::parse(variant, Given::default()).unwrap()];
+        let (game, variants) = case(shape, &[variant]);
         let fixed = Coding::Fixed32 {
             fraction_bits: if variants[0].scored() { 16 } else { 31 },
         };
@@ -380,15 +379,11 @@ fn perfect_tables_give_the_records_of_open_ones() {
 
 #[test]
 fn summaries_in_segments_are_the_records_figures_and_values() {
-    let game = Game::new(Shape::new(2, 3).unwrap(), Group::Full);
     for names in [
         &["expectation", "optimistic", "pessimistic"][..],
         &["goal-64"],
     ] {
-        let variants: Vec<Variant> = names
-            .iter()
-            .map(|n| Variant::parse(n, Given::default()).unwrap())
-            .collect();
+        let (game, variants) = case((2, 3), names);
         check_summaries(&game, &variants);
     }
 }
