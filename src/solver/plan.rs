@@ -21,9 +21,17 @@ use crate::rules::Variant;
 /// finished ages ([`WRITE_AHEAD_BUDGETED`]).
 pub const FIXED: u64 = 256 << 20;
 
-/// The least budget a solve can keep to: the fixed part, and as much again for a forward
-/// batch's buffers and sort scratch.
-pub const MIN_BUDGET: u64 = 2 * FIXED;
+/// The least budget a solve can keep to with the default fixed part ([`least_budget`]).
+pub const MIN_BUDGET: u64 = least_budget(FIXED);
+
+/// The least budget a solve can keep to with a fixed part of `fixed` bytes: that, and half
+/// as much again for the forward pass's raw layers and batches ([`Plan::with_fixed`]). Half,
+/// not as much again: the forward pass's caps scale with what the budget leaves beyond the
+/// fixed part, and a floor of twice the fixed part named budgets above what the ages need to
+/// the processes of a job of many (`reports/bench/mpi.md`).
+pub const fn least_budget(fixed: u64) -> u64 {
+    fixed + fixed / 2
+}
 
 /// The writer's queue of finished ages under a budget that leaves no more room for it (the
 /// default is `solver::DEFAULT_WRITE_AHEAD`): part of [`FIXED`].
@@ -132,9 +140,9 @@ impl Plan {
     }
 
     /// [`Plan::new`] with a fixed part of `fixed` bytes instead of [`FIXED`] (the least
-    /// budget is then twice that).
+    /// budget is then [`least_budget`]`(fixed)`).
     pub fn with_fixed(budget: u64, fixed: u64) -> Result<Plan> {
-        let least = 2 * fixed;
+        let least = least_budget(fixed);
         if budget < least {
             return Err(SolveError::Budget(format!(
                 "--memory {}: a solve needs at least {} (the process, a batch's buffers, a \
@@ -290,7 +298,7 @@ impl Plan {
             .ages(needs, variants.len(), coding, can_stream, None)
             .map(|(_, need, _)| need)
             .fold(0.0, f64::max);
-        let least = 2 * self.fixed;
+        let least = least_budget(self.fixed);
         let mib = 1u64 << 20;
         ((need.ceil() as u64).div_ceil(mib) * mib).max(least)
     }
@@ -547,12 +555,12 @@ mod tests {
     #[test]
     fn a_budget_below_the_least_is_refused_naming_both() {
         let e = Plan::new(MIN_BUDGET - 1).unwrap_err().to_string();
-        assert!(e.starts_with("--memory 512 MiB"), "{e}");
-        assert!(e.contains("at least 512 MiB"), "{e}");
+        assert!(e.starts_with("--memory 384 MiB"), "{e}");
+        assert!(e.contains("at least 384 MiB"), "{e}");
         assert!(Plan::new(MIN_BUDGET).is_ok());
         // A smaller fixed part lowers the least budget.
-        assert!(Plan::with_fixed(MIN_BUDGET / 4, FIXED / 8).is_ok());
-        assert!(Plan::with_fixed(FIXED / 4 - 1, FIXED / 8).is_err());
+        assert!(Plan::with_fixed(MIN_BUDGET / 8, FIXED / 8).is_ok());
+        assert!(Plan::with_fixed(MIN_BUDGET / 8 - 1, FIXED / 8).is_err());
     }
 
     /// The forward pass's raw layers and batches come out of what the budget leaves beyond

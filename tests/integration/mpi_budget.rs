@@ -39,12 +39,12 @@ fn streamed_ages(err: &str) -> (u32, u32) {
 }
 
 /// The arguments of a budgeted solve with every age streamed (`--stream-cap`, layers packed
-/// beyond `cap` ids), planned with a fixed part of 96 MiB and given the least budget it
-/// allows (twice that), which the plan names as the smallest.
+/// beyond `cap` ids), planned with a fixed part of 128 MiB and given the least budget it
+/// allows (half as much again), which the plan names as the smallest.
 fn streamed(cap: &str) -> Vec<&str> {
     vec![
         "--fixed-memory",
-        "96M",
+        "128M",
         "--memory",
         "192M",
         "--stream-cap",
