@@ -58,23 +58,12 @@ report: build
 	DEST=$(OUT)/slizkov.md FRESH=$(OUT)/slizkov-a1.tsv bash benches/slizkov_tables.sh
 
 # Chromium and the browser tests' npm packages install (where missing) while cargo builds and
-# runs the tests; their log is shown if the install fails. Once built, the tests run in two
-# lanes at once (reports/bench/fresh.md): the integration tests but `serve`'s, which mostly
-# compute, on the terminal; beside them, logged, the unit tests and the integration tests of
-# `serve`, which mostly wait (on deadlines, timeouts and slow clients). The logged lane's
-# report follows; either lane failing fails the target.
-LANE_LOG := $(CARGO_TARGET_DIR)/test-lane.log
+# runs the tests; their log is shown if the install fails.
 test:
 	scripts/mpi.sh
 	@mkdir -p $(CARGO_TARGET_DIR)
 	scripts/browser-test.sh --install > $(CARGO_TARGET_DIR)/browser-install.log 2>&1 & inst=$$!; \
-	$(CARGO) test $(FEATURES) $(MPI_FEATURES) --no-run && { \
-	  { $(CARGO) test $(FEATURES) $(MPI_FEATURES) --lib --bins && \
-	    $(CARGO) test $(FEATURES) $(MPI_FEATURES) --doc && \
-	    $(CARGO) test $(FEATURES) $(MPI_FEATURES) --test integration -- serve::; } > $(LANE_LOG) 2>&1 & lane=$$!; \
-	  $(CARGO) test $(FEATURES) $(MPI_FEATURES) --test integration -- --skip serve::; rest=$$?; \
-	  wait $$lane; other=$$?; echo "== the unit tests and serve's (beside the above)"; cat $(LANE_LOG); \
-	  [ $$rest -eq 0 ] && [ $$other -eq 0 ]; }; st=$$?; \
+	$(CARGO) test $(FEATURES) $(MPI_FEATURES); st=$$?; \
 	wait $$inst || { cat $(CARGO_TARGET_DIR)/browser-install.log; exit 1; }; \
 	exit $$st
 	scripts/browser-test.sh $(BIN)
