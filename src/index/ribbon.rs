@@ -318,10 +318,14 @@ impl Pending {
     /// fails), `None` while rows are met.
     #[inline(always)]
     fn step(&mut self, rows: &mut [u128], vals: &mut [u8]) -> Option<bool> {
-        if self.c == 0 {
-            return Some(self.b == 0);
-        }
-        let j = self.c.trailing_zeros() as usize;
+        // The row is never 0 here: a key's starts with bit 0 set, and one that vanishes
+        // ends below.
+        let lo = self.c as u64;
+        let j = if lo != 0 {
+            lo.trailing_zeros()
+        } else {
+            64 + ((self.c >> 64) as u64).trailing_zeros()
+        } as usize;
         self.s += j;
         self.c >>= j;
         let r = rows[self.s];
@@ -332,6 +336,9 @@ impl Pending {
         }
         self.c ^= r;
         self.b ^= vals[self.s];
+        if self.c == 0 {
+            return Some(self.b == 0);
+        }
         None
     }
 
