@@ -318,8 +318,8 @@ impl Pending {
     /// fails), `None` while rows are met.
     #[inline(always)]
     fn step(&mut self, rows: &mut [u128], vals: &mut [u8]) -> Option<bool> {
-        // The row is never 0 here: a key's starts with bit 0 set, and one that vanishes
-        // ends below.
+        // The row is never 0 here: a key's row starts with bit 0 set, and a step whose XOR
+        // leaves 0 ends the key (below). The lowest set bit is nearly always in the low word.
         let lo = self.c as u64;
         let j = if lo != 0 {
             lo.trailing_zeros()
