@@ -26,9 +26,9 @@ pub const MIN_BUDGET: u64 = least_budget(FIXED);
 
 /// The least budget a solve can keep to with a fixed part of `fixed` bytes: that, and half
 /// as much again for the forward pass's raw layers and batches ([`Plan::with_fixed`]). Half,
-/// not as much again: the forward pass's caps scale with what the budget leaves beyond the
-/// fixed part, and a floor of twice the fixed part named budgets above what the ages need to
-/// the processes of a job of many (`reports/bench/mpi.md`).
+/// not as much again: their caps scale with what the budget leaves beyond the fixed part, so
+/// a process whose share is small need not be given a second fixed part for them
+/// (`reports/bench/mpi.md`).
 pub const fn least_budget(fixed: u64) -> u64 {
     fixed + fixed / 2
 }
