@@ -53,6 +53,11 @@ const LAYER_FILE_BYTES: f64 = 0.75;
 /// state).
 const WRITER_BYTES: f64 = 1.0;
 
+/// The most states whose ghosts a process holds at once over several processes: a segment
+/// of an age's states, whose ghosts are fetched for it (the Parquet writer's row group is the
+/// largest segment).
+const GHOST_SEGMENT: f64 = crate::store::ROWS_PER_GROUP as f64;
+
 /// The budget when none is given: a share of this host's memory (`MemTotal`), or
 /// [`MIN_BUDGET`] × 16 where that cannot be read, split evenly between the `sharers`
 /// processes of the solve on this host (over several hosts, each host's own: a process
@@ -203,7 +208,7 @@ impl Plan {
 
     /// [`Plan::backward`] of one of the processes of a solve, from its own counts and
     /// `ghosts` (`(age, ids)`: the afterstates of an age its states move to that others own,
-    /// which its afterstates' table holds too; none in one process): `smallest` is the job's
+    /// fetched a segment of states at a time; none in one process): `smallest` is the job's
     /// ([`Plan::smallest_of`] over every process), which a refusal names, and `coding`, where
     /// given, the tables' coding every process agreed on.
     pub fn backward_of(
@@ -330,7 +335,8 @@ impl Plan {
         counts.iter().map(move |&(age, _, _)| {
             let (s, a) = of(age);
             let (s2, s4) = (of(age + 2).0, of(age + 4).0);
-            let g = ghosts_of(age);
+            // The ghosts of one segment of the age's states at a time.
+            let g = ghosts_of(age) * (GHOST_SEGMENT / s.max(1.0)).min(1.0);
             let whole = whole_bytes(k, coding, s, a, s2, s4) + ghost_bytes(k, coding, g) + fixed;
             if !can_stream {
                 return (age, whole, false);
@@ -424,30 +430,25 @@ fn whole_bytes(k: usize, coding: Coding, s: f64, a: f64, s2: f64, s4: f64) -> f6
     tables + table_bytes(k, coding, s) + age * SLACK
 }
 
-/// What `g` ghosts add to an age valued whole over several processes: their ids and fetched
-/// values beside the age's, and their slots in the afterstates' table.
+/// What the `g` ghosts of a segment of an age's states add to its valuing over several
+/// processes: their ids and fetched values, and the table they are looked up in.
 fn ghost_bytes(k: usize, coding: Coding, g: f64) -> f64 {
     g * (8.0 + 8.0 * k as f64) * SLACK + table_bytes(k, coding, g)
 }
 
-/// The streamed valuing of an age of `s` states, `a` afterstates and `g` ghosts (over several
-/// processes, the afterstates others own that its states move to), besides the fixed part:
-/// the states' and afterstates' ids never whole, read a chunk at a time from the age's work
-/// file (held compressed). First the tables of n + 2 and n + 4 beside the afterstates' table
-/// being built; with ghosts, then the tables of n + 2 and of its own afterstates beside the
-/// ghosts' ids and the table of both being built; then the tables of n + 2 and of the
-/// afterstates (and ghosts) beside the age's own being built and the writer's byte a state.
+/// The streamed valuing of an age of `s` states, `a` afterstates and `g` ghosts of a segment
+/// of its states (over several processes: the afterstates others own that they move to),
+/// besides the fixed part: the states' and afterstates' ids never whole, read a chunk at a
+/// time from the age's work file (held compressed). First the tables of n + 2 and n + 4
+/// beside the afterstates' table being built; then the tables of n + 2 and of the
+/// afterstates beside the age's own being built, a segment's ghosts and the writer's byte a
+/// state.
 fn streamed_bytes(k: usize, coding: Coding, (s, a, g): (f64, f64, f64), s2: f64, s4: f64) -> f64 {
     let t = |n| table_bytes(k, coding, n);
     let file = (s + a) * LAYER_FILE_BYTES;
     let first = t(s2) + t(s4) + t(a);
-    let merge = if g > 0.0 {
-        t(s2) + t(a) + t(a + g) + g * 8.0 * SLACK
-    } else {
-        0.0
-    };
-    let second = t(s2) + t(a + g) + t(s) + s * WRITER_BYTES * SLACK;
-    first.max(merge).max(second) + file
+    let second = t(s2) + t(a) + t(s) + s * WRITER_BYTES * SLACK + ghost_bytes(k, coding, g);
+    first.max(second) + file
 }
 
 /// A budget as `--memory` takes it: whole MiB (`1800M`).

@@ -20,8 +20,9 @@
 //! records/age=N.json      per-age figures and files written
 //! asked/age=N.ids         over several processes: the afterstates of age N this process's
 //!                         states move to that others own (what its backward pass asks
-//!                         their owners for), in the layer file's codec as its states;
-//!                         derived data: where missing or damaged they are made again
+//!                         their owners for, a segment of states at a time; the plan
+//!                         counts them), in the layer file's codec as its states; derived
+//!                         data: where missing or damaged they count none
 //! ```
 
 use std::fs;

@@ -117,22 +117,31 @@ impl Backward<'_> {
         Ok(Level::from_table(level.age, table))
     }
 
-    /// Over several processes, a whole age's afterstates' table: this process's own
-    /// (`afterstates`, `after_values`) and the afterstates its `states` move to that others
-    /// own (its ghosts: the forward pass's `asked`, or made again from the states).
-    /// Collective.
-    pub(super) fn ghosted_after_table(
+    /// Over several processes, the table of the ghosts of a segment of an age's `states`:
+    /// the afterstates they move to that others own, fetched from their owners a round at a
+    /// time, while this process answers the others' asks from `own`, the table of its own
+    /// afterstates. Collective: every process calls it once a segment, an empty one past its
+    /// last.
+    pub(super) fn segment_ghosts(
         &self,
         ex: &Exchange,
         age: u32,
         states: &[u64],
-        own: (&[u64], &[f64]),
+        own: &ValueTable,
     ) -> Result<ValueTable> {
-        let wanted = match self.asked.and_then(|asked| asked(age)) {
-            Some(wanted) => wanted,
-            None => self.asked_again(ex, states),
+        let wanted = self.asked_again(ex, states);
+        let (k, shape) = (self.k(), self.game.shape());
+        let answer = |asked: &[u64]| answer_from_table(own, k, asked, age, shape);
+        let table = self.table_builder(wanted.len());
+        let none = Slices {
+            ids: &[],
+            values: &[],
+            k,
+            at: 0,
         };
-        self.merge_fetched(ex, age, own, wanted)
+        Ok(self
+            .merge_rounds(ex, wanted, &answer, none, table)?
+            .finish())
     }
 
     /// Over several processes, the table of the boards of age `age` this process owns
@@ -244,6 +253,30 @@ impl Backward<'_> {
             .collect();
         crate::solver::layer::sort_dedup(wanted)
     }
+}
+
+/// The values (`k` each) of `ids` read from `table`, a layer's: how a process answers
+/// [`Exchange::fetch_rounds`] once its layer is a table. An id the table does not hold is an
+/// inconsistency of the forward layers (a perfect table tells an id outside its layer apart
+/// but for 1 in 2^16; the ids asked are the asker's moves, which the forward pass made
+/// this process's).
+fn answer_from_table(
+    table: &ValueTable,
+    k: usize,
+    ids: &[u64],
+    age: u32,
+    board: crate::rules::Shape,
+) -> Result<Vec<f64>> {
+    let mut out = Vec::with_capacity(ids.len() * k);
+    for &id in ids {
+        let values = table.get(id).ok_or_else(|| SolveError::Inconsistent {
+            board: board.to_string(),
+            age,
+            step: "look-up from another process",
+        })?;
+        out.extend((0..k).map(|v| values.get(v)));
+    }
+    Ok(out)
 }
 
 /// A process's own boards of an age in increasing id order, with their values: what

@@ -180,13 +180,7 @@ pub struct Backward<'g> {
     holding: Holding,
     /// The processes of a distributed solve ([`Exchange`]); `None` for one process.
     exchange: Option<&'g Exchange<'g>>,
-    /// Over several processes: the afterstates of an age this process's states move to that
-    /// others own, as the forward pass kept them (`None`: made again from the states).
-    asked: Option<Asked<'g>>,
 }
-
-/// The afterstates of an age asked of other processes, as the forward pass kept them.
-pub type Asked<'g> = &'g (dyn Fn(u32) -> Option<Vec<u64>> + Sync);
 
 impl<'g> Backward<'g> {
     pub fn new(game: &'g Game, variants: &[Variant]) -> Result<Backward<'g>> {
@@ -208,7 +202,6 @@ impl<'g> Backward<'g> {
             phases: None,
             holding: Holding::default(),
             exchange: None,
-            asked: None,
         })
     }
 
@@ -217,13 +210,6 @@ impl<'g> Backward<'g> {
     /// before each look-up phase (nothing is, in one process).
     pub fn with_exchange(mut self, ex: &'g Exchange<'g>) -> Backward<'g> {
         self.exchange = Some(ex);
-        self
-    }
-
-    /// Where the forward pass's afterstates asked of others are read from (instead of moving
-    /// every state again and sorting what others own).
-    pub fn with_asked(mut self, asked: Asked<'g>) -> Backward<'g> {
-        self.asked = Some(asked);
         self
     }
 
@@ -386,7 +372,7 @@ impl<'g> Backward<'g> {
         // built: then the afterstates' ids and values go before the states are valued and
         // the age's level is built (beside two state tables they made a big age's peak;
         // `reports/bench/profile.md`, "Figures moved out of the solver's comments").
-        let mut write = || {
+        let write = || {
             writer.afterstates(Afterstates {
                 age,
                 states: &states,
@@ -394,38 +380,17 @@ impl<'g> Backward<'g> {
                 values: &after_values,
             })
         };
-        let (after_table, written) = match self.distributed() {
-            // Over several processes the table also holds the afterstates of this process's
-            // moves that others own, fetched from them as it is built: on this thread, the
-            // one that talks to the others, while the writer writes on another.
-            Some(ex) => {
-                let mut written = None;
-                let table = rayon::in_place_scope(|scope| {
-                    scope.spawn(|_| written = Some(write()));
-                    self.ghosted_after_table(ex, age, &states, (&afterstates, &after_values))
-                });
-                let written = written.unwrap_or_else(|| {
-                    Err(SolveError::Internal(
-                        "the afterstates' writer did not run".into(),
-                    ))
-                });
-                (table?, written)
-            }
-            None => rayon::join(
-                || {
-                    let value = |j| after_values[j];
-                    let coding = self.holding.coding;
-                    ValueTable::from_fn_coded(
-                        &afterstates,
-                        value,
-                        self.k(),
-                        self.perfect_from,
-                        coding,
-                    )
-                },
-                write,
-            ),
-        };
+        // Over several processes too the table holds this process's own afterstates only:
+        // the states' look-ups of others' are fetched a segment at a time as they are valued
+        // ([`Backward::state_summary`]).
+        let (after_table, written) = rayon::join(
+            || {
+                let value = |j| after_values[j];
+                let coding = self.holding.coding;
+                ValueTable::from_fn_coded(&afterstates, value, self.k(), self.perfect_from, coding)
+            },
+            write,
+        );
         let written = written?;
         phase(Phase::AfterstateTable);
         let (afterstates, after_values) = if written {

@@ -6,12 +6,10 @@
 
 use rayon::prelude::*;
 
-use super::ghosts::OwnBoards;
+use super::values::AfterTables;
 use super::{AfterFigures, AgeOutput, AgeWriter, Backward, Level, Phase, Wants};
 use crate::rules::board;
-use crate::solver::exchange::Exchange;
 use crate::solver::records::{FigureSums, StateRec, Summary};
-use crate::solver::spill::Spilled;
 use crate::solver::table::{TableBuilder, ValueTable};
 use crate::solver::{Result, SolveError};
 use crate::store::idcodec::LayerFile;
@@ -135,12 +133,6 @@ impl Backward<'_> {
         phase(Phase::AfterstateValues);
         drop(next4);
         let after_table = after.finish();
-        // Over several processes: the afterstates others own that this process's states move
-        // to, with their values fetched from their owners, merged in.
-        let after_table = match self.distributed() {
-            Some(ex) => self.streamed_ghosts(ex, age, file, after_table, n_after)?,
-            None => after_table,
-        };
         phase(Phase::AfterstateTable);
 
         let mut level = TableBuilder::new(n_states, k, self.perfect_from, coding);
@@ -149,13 +141,31 @@ impl Backward<'_> {
         let order = writer.order();
         let mut recs: Vec<StateRec> = Vec::new();
         let mut values: Vec<f64> = Vec::new();
+        // Over several processes the table holds this process's own afterstates only, and
+        // each segment's ghosts (the afterstates others own that its states move to) are
+        // fetched for it, as an age valued whole does: every process goes through as many
+        // segments as the one with the most.
+        let seg = self.segment.max(1);
+        let ghosted = self.distributed();
+        let mut rounds = match ghosted {
+            Some(ex) => ex.agree_max(segments(n_states, seg) as u64)? as usize,
+            None => 0,
+        };
         for chunk in states() {
             let chunk = chunk?;
             fig.max_exponent = fig.max_exponent.max(max_exponent_of(&chunk));
-            for ids in chunk.chunks(self.segment.max(1)) {
+            for ids in chunk.chunks(seg) {
+                let ghosts = ghosted
+                    .map(|ex| self.segment_ghosts(ex, age, ids, &after_table))
+                    .transpose()?;
+                rounds = rounds.saturating_sub(1);
+                let tables = AfterTables {
+                    own: &after_table,
+                    ghosts: ghosts.as_ref().zip(ghosted),
+                };
                 let len = ids.len() * k;
                 recs.resize(len, StateRec::default());
-                self.records_into(age, ids, &after_table, order, &mut recs[..len])?;
+                self.records_into(age, ids, tables, order, &mut recs[..len])?;
                 values.clear();
                 for rec in recs[..len].chunks_exact(k) {
                     for (sum, r) in sums.iter_mut().zip(rec) {
@@ -168,6 +178,11 @@ impl Backward<'_> {
                 if wants {
                     writer.states(ids, &mut recs)?;
                 }
+            }
+        }
+        if let Some(ex) = ghosted {
+            for _ in 0..rounds {
+                self.segment_ghosts(ex, age, &[], &after_table)?;
             }
         }
         writer.afterstate_figures(&fig)?;
@@ -189,105 +204,9 @@ impl Backward<'_> {
     }
 }
 
-impl Backward<'_> {
-    /// Over several processes, a streamed age's afterstates' table with the afterstates this
-    /// process's states move to that others own (its ghosts, the forward pass's `asked`, or
-    /// made again from the states): their values fetched from their owners a round at a time
-    /// and merged in id order with this process's own, read again from the work `file` with
-    /// their values from `own` (their table, of `n_own` ids), into a table of both. This
-    /// process answers the others from `own` too: its values are those of the afterstates
-    /// valued whole, as the table's coding reads them back, which a table of that coding
-    /// stores as they are (so the asker's table holds the bits it would have held). Without
-    /// ghosts `own` is the table. Collective.
-    fn streamed_ghosts(
-        &self,
-        ex: &Exchange,
-        age: u32,
-        file: &LayerFile,
-        own: ValueTable,
-        n_own: usize,
-    ) -> Result<ValueTable> {
-        let k = self.k();
-        let shape = self.game.shape();
-        let damaged = |e: crate::store::idcodec::Damaged| {
-            SolveError::Internal(format!("age {age}'s layer file, checked when read: {e}"))
-        };
-        let wanted = match self.asked.and_then(|asked| asked(age)) {
-            Some(wanted) => wanted,
-            None => {
-                let mut made = Spilled::new(age, self.holding.cap);
-                for chunk in file.state_chunks(STREAM_CHUNK) {
-                    made.push(self.asked_again(ex, &chunk.map_err(damaged)?))?;
-                }
-                made.into_layer()?
-            }
-        };
-        let values_of = |id: u64, out: &mut Vec<f64>| -> Result<()> {
-            let v = own.get(id).ok_or_else(|| SolveError::Inconsistent {
-                board: shape.to_string(),
-                age,
-                step: "look-up from another process",
-            })?;
-            out.extend((0..k).map(|vi| v.get(vi)));
-            Ok(())
-        };
-        let answer = |ids: &[u64]| -> Result<Vec<f64>> {
-            let mut out = Vec::with_capacity(ids.len() * k);
-            for &id in ids {
-                values_of(id, &mut out)?;
-            }
-            Ok(out)
-        };
-        if wanted.is_empty() {
-            // Nothing to merge: this process only answers.
-            ex.fetch_rounds(&[], k, &answer, &mut |_, _| Ok(()))?;
-            return Ok(own);
-        }
-        let table = self.table_builder(n_own + wanted.len());
-        let mine = OwnIds {
-            chunks: Box::new(
-                file.afterstate_chunks(STREAM_CHUNK)
-                    .map(move |c| c.map_err(damaged)),
-            ),
-            ids: Vec::new(),
-            at: 0,
-            values_of: &values_of,
-        };
-        let table = self.merge_rounds(ex, wanted, &answer, mine, table)?;
-        drop(own);
-        Ok(table.finish())
-    }
-}
-
-/// A process's afterstates read again from a streamed age's work file, an id at a time.
-struct OwnIds<'a> {
-    chunks: Box<dyn Iterator<Item = Result<Vec<u64>>> + 'a>,
-    ids: Vec<u64>,
-    at: usize,
-    /// An id's values, from the own afterstates' table.
-    values_of: &'a dyn Fn(u64, &mut Vec<f64>) -> Result<()>,
-}
-
-impl OwnBoards for OwnIds<'_> {
-    fn peek(&mut self) -> Result<Option<u64>> {
-        while self.at == self.ids.len() {
-            match self.chunks.next() {
-                None => return Ok(None),
-                Some(chunk) => {
-                    self.ids = chunk?;
-                    self.at = 0;
-                }
-            }
-        }
-        Ok(Some(self.ids[self.at]))
-    }
-
-    fn take(&mut self, out: &mut Vec<f64>) -> Result<u64> {
-        let id = self.ids[self.at];
-        (self.values_of)(id, out)?;
-        self.at += 1;
-        Ok(id)
-    }
+/// The segments of `seg` ids that `n` ids read in chunks of [`STREAM_CHUNK`] are cut into.
+fn segments(n: usize, seg: usize) -> usize {
+    n / STREAM_CHUNK * STREAM_CHUNK.div_ceil(seg) + (n % STREAM_CHUNK).div_ceil(seg)
 }
 
 /// The largest exponent of any cell of `ids`.

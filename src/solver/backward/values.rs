@@ -12,10 +12,34 @@ use super::{in_chunks, AgeWriter, Backward, Level, Wants, BLOCK, CHUNK, MAX_CELL
 use crate::rules::board;
 use crate::rules::order::{rank_among, MoveKeys};
 use crate::rules::{Kind, Order};
+use crate::solver::exchange::Exchange;
 use crate::solver::forward::absorbed;
 use crate::solver::records::{FigureSums, StateRec, Summary, NO_MOVE};
 use crate::solver::table::{ValueTable, Values};
 use crate::solver::{Result, SolveError};
+
+/// Where a state's moves' afterstates are looked up: this process's own table and, over
+/// several processes, the table of the segment's ghosts (the afterstates others own, which
+/// the exchange tells apart).
+#[derive(Clone, Copy)]
+pub(super) struct AfterTables<'a> {
+    pub own: &'a ValueTable,
+    pub ghosts: Option<(&'a ValueTable, &'a Exchange<'a>)>,
+}
+
+impl<'a> AfterTables<'a> {
+    /// Whether canonical afterstate `c` is another process's, read from the ghosts' table.
+    #[inline(always)]
+    fn is_ghost(&self, c: u64) -> bool {
+        self.ghosts.is_some_and(|(_, ex)| !ex.mine(c))
+    }
+
+    /// A ghost's values.
+    #[inline]
+    fn ghost(&self, c: u64) -> Option<Values<'a>> {
+        self.ghosts.and_then(|(t, _)| t.get(c))
+    }
+}
 
 impl Backward<'_> {
     pub(super) fn afterstate_values(
@@ -224,6 +248,11 @@ impl Backward<'_> {
     /// [`crate::solver::records::state_figures`] over all of them) and handed to `writer`. A segment
     /// is folded and written while the next one's records are made, so that no core waits for
     /// either.
+    ///
+    /// Over several processes the afterstates' table holds this process's own only, and each
+    /// segment's ghosts are fetched for it ([`Backward::segment_ghosts`], every process going
+    /// through as many segments as the one with the most), so that no process holds the
+    /// ghosts of a whole age.
     pub(super) fn state_summary<W: AgeWriter>(
         &self,
         age: u32,
@@ -234,17 +263,47 @@ impl Backward<'_> {
     ) -> Result<Summary> {
         let k = self.k();
         let order = writer.order();
+        let ghosted = self.distributed();
+        // The tables of segment `i` of `ids.len()`-state segments (collective over several
+        // processes), and how many segments every process goes through.
+        let fetch = |ids: &[u64]| -> Result<Option<ValueTable>> {
+            ghosted
+                .map(|ex| self.segment_ghosts(ex, age, ids, after_table))
+                .transpose()
+        };
+        let rounds = |n: usize| -> Result<usize> {
+            match ghosted {
+                Some(ex) => Ok(ex.agree_max(n as u64)? as usize),
+                None => Ok(n),
+            }
+        };
         let segment = match writer.wants() {
             Wants::Figures => self.segment,
             Wants::Segments(n) => n,
             Wants::Whole => {
-                // Made at once, handed over whole; only the values are taken here.
+                // Made at once, handed over whole; only the values are taken here. Over
+                // several processes, a segment's ghosts at a time.
                 let [making, _] = buffers;
                 let len = states.len() * k;
                 if making.len() < len {
                     making.resize(len, StateRec::default());
                 }
-                self.records_into(age, states, after_table, order, &mut making[..len])?;
+                let seg = match ghosted {
+                    Some(_) => self.segment,
+                    None => states.len(),
+                }
+                .max(1);
+                for i in 0..rounds(states.len().div_ceil(seg))? {
+                    let ids = segment_of(states, i, seg);
+                    let ghosts = fetch(ids)?;
+                    let at = (i * seg * k).min(len);
+                    let recs = &mut making[at..at + ids.len() * k];
+                    let tables = AfterTables {
+                        own: after_table,
+                        ghosts: ghosts.as_ref().zip(ghosted),
+                    };
+                    self.records_into(age, ids, tables, order, recs)?;
+                }
                 let values = making[..len].par_iter().map(|r| r.value).collect();
                 if !states.is_empty() {
                     writer.states(states, making)?;
@@ -276,7 +335,13 @@ impl Backward<'_> {
         // their buffers are kept from age to age (fresh ones would be paged in every time).
         let [mut making, mut made] = std::mem::take(buffers);
         let mut made_ids: &[u64] = &[];
-        for ids in states.chunks(segment) {
+        for i in 0..rounds(states.len().div_ceil(segment))? {
+            let ids = segment_of(states, i, segment);
+            let ghosts = fetch(ids)?;
+            let tables = AfterTables {
+                own: after_table,
+                ghosts: ghosts.as_ref().zip(ghosted),
+            };
             let len = ids.len() * k;
             if making.len() < len {
                 making.resize(len, StateRec::default());
@@ -285,12 +350,12 @@ impl Backward<'_> {
             let (done, folded) = if ids.len() <= CHUNK {
                 // A small segment: both here, without a round trip through the pool's threads.
                 (
-                    self.records_into(age, ids, after_table, order, recs),
+                    self.records_into(age, ids, tables, order, recs),
                     fold(made_ids, &mut made),
                 )
             } else {
                 rayon::join(
-                    || self.records_into(age, ids, after_table, order, recs),
+                    || self.records_into(age, ids, tables, order, recs),
                     || fold(made_ids, &mut made),
                 )
             };
@@ -314,7 +379,7 @@ impl Backward<'_> {
         &self,
         age: u32,
         states: &[u64],
-        after_table: &ValueTable,
+        tables: AfterTables<'_>,
         order: Option<Order>,
         out: &mut [StateRec],
     ) -> Result<()> {
@@ -322,7 +387,7 @@ impl Backward<'_> {
         debug_assert_eq!(out.len(), states.len() * k);
         let missing = AtomicBool::new(false);
         in_chunks(states, out, k, |ids, recs| {
-            self.state_chunk(ids, recs, after_table, order, &missing)
+            self.state_chunk(ids, recs, tables, order, &missing)
         });
         if missing.load(Ordering::Relaxed) {
             return Err(SolveError::Inconsistent {
@@ -346,10 +411,11 @@ impl Backward<'_> {
         &self,
         ids: &[u64],
         recs: &mut [StateRec],
-        after_table: &ValueTable,
+        tables: AfterTables<'_>,
         order: Option<Order>,
         missing: &AtomicBool,
     ) {
+        let after_table = tables.own;
         let k = self.k();
         let game = self.game;
         let shape = game.shape();
@@ -370,6 +436,9 @@ impl Backward<'_> {
         let mut hint = [0u32; 4];
         // Per state of the block: the goal tile is on it (asked once).
         let mut done = [false; BLOCK];
+        // Per state of the block: bit `d` where move `d`'s afterstate is another process's
+        // (looked up in the segment's ghosts, in one step).
+        let mut ghost = [0u8; BLOCK];
         // What an absorbed state's record is, whole: a reused buffer holds an earlier state's.
         let absorbed_rec = StateRec {
             value: 1.0,
@@ -378,6 +447,7 @@ impl Backward<'_> {
         for (block, recs) in ids.chunks(BLOCK).zip(recs.chunks_mut(BLOCK * k)) {
             for (j, &s) in block.iter().enumerate() {
                 after[j] = [NONE; 4];
+                ghost[j] = 0;
                 done[j] = absorbed(&class, s);
                 if done[j] {
                     continue;
@@ -386,18 +456,22 @@ impl Backward<'_> {
                 for (di, m) in made[j].into_iter().enumerate() {
                     if let Some((a, r)) = m {
                         let c = game.canon(a);
-                        after_table.prefetch(c, &mut hint[di]);
+                        if tables.is_ghost(c) {
+                            ghost[j] |= 1 << di;
+                        } else {
+                            after_table.prefetch(c, &mut hint[di]);
+                            part[j][di] = hint[di];
+                        }
                         after[j][di] = c;
-                        part[j][di] = hint[di];
                         reward[j][di] = r;
                     }
                 }
             }
             if after_table.two_step() {
-                for (moves, at) in after.iter_mut().zip(&part).take(block.len()) {
-                    for (a, &p) in moves.iter_mut().zip(at) {
-                        if *a != NONE {
-                            *a = after_table.locate(*a, p);
+                for j in 0..block.len() {
+                    for di in 0..4 {
+                        if after[j][di] != NONE && ghost[j] >> di & 1 == 0 {
+                            after[j][di] = after_table.locate(after[j][di], part[j][di]);
                         }
                     }
                 }
@@ -414,7 +488,12 @@ impl Backward<'_> {
                     if after[j][di] == NONE {
                         continue;
                     }
-                    let Some(values) = after_table.at(after[j][di]) else {
+                    let found = if ghost[j] >> di & 1 == 0 {
+                        after_table.at(after[j][di])
+                    } else {
+                        tables.ghost(after[j][di])
+                    };
+                    let Some(values) = found else {
                         missing.store(true, Ordering::Relaxed);
                         continue;
                     };
@@ -453,6 +532,12 @@ impl Backward<'_> {
             }
         }
     }
+}
+
+/// Segment `i` of `seg` ids of `ids` (empty past the last).
+fn segment_of(ids: &[u64], i: usize, seg: usize) -> &[u64] {
+    let from = (i * seg).min(ids.len());
+    &ids[from..(from + seg).min(ids.len())]
 }
 
 /// The moves among `after` (valid where not [`NONE`]) whose q in `q` equals `best` exactly.

@@ -278,14 +278,12 @@ impl Pass<'_> {
         let phases = |age: u32, phase: Phase, states: usize, afterstates: usize| {
             s.phase_memory("backward", phase.name(), age, (states, afterstates));
         };
-        let asked = |age| s.work.load_asked(age);
         let mut backward = Backward::new(s.game, s.variants)?
             .with_holding(Holding {
                 coding: bplan.coding,
                 cap: s.plan.forward.cap,
             })
-            .with_exchange(s.ex)
-            .with_asked(&asked);
+            .with_exchange(s.ex);
         if s.cfg.trace_memory {
             backward = backward.with_phases(&phases);
         }

@@ -216,9 +216,9 @@ fn save_layers(
                 Some(bytes) => bytes,
                 None => WorkDir::encode_layers(layer.age, &layer.states, &layer.afterstates),
             };
-            // Over several processes, the afterstates asked of others too (a streamed age's
-            // come encoded, and are written even if none: the backward pass then need not
-            // make them again).
+            // Over several processes, the afterstates asked of others too, which the
+            // backward plan counts (a streamed age's come encoded, and are written even if
+            // none).
             let asked = match layer.asked_encoded {
                 Some(bytes) => Some(bytes),
                 None => (!layer.asked.is_empty())
