@@ -673,11 +673,11 @@ mod tests {
         assert!(per_state < 24.0, "{per_state} bytes a state");
     }
 
-    /// Over several processes a process's afterstates' table holds its ghosts too (the
-    /// afterstates others own that its states move to; over 4x4 `goal-16`'s largest ages
-    /// about 0.3 of its states over two processes and under 0.5 over three, with afterstates
-    /// about 0.41 of them): a streamed age still needs under 24 bytes a state of its share,
-    /// and every process of a job names the same smallest, the largest of theirs.
+    /// Over several processes a process also holds the ghosts of a segment of its states (the
+    /// afterstates others own that they move to; over 4x4 `goal-16`'s largest ages about 0.3
+    /// of its states over two processes and under 0.5 over three, with afterstates about 0.41
+    /// of them): a streamed age still needs under 24 bytes a state of its share, and every
+    /// process of a job names the same smallest, the largest of theirs.
     #[test]
     fn a_streamed_age_with_ghosts_needs_under_24_bytes_a_state_of_the_share() {
         let goal = [variant("goal-32")];
@@ -717,7 +717,7 @@ mod tests {
                 .to_string();
             assert!(e.ends_with(&format!("--memory {}", size_arg(job))), "{e}");
         }
-        // Valued whole, ghosts cost their ids and values beside their slots.
+        // Valued whole, a segment's ghosts cost their ids, values and table.
         let g: Vec<_> = counts.iter().map(|c| (c.0, n / 2)).collect();
         let whole = plan.smallest_of(&Needs::new(&counts, &g), &goal, false);
         assert!(whole > plan.smallest(&counts, &goal, false));
