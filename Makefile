@@ -57,16 +57,24 @@ report: build
 	$(BIN) report --data $(DATA) --out $(OUT)
 	DEST=$(OUT)/slizkov.md FRESH=$(OUT)/slizkov-a1.tsv bash benches/slizkov_tables.sh
 
+# The tests write their solves and scratch files on a tmpfs where one has room
+# (scripts/test-tmpdir.sh; else under the build cache), removed once every test passed.
+ifeq ($(origin TEST_TMPDIR),undefined)
+TEST_TMPDIR := $(shell scripts/test-tmpdir.sh)
+endif
+TEST_ENV := $(if $(TEST_TMPDIR),AGE2048_TEST_TMPDIR=$(TEST_TMPDIR) TMPDIR=$(TEST_TMPDIR))
+
 # Chromium and the browser tests' npm packages install (where missing) while cargo builds and
 # runs the tests; their log is shown if the install fails.
 test:
 	scripts/mpi.sh
-	@mkdir -p $(CARGO_TARGET_DIR)
+	@mkdir -p $(CARGO_TARGET_DIR) $(TEST_TMPDIR)
 	scripts/browser-test.sh --install > $(CARGO_TARGET_DIR)/browser-install.log 2>&1 & inst=$$!; \
-	$(CARGO) test $(FEATURES) $(MPI_FEATURES); st=$$?; \
+	$(TEST_ENV) $(CARGO) test $(FEATURES) $(MPI_FEATURES); st=$$?; \
 	wait $$inst || { cat $(CARGO_TARGET_DIR)/browser-install.log; exit 1; }; \
 	exit $$st
-	scripts/browser-test.sh $(BIN)
+	$(TEST_ENV) scripts/browser-test.sh $(BIN)
+	$(if $(TEST_TMPDIR),rm -rf $(TEST_TMPDIR))
 
 # The web app in headless Chromium (installs Debian's chromium and the npm lockfile's
 # packages where missing); screenshots of Play and Analyse land in $(CARGO_TARGET_DIR)/browser/screenshots.

@@ -8,7 +8,7 @@
 #                                       while cargo builds and runs the tests)
 # env: CHROMIUM (default /usr/bin/chromium), WORK (screenshots, and the solves unless DATA;
 # default $CARGO_TARGET_DIR/browser or $TMPDIR/age2048-browser), DATA (default: the solves of
-# the integration tests under $CARGO_TARGET_DIR/tmp), SCREENSHOTS.
+# the integration tests under $AGE2048_TEST_TMPDIR, else $CARGO_TARGET_DIR/tmp), SCREENSHOTS.
 set -euo pipefail
 bin=${1:?usage: scripts/browser-test.sh BIN|--install}
 cd "$(dirname "$0")/.."
@@ -34,9 +34,11 @@ fi
 export WORK=${WORK:-${CARGO_TARGET_DIR:+$CARGO_TARGET_DIR/browser}}
 export WORK=${WORK:-${TMPDIR:-/tmp}/age2048-browser}
 # The solves the integration tests read (tests/integration/common.rs, shared_solves), where
-# make test has just made them: one folder, keyed by the binary's build.
-if [ -z "${DATA:-}" ] && [ -n "${CARGO_TARGET_DIR:-}" ]; then
-  DATA=$(ls -td "$CARGO_TARGET_DIR"/tmp/shared_data-* 2>/dev/null | head -n 1 || true)
+# make test has just made them (AGE2048_TEST_TMPDIR, else the build cache's tmp): one folder,
+# keyed by the binary's build.
+scratch=${AGE2048_TEST_TMPDIR:-${CARGO_TARGET_DIR:+$CARGO_TARGET_DIR/tmp}}
+if [ -z "${DATA:-}" ] && [ -n "$scratch" ]; then
+  DATA=$(ls -td "$scratch"/shared_data-* 2>/dev/null | head -n 1 || true)
   if [ -n "$DATA" ]; then export DATA; fi
 fi
 AGE2048_BIN=$(realpath "$bin") CHROMIUM=$chromium node tests/browser/run.mjs

@@ -1,5 +1,5 @@
 //! What the integration tests share: running the real binary, and the real solves they read,
-//! made once per build of the binary in `CARGO_TARGET_TMPDIR`.
+//! made once per build of the binary in the tests' folder ([`scratch`]).
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -44,12 +44,28 @@ pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-/// A fresh folder `CARGO_TARGET_TMPDIR/<prefix>_<pid>`; folders left by earlier runs of the
+/// Where the tests write their folders: `AGE2048_TEST_TMPDIR` where it is set (`make test`
+/// points it at a tmpfs where there is one: the suite creates and deletes tens of thousands of
+/// files, and ext4 spends seconds of system time a solve finding inodes for new files among
+/// those deleted in the last 30 s), else cargo's `CARGO_TARGET_TMPDIR`.
+pub fn scratch() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| match std::env::var_os("AGE2048_TEST_TMPDIR") {
+        Some(d) if !d.is_empty() => {
+            let d = PathBuf::from(d);
+            std::fs::create_dir_all(&d).expect("AGE2048_TEST_TMPDIR can be made");
+            d
+        }
+        _ => PathBuf::from(env!("CARGO_TARGET_TMPDIR")),
+    })
+}
+
+/// A fresh folder `<scratch>/<prefix>_<pid>` ([`scratch`]); folders left by earlier runs of the
 /// test binary (`<prefix>_<pid>`, and files named `<prefix>_<pid>.<ext>` beside them) are
 /// removed first, so the solves do not pile up. Only a process id may follow the prefix:
 /// `serve_figures` leaves `serve_figures_other_<pid>` alone.
 pub fn fresh_dir(prefix: &str) -> PathBuf {
-    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let tmp = scratch();
     if let Ok(rd) = std::fs::read_dir(tmp) {
         for e in rd.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
@@ -77,7 +93,7 @@ pub fn fresh_dir(prefix: &str) -> PathBuf {
 /// or not, so tests in processes of their own (nextest) lost each other's solves mid-test.
 #[test]
 fn a_fresh_dir_keeps_the_folders_of_live_processes_and_removes_ended_ones() {
-    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let tmp = scratch();
     let prefix = "fresh_dir_check";
     // Process 1 runs as long as the machine does; no process has a pid above pid_max.
     let pid_max: u64 = std::fs::read_to_string("/proc/sys/kernel/pid_max")
@@ -182,7 +198,7 @@ pub fn solve_all(prefix: &str, solves: &[(&str, &str)]) -> PathBuf {
     dir
 }
 
-/// A folder of `CARGO_TARGET_TMPDIR` for the solves `name` that several subjects read (and
+/// A folder of [`scratch`] for the solves `name` that several subjects read (and
 /// the browser tests after them), keyed by the binary under test (its size and modification
 /// time), so that a rebuilt solver solves them again instead of its tests reading an older
 /// build's output; the folders of other builds are removed first, once a test run. Each
@@ -202,7 +218,7 @@ fn shared(name: &str, solves: &[&[&str]]) -> PathBuf {
 fn shared_dir(name: &str) -> PathBuf {
     static DIRS: OnceLock<Mutex<HashMap<String, Cell<PathBuf>>>> = OnceLock::new();
     let cell = cached(&DIRS, name.to_string(), || {
-        let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+        let tmp = scratch();
         let meta = std::fs::metadata(BIN).expect("the binary under test");
         let modified = meta
             .modified()

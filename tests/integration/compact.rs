@@ -41,8 +41,8 @@ fn answers(data: &Path, board: &str, variant: &str, boards: &[String]) -> Vec<St
     // The list goes beside the test's own folders, never into a shared solve's.
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let input = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("compact_boards_{}_{n}.txt", std::process::id()));
+    let input =
+        crate::common::scratch().join(format!("compact_boards_{}_{n}.txt", std::process::id()));
     fs::write(&input, boards.join("\n")).unwrap();
     let o = run(&[
         "best",
