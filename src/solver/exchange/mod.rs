@@ -366,21 +366,40 @@ impl<'t> Exchange<'t> {
         self.route_in(ids, true)
     }
 
-    /// [`Exchange::route_keeping`], the ids others own merged only if `keep` asks for them.
-    fn route_in(&self, ids: Vec<u64>, keep: bool) -> Result<(Vec<u64>, Vec<u64>)> {
+    /// [`Exchange::route_keeping`], the ids others own kept only if `keep` asks for them.
+    ///
+    /// `ids` go out a piece of [`FETCH_ROUND`] ids (or the message limit) at a time, as many
+    /// rounds as the process with the most, so that only a round's buckets and messages exist
+    /// beside the layer, never a second copy of it: the ids others own are kept by closing up
+    /// `ids` behind the round's read, in their order (a sorted layer's filter is sorted).
+    /// What a process sends another over the rounds comes in the order of its layer, so
+    /// each process's run received is sorted and distinct.
+    fn route_in(&self, mut ids: Vec<u64>, keep: bool) -> Result<(Vec<u64>, Vec<u64>)> {
         if self.is_single() {
             return Ok((ids, Vec::new()));
         }
-        let (buckets, owners) = self.buckets(&ids);
-        drop((ids, owners));
-        let got = self.all_to_all(&buckets, true)?;
-        let others: Vec<Vec<u64>> = buckets
-            .into_iter()
-            .enumerate()
-            .filter(|&(d, _)| keep && d as u32 != self.rank)
-            .map(|(_, b)| b)
-            .collect();
-        let others = super::layer::merge_layers(others);
+        let round = FETCH_ROUND.min(self.per_process);
+        let rounds = self.agree_max(ids.len().div_ceil(round) as u64)? as usize;
+        let mut got: Vec<Vec<u64>> = vec![Vec::new(); self.parts.count as usize];
+        let mut kept = 0;
+        for r in 0..rounds {
+            let lo = r.saturating_mul(round).min(ids.len());
+            let hi = lo.saturating_add(round).min(ids.len());
+            let (buckets, owners) = self.buckets(&ids[lo..hi]);
+            for (g, part) in got.iter_mut().zip(self.all_to_all(&buckets, true)?) {
+                g.extend_from_slice(&part);
+            }
+            if keep {
+                for i in lo..hi {
+                    if owners[i - lo] != self.rank {
+                        ids[kept] = ids[i];
+                        kept += 1;
+                    }
+                }
+            }
+        }
+        // Not shrunk: a copy of the kept ids would stand beside them at the peak.
+        ids.truncate(kept);
         // Each process sent its bucket in the order of its layer: sorted and distinct, so the
         // layer is their merge (checked: a run out of order would be merged wrong).
         if let Some(r) = got.iter().position(|run| !super::layer::is_layer(run)) {
@@ -388,7 +407,7 @@ impl<'t> Exchange<'t> {
                 "process {r} routed ids out of order"
             )));
         }
-        Ok((super::layer::merge_layers(got), others))
+        Ok((super::layer::merge_layers(got), ids))
     }
 
     /// The values (`k` each, `[i * k + v]`) of `wanted` (sorted, distinct, none this
