@@ -12,7 +12,7 @@ use super::{in_chunks, AgeWriter, Backward, Level, Wants, BLOCK, CHUNK, MAX_CELL
 use crate::rules::board;
 use crate::rules::order::{rank_among, MoveKeys};
 use crate::rules::{Kind, Order};
-use crate::solver::exchange::Exchange;
+use crate::solver::exchange::{round_of, Exchange};
 use crate::solver::forward::absorbed;
 use crate::solver::records::{FigureSums, StateRec, Summary, NO_MOVE};
 use crate::solver::table::{ValueTable, Values};
@@ -294,7 +294,7 @@ impl Backward<'_> {
                 }
                 .max(1);
                 for i in 0..rounds(states.len().div_ceil(seg))? {
-                    let ids = segment_of(states, i, seg);
+                    let ids = round_of(states, i, seg);
                     let ghosts = fetch(ids)?;
                     let at = (i * seg * k).min(len);
                     let recs = &mut making[at..at + ids.len() * k];
@@ -336,7 +336,7 @@ impl Backward<'_> {
         let [mut making, mut made] = std::mem::take(buffers);
         let mut made_ids: &[u64] = &[];
         for i in 0..rounds(states.len().div_ceil(segment))? {
-            let ids = segment_of(states, i, segment);
+            let ids = round_of(states, i, segment);
             let ghosts = fetch(ids)?;
             let tables = AfterTables {
                 own: after_table,
@@ -532,12 +532,6 @@ impl Backward<'_> {
             }
         }
     }
-}
-
-/// Segment `i` of `seg` ids of `ids` (empty past the last).
-fn segment_of(ids: &[u64], i: usize, seg: usize) -> &[u64] {
-    let from = (i * seg).min(ids.len());
-    &ids[from..(from + seg).min(ids.len())]
 }
 
 /// The moves among `after` (valid where not [`NONE`]) whose q in `q` equals `best` exactly.

@@ -76,7 +76,7 @@ pub fn message_limit() -> Result<usize> {
 
 /// The elements `from[r * per..(r + 1) * per]` (what is left of them), round `r` of a share
 /// cut into rounds of `per`.
-fn round_of<T>(from: &[T], r: usize, per: usize) -> &[T] {
+pub(crate) fn round_of<T>(from: &[T], r: usize, per: usize) -> &[T] {
     let lo = r.saturating_mul(per).min(from.len());
     &from[lo..lo.saturating_add(per).min(from.len())]
 }
@@ -384,7 +384,7 @@ impl<'t> Exchange<'t> {
         let mut kept = 0;
         for r in 0..rounds {
             let lo = r.saturating_mul(round).min(ids.len());
-            let hi = lo.saturating_add(round).min(ids.len());
+            let hi = lo + round_of(&ids, r, round).len();
             let (buckets, owners) = self.buckets(&ids[lo..hi]);
             for (g, part) in got.iter_mut().zip(self.all_to_all(&buckets, true)?) {
                 g.extend_from_slice(&part);
