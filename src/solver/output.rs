@@ -119,6 +119,8 @@ pub struct AgeFiles<'a> {
     /// Per variant, the age's files but its `states` parts, once written
     /// ([`AgeWriter::afterstates`]: before the states are valued).
     after: Option<Vec<AfterFiles>>,
+    /// Rows of the parts' row groups ([`AgeFiles::in_groups_of`]).
+    rows: usize,
 }
 
 /// What [`AgeFiles::finish`] came to.
@@ -181,7 +183,16 @@ impl<'a> AgeFiles<'a> {
             records: Vec::new(),
             policy,
             after: None,
+            rows: ROWS_PER_GROUP,
         })
+    }
+
+    /// The files with row groups of `rows` rows ([`crate::store::rows_per_group`] of a
+    /// process of a solve over several), where one process's are of [`ROWS_PER_GROUP`]: the
+    /// states come to the writer a group at a time.
+    pub fn in_groups_of(mut self, rows: usize) -> AgeFiles<'a> {
+        self.rows = rows.max(1);
+        self
     }
 
     /// At most the bytes an age of `boards` states and afterstates holds until a writer
@@ -218,6 +229,7 @@ impl<'a> AgeFiles<'a> {
             storages,
             age,
             mut states,
+            rows,
             ..
         } = self;
         debug_assert_eq!(out.age, age);
@@ -241,18 +253,14 @@ impl<'a> AgeFiles<'a> {
                     .into_par_iter()
                     .map(|vi| state_figures(&records, n, k, vi, &variants[vi]))
                     .collect();
-                for (ids, recs) in out
-                    .states
-                    .chunks(ROWS_PER_GROUP)
-                    .zip(records.chunks(ROWS_PER_GROUP * k))
-                {
+                for (ids, recs) in out.states.chunks(rows).zip(records.chunks(rows * k)) {
                     push_states(store, game, variants, age, &mut states, ids, recs)?;
                 }
                 Ok(figures)
             },
             || match after {
                 Some(written) => Ok(written),
-                None => all_after_files(store, game, variants, storages, out.afterstates()),
+                None => all_after_files(store, game, (variants, storages), out.afterstates(), rows),
             },
         );
         let figures = pushed?;
@@ -381,7 +389,7 @@ impl<'a> AgeWriter for AgeFiles<'a> {
         if parquet && self.defer {
             Wants::Whole
         } else if parquet || moves {
-            Wants::Segments(ROWS_PER_GROUP)
+            Wants::Segments(self.rows)
         } else {
             Wants::Figures
         }
@@ -451,9 +459,9 @@ impl<'a> AgeWriter for AgeFiles<'a> {
         self.after = Some(all_after_files(
             self.store,
             self.game,
-            self.variants,
-            self.storages,
+            (self.variants, self.storages),
             a,
+            self.rows,
         )?);
         Ok(true)
     }
@@ -563,15 +571,17 @@ pub fn policy_entry(
 fn all_after_files(
     store: &Store,
     game: &Game,
-    variants: &[Variant],
-    storages: &[Storage],
+    (variants, storages): (&[Variant], &[Storage]),
     a: Afterstates<'_>,
+    rows: usize,
 ) -> Result<Vec<AfterFiles>> {
     variants
         .par_iter()
         .zip(storages.par_iter())
         .enumerate()
-        .map(|(vi, (v, storage))| after_files(store, game, a, variants.len(), vi, v, storage))
+        .map(|(vi, (v, storage))| {
+            after_files(store, game, a, (variants.len(), vi, v), storage, rows)
+        })
         .collect()
 }
 
@@ -580,10 +590,9 @@ fn after_files(
     store: &Store,
     game: &Game,
     a: Afterstates<'_>,
-    k: usize,
-    vi: usize,
-    v: &Variant,
+    (k, vi, v): (usize, usize, &Variant),
     storage: &Storage,
+    rows: usize,
 ) -> Result<AfterFiles> {
     let shape = game.shape();
     let cells = game.cells();
@@ -664,11 +673,7 @@ fn after_files(
                 return Ok(None);
             }
             let mut part = store.afterstates_part(&after_path, &file_meta(shape, v))?;
-            for (ids, values) in a
-                .ids
-                .chunks(ROWS_PER_GROUP)
-                .zip(after_values.chunks(ROWS_PER_GROUP))
-            {
+            for (ids, values) in a.ids.chunks(rows).zip(after_values.chunks(rows)) {
                 part.push_afterstates(
                     ids.to_vec(),
                     values.to_vec(),

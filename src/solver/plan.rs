@@ -53,11 +53,6 @@ const LAYER_FILE_BYTES: f64 = 0.75;
 /// state).
 const WRITER_BYTES: f64 = 1.0;
 
-/// The most states whose ghosts a process holds at once over several processes: a segment
-/// of an age's states, whose ghosts are fetched for it (the Parquet writer's row group is the
-/// largest segment).
-const GHOST_SEGMENT: f64 = crate::store::ROWS_PER_GROUP as f64;
-
 /// The budget when none is given: a share of this host's memory (`MemTotal`), or
 /// [`MIN_BUDGET`] × 16 where that cannot be read, split evenly between the `sharers`
 /// processes of the solve on this host (over several hosts, each host's own: a process
@@ -332,11 +327,12 @@ impl Plan {
                 .map_or(0.0, |c| c.1 as f64)
         };
         let fixed = self.fixed as f64;
+        let segment = needs.segment as f64;
         counts.iter().map(move |&(age, _, _)| {
             let (s, a) = of(age);
             let (s2, s4) = (of(age + 2).0, of(age + 4).0);
             // The ghosts of one segment of the age's states at a time.
-            let g = ghosts_of(age) * (GHOST_SEGMENT / s.max(1.0)).min(1.0);
+            let g = ghosts_of(age) * (segment / s.max(1.0)).min(1.0);
             let whole = whole_bytes(k, coding, s, a, s2, s4) + ghost_bytes(k, coding, g) + fixed;
             if !can_stream {
                 return (age, whole, false);
@@ -361,11 +357,26 @@ impl Plan {
 pub struct Needs<'a> {
     pub counts: &'a [(u32, u64, u64)],
     pub ghosts: &'a [(u32, u64)],
+    /// The most states whose ghosts the process holds at once: a segment of an age's states,
+    /// whose ghosts are fetched for it (the Parquet writer's row group is the largest).
+    segment: usize,
 }
 
 impl<'a> Needs<'a> {
     pub fn new(counts: &'a [(u32, u64, u64)], ghosts: &'a [(u32, u64)]) -> Needs<'a> {
-        Needs { counts, ghosts }
+        let segment = crate::store::ROWS_PER_GROUP;
+        Needs {
+            counts,
+            ghosts,
+            segment,
+        }
+    }
+
+    /// The needs of one of the `processes` of a solve, whose row groups, and so segments, are
+    /// [`crate::store::rows_per_group`]'s.
+    pub fn over(self, processes: u32) -> Needs<'a> {
+        let segment = crate::store::rows_per_group(processes);
+        Needs { segment, ..self }
     }
 }
 
@@ -671,6 +682,27 @@ mod tests {
             .smallest(&counts, &goal, true);
         let per_state = (smallest - FIXED) as f64 / n as f64;
         assert!(per_state < 24.0, "{per_state} bytes a state");
+    }
+
+    /// A process of several writes row groups of its share's size and so holds the ghosts
+    /// of a segment of that many states: the fewer rows, the fewer ghosts at once, and one
+    /// process's needs are those of a process of one.
+    #[test]
+    fn a_process_of_many_holds_the_ghosts_of_a_smaller_segment() {
+        let goal = [variant("goal-32")];
+        let plan = Plan::new(MIN_BUDGET).unwrap();
+        let n = 62_829_771u64 / 8;
+        let counts: Vec<_> = (500..=520).step_by(2).map(|a| (a, n, n / 2)).collect();
+        let g: Vec<_> = counts.iter().map(|c| (c.0, n)).collect();
+        let need = |needs: Needs| plan.smallest_of(&needs, &goal, false);
+        let one = need(Needs::new(&counts, &g));
+        assert_eq!(need(Needs::new(&counts, &g).over(1)), one);
+        let two = need(Needs::new(&counts, &g).over(2));
+        let eight = need(Needs::new(&counts, &g).over(8));
+        assert!(eight < two && two < one, "{eight} {two} {one}");
+        // Without ghosts the segment costs nothing.
+        let none = need(Needs::new(&counts, &[]));
+        assert_eq!(need(Needs::new(&counts, &[]).over(8)), none);
     }
 
     /// Over several processes a process also holds the ghosts of a segment of its states (the

@@ -50,7 +50,10 @@ pub use manifest::{
     AgeStats, FileEntry, IndexEntry, LayoutKind, Manifest, PolicyEntry, PolicySymbols, Storage,
     Timings, LAYOUT_VERSION,
 };
-pub use parquet::{ColumnData, FileMeta, PartWriter, StatesColumns, ROWS_PER_GROUP};
+pub use parquet::{
+    rows_per_group, ColumnData, FileMeta, PartWriter, StatesColumns, MIN_ROWS_PER_GROUP,
+    ROWS_PER_GROUP,
+};
 
 /// A data directory.
 #[derive(Clone, Debug)]

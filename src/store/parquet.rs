@@ -92,6 +92,18 @@ fn writer_props_with(
 /// which every file written so far has): a solve streams an age's rows in groups of this many.
 pub const ROWS_PER_GROUP: usize = parquet::file::properties::DEFAULT_MAX_ROW_GROUP_ROW_COUNT;
 
+/// The fewest rows of a row group a process of a solve over several writes.
+pub const MIN_ROWS_PER_GROUP: usize = 1 << 17;
+
+/// Rows of a row group written by one of the `processes` of a solve: one process's
+/// [`ROWS_PER_GROUP`] over their number, at least [`MIN_ROWS_PER_GROUP`]. What a process
+/// holds for a group being made (its records, its columns, the ghosts its states look up)
+/// then stays in proportion to its share of an age, as one process's does to the age. The
+/// rows read back are the same whatever the groups; only the files' bytes differ.
+pub fn rows_per_group(processes: u32) -> usize {
+    (ROWS_PER_GROUP / processes.max(1) as usize).max(MIN_ROWS_PER_GROUP)
+}
+
 /// The Parquet file of one batch, in row groups of the writer's row count.
 pub(super) fn parquet_bytes(
     path: &Path,
@@ -124,7 +136,7 @@ pub(super) fn parquet_bytes(
 /// parallel (`ArrowWriter`'s own column writers, one task per column) and appended in order,
 /// which gives the bytes `ArrowWriter::write` + `close` would give over all the rows in one
 /// batch (same row groups, pages, metadata) as long as every group but the last holds the
-/// writer's row count ([`ROWS_PER_GROUP`] for the parts of a solve).
+/// writer's row count ([`ROWS_PER_GROUP`] for the parts of a one-process solve).
 pub struct PartWriter<W: Write + Send> {
     path: PathBuf,
     schema: SchemaRef,
@@ -441,6 +453,21 @@ pub fn read_columns_by_id(paths: &[std::path::PathBuf], names: &[&str]) -> Resul
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A process of several writes one process's row groups over their number, never fewer
+    /// rows than the least, and one process the writer's default.
+    #[test]
+    fn a_process_of_several_writes_groups_of_its_share() {
+        assert_eq!(rows_per_group(1), ROWS_PER_GROUP);
+        assert_eq!(rows_per_group(0), ROWS_PER_GROUP);
+        assert_eq!(rows_per_group(2), ROWS_PER_GROUP / 2);
+        for n in [3, 8, 64, 1000] {
+            let rows = rows_per_group(n);
+            let within = MIN_ROWS_PER_GROUP..=ROWS_PER_GROUP / 2;
+            assert!(within.contains(&rows), "{n}: {rows}");
+            assert!(rows <= (ROWS_PER_GROUP / n as usize).max(MIN_ROWS_PER_GROUP));
+        }
+    }
 
     /// An afterstates part of `ids` (values: the id over 8) at `path`.
     fn part(store: &super::super::Store, path: &Path, ids: &[u64]) {

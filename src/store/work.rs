@@ -198,12 +198,15 @@ impl WorkDir {
         super::atomic::write_batched(&self.asked_path(age), bytes).map(|_| ())
     }
 
-    /// The afterstates [`Self::write_asked`] wrote for an age: `None` where the file is missing
-    /// or damaged (they are derived data, and the caller makes them again).
-    pub fn load_asked(&self, age: u32) -> Option<Vec<u64>> {
+    /// How many afterstates [`Self::write_asked`] wrote for an age, the file checked (header,
+    /// checksum, block sizes) but not decoded: `None` where it is missing or damaged (they
+    /// are derived data, and the caller makes them again).
+    pub fn asked_count(&self, age: u32) -> Option<u64> {
         let bytes = read_file(&self.asked_path(age)).ok()??;
-        let (ids, rest) = idcodec::decode(&bytes, age).ok()?;
-        rest.is_empty().then_some(ids)
+        match idcodec::check(&bytes, age).ok()? {
+            (asked, 0) => Some(asked),
+            _ => None,
+        }
     }
 
     /// Checks the layer file of an age (its header, checksum and block sizes) without
@@ -724,25 +727,28 @@ mod tests {
     }
 
     #[test]
-    fn asked_afterstates_round_trip_and_are_none_when_missing_or_damaged() {
+    fn asked_afterstates_are_counted_and_none_when_missing_or_damaged() {
         let dir = tempfile::tempdir().unwrap();
         let layout = Layout::new(dir.path());
         let work = WorkDir::new(&layout, Shape::parse("2x2").unwrap(), "spawn24");
-        assert_eq!(work.load_asked(6), None);
+        assert_eq!(work.asked_count(6), None);
         let asked = vec![0x12, 0x1002, 0x2001];
         work.write_asked(6, &WorkDir::encode_layers(6, &asked, &[]))
             .unwrap();
-        assert_eq!(work.load_asked(6), Some(asked.clone()));
+        assert_eq!(work.asked_count(6), Some(3));
+        // Another age's file is not this age's.
+        fs::copy(work.asked_path(6), work.asked_path(8)).unwrap();
+        assert_eq!(work.asked_count(8), None);
         let p = work.asked_path(6);
         let mut b = fs::read(&p).unwrap();
         let mid = b.len() / 2;
         b[mid] ^= 1;
         fs::write(&p, &b).unwrap();
-        assert_eq!(work.load_asked(6), None);
+        assert_eq!(work.asked_count(6), None);
         // A file with afterstates is not one `write_asked` made.
         work.write_asked(6, &WorkDir::encode_layers(6, &asked, &asked))
             .unwrap();
-        assert_eq!(work.load_asked(6), None);
+        assert_eq!(work.asked_count(6), None);
         // Retired with the layers above an age.
         work.save_layers(6, &asked, &[]).unwrap();
         work.write_asked(6, &WorkDir::encode_layers(6, &asked, &[]))

@@ -54,7 +54,7 @@ pub(super) fn run(s: &Class, fwd: &mut Forward) -> Result<Option<BackwardProgres
     };
     let counts = counts(s, fwd)?;
     let ghosts = ghosts(s, &counts);
-    let (mut bplan, smallest) = plan(s, &Needs::new(&counts, &ghosts))?;
+    let (mut bplan, smallest) = plan(s, &Needs::new(&counts, &ghosts).over(ex.processes()))?;
     tell_plan(s, &counts, &bplan, smallest);
     // The rest of the run on disk, checked before the pass starts: its output, and the state
     // values of three ages at once (two for a resume, one being written); the work files
@@ -154,7 +154,7 @@ fn ghosts(s: &Class, counts: &[(u32, u64, u64)]) -> Vec<(u32, u64)> {
         return Vec::new();
     }
     (counts.iter())
-        .filter_map(|c| Some((c.0, s.work.load_asked(c.0)?.len() as u64)))
+        .filter_map(|c| Some((c.0, s.work.asked_count(c.0)?)))
         .collect()
 }
 
@@ -372,7 +372,8 @@ impl Pass<'_> {
                 &s.storages,
                 defer,
                 n_states,
-            )?,
+            )?
+            .in_groups_of(crate::store::rows_per_group(s.ex.processes())),
             work: &s.work,
             values: if streamed {
                 Some(s.work.values_writer(age, n_states * k)?)
