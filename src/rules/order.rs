@@ -117,10 +117,9 @@ impl Order {
 
 /// The sum of exponent differences between neighbouring cells (empty cells as 0).
 ///
-/// Without a loop or a division: each cell that has a right-hand (below) neighbour is paired
-/// with it by shifting the code one cell (a row) down, under a mask of those cells
-/// ([`NEIGHBOURS`]); the pairs' differences are taken a byte each, even cells and odd cells
-/// apart, and summed by a multiplication.
+/// Without a loop: each cell that has a right-hand (below) neighbour is paired with it by
+/// shifting the code one cell (a row) down, under a mask of those cells ([`NEIGHBOURS`]);
+/// the pairs' differences are then summed by [`pair_distance`].
 #[inline(always)]
 fn roughness(code: u64, cells: usize, cols: usize) -> i64 {
     let (right, below) = NEIGHBOURS[cells][cols];
@@ -128,6 +127,48 @@ fn roughness(code: u64, cells: usize, cols: usize) -> i64 {
     // A row of 16 cells has none below (and its shift would be the whole word).
     let under = code.checked_shr(4 * cols as u32).unwrap_or(0);
     let (c, d) = (code & below, under & below);
+    pair_distance([a, c], [b, d])
+}
+
+/// The sum over nibbles of `|x − y|`, nibble by nibble, of the two pairs of words: on
+/// x86-64 by SSE2's sum of absolute byte differences (`psadbw`, part of that architecture's
+/// baseline), the even and the odd nibbles apart; elsewhere by [`pair_distance_swar`]. The
+/// policy layout ranks every state's moves by a key made of this, so it is on the backward
+/// pass's path.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn pair_distance(x: [u64; 2], y: [u64; 2]) -> i64 {
+    // SAFETY: SSE2 is part of the x86-64 baseline, so every x86-64 processor has it.
+    unsafe { pair_distance_sse2(x, y) }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse2")]
+fn pair_distance_sse2(x: [u64; 2], y: [u64; 2]) -> i64 {
+    use std::arch::x86_64::*;
+    let low = _mm_set1_epi8(0x0F);
+    let x = _mm_set_epi64x(x[1] as i64, x[0] as i64);
+    let y = _mm_set_epi64x(y[1] as i64, y[0] as i64);
+    let even = _mm_sad_epu8(_mm_and_si128(x, low), _mm_and_si128(y, low));
+    let odd = _mm_sad_epu8(
+        _mm_and_si128(_mm_srli_epi64::<4>(x), low),
+        _mm_and_si128(_mm_srli_epi64::<4>(y), low),
+    );
+    let s = _mm_add_epi64(even, odd);
+    _mm_cvtsi128_si64(_mm_add_epi64(s, _mm_unpackhi_epi64(s, s)))
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+fn pair_distance(x: [u64; 2], y: [u64; 2]) -> i64 {
+    pair_distance_swar(x, y)
+}
+
+/// [`pair_distance`] in a word's arithmetic: the differences taken a byte each, even
+/// nibbles and odd nibbles apart, and summed by a multiplication.
+#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+#[inline(always)]
+fn pair_distance_swar([a, c]: [u64; 2], [b, d]: [u64; 2]) -> i64 {
     // A byte of each term is at most 15, so of their sum at most 60: no carry between bytes.
     let x = byte_diff(a & LOW, b & LOW)
         + byte_diff((a >> 4) & LOW, (b >> 4) & LOW)
@@ -141,6 +182,7 @@ fn roughness(code: u64, cells: usize, cols: usize) -> i64 {
 
 /// The difference of each pair of bytes of `a` and `b` (every byte under 128): the larger
 /// minus the other, which never borrows.
+#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
 #[inline(always)]
 fn byte_diff(a: u64, b: u64) -> u64 {
     let larger = byte_max(a, b);
@@ -245,16 +287,34 @@ pub struct MoveKeys {
 
 impl MoveKeys {
     /// The keys of the valid moves of `moves` (as [`Rules::moves`] gives them) in `order`.
+    ///
+    /// The order is matched once, outside the moves ([`MoveKeys::of`] is inlined with it
+    /// constant), and every move's key is computed, valid or not, then masked: the backward
+    /// pass ranks every state's moves, and a branch on each move's validity is one the
+    /// processor cannot predict.
     #[inline(always)]
     pub fn new(order: Order, moves: &[Option<(u64, u32)>; 4], shape: Shape) -> MoveKeys {
         let (cells, cols) = (shape.cells(), shape.cols());
+        match order {
+            Order::Fixed => Self::of(Order::Fixed, moves, cells, cols),
+            Order::Greedy => Self::of(Order::Greedy, moves, cells, cols),
+            Order::Corner => Self::of(Order::Corner, moves, cells, cols),
+            Order::Snake => Self::of(Order::Snake, moves, cells, cols),
+            Order::Smooth => Self::of(Order::Smooth, moves, cells, cols),
+            Order::Rough => Self::of(Order::Rough, moves, cells, cols),
+            Order::Blend => Self::of(Order::Blend, moves, cells, cols),
+        }
+    }
+
+    #[inline(always)]
+    fn of(order: Order, moves: &[Option<(u64, u32)>; 4], cells: usize, cols: usize) -> MoveKeys {
         let mut keys = [0i64; 4];
         let mut valid = 0u8;
         for (d, m) in moves.iter().enumerate() {
-            if let Some((after, reward)) = *m {
-                keys[d] = order.key(after, reward, cells, cols);
-                valid |= 1 << d;
-            }
+            let (after, reward) = m.unwrap_or((0, 0));
+            let is = m.is_some();
+            keys[d] = order.key(after, reward, cells, cols) & -i64::from(is);
+            valid |= u8::from(is) << d;
         }
         MoveKeys { keys, valid }
     }
@@ -394,10 +454,23 @@ mod tests {
                     x ^= x << 17;
                     codes.push(x & all);
                 }
+                let (right, below) = NEIGHBOURS[cells][cols];
                 for code in codes {
+                    let want = naive_roughness(code, cells, cols);
                     assert_eq!(
                         roughness(code, cells, cols),
-                        naive_roughness(code, cells, cols),
+                        want,
+                        "{rows}x{cols} {code:#x}"
+                    );
+                    // The word-arithmetic version too, which x86-64 builds do not call.
+                    let under = code.checked_shr(4 * cols as u32).unwrap_or(0);
+                    let pairs = (
+                        [code & right, code & below],
+                        [(code >> 4) & right, under & below],
+                    );
+                    assert_eq!(
+                        pair_distance_swar(pairs.0, pairs.1),
+                        want,
                         "{rows}x{cols} {code:#x}"
                     );
                 }
