@@ -122,12 +122,21 @@ impl Order {
 /// the pairs' differences are then summed by [`pair_distance`].
 #[inline(always)]
 fn roughness(code: u64, cells: usize, cols: usize) -> i64 {
+    let (x, y) = neighbour_pairs(code, cells, cols);
+    pair_distance(x, y)
+}
+
+/// The cells that have a right-hand neighbour and those that have one below (`x`), and those
+/// neighbours shifted onto them (`y`).
+#[inline(always)]
+fn neighbour_pairs(code: u64, cells: usize, cols: usize) -> ([u64; 2], [u64; 2]) {
     let (right, below) = NEIGHBOURS[cells][cols];
-    let (a, b) = (code & right, (code >> 4) & right);
     // A row of 16 cells has none below (and its shift would be the whole word).
     let under = code.checked_shr(4 * cols as u32).unwrap_or(0);
-    let (c, d) = (code & below, under & below);
-    pair_distance([a, c], [b, d])
+    (
+        [code & right, code & below],
+        [(code >> 4) & right, under & below],
+    )
 }
 
 /// The sum over nibbles of `|x − y|`, nibble by nibble, of the two pairs of words: on
@@ -454,7 +463,6 @@ mod tests {
                     x ^= x << 17;
                     codes.push(x & all);
                 }
-                let (right, below) = NEIGHBOURS[cells][cols];
                 for code in codes {
                     let want = naive_roughness(code, cells, cols);
                     assert_eq!(
@@ -463,11 +471,7 @@ mod tests {
                         "{rows}x{cols} {code:#x}"
                     );
                     // The word-arithmetic version too, which x86-64 builds do not call.
-                    let under = code.checked_shr(4 * cols as u32).unwrap_or(0);
-                    let pairs = (
-                        [code & right, code & below],
-                        [(code >> 4) & right, under & below],
-                    );
+                    let pairs = neighbour_pairs(code, cells, cols);
                     assert_eq!(
                         pair_distance_swar(pairs.0, pairs.1),
                         want,
