@@ -260,7 +260,7 @@ impl<'a> AgeFiles<'a> {
             },
             || match after {
                 Some(written) => Ok(written),
-                None => all_after_files(store, game, (variants, storages), out.afterstates(), rows),
+                None => all_after_files(store, game, variants, storages, out.afterstates(), rows),
             },
         );
         let figures = pushed?;
@@ -459,7 +459,8 @@ impl<'a> AgeWriter for AgeFiles<'a> {
         self.after = Some(all_after_files(
             self.store,
             self.game,
-            (self.variants, self.storages),
+            self.variants,
+            self.storages,
             a,
             self.rows,
         )?);
@@ -571,29 +572,29 @@ pub fn policy_entry(
 fn all_after_files(
     store: &Store,
     game: &Game,
-    (variants, storages): (&[Variant], &[Storage]),
+    variants: &[Variant],
+    storages: &[Storage],
     a: Afterstates<'_>,
     rows: usize,
 ) -> Result<Vec<AfterFiles>> {
-    variants
-        .par_iter()
-        .zip(storages.par_iter())
-        .enumerate()
-        .map(|(vi, (v, storage))| {
-            after_files(store, game, a, (variants.len(), vi, v), storage, rows)
-        })
+    (0..variants.len())
+        .into_par_iter()
+        .map(|vi| after_files(store, game, a, variants, &storages[vi], vi, rows))
         .collect()
 }
 
-/// The `afterstates` part (if the age is kept in Parquet) and the index of variant `vi`.
+/// The `afterstates` part (if the age is kept in Parquet) and the index of variant `vi` of
+/// `variants` (stored as `storage`).
 fn after_files(
     store: &Store,
     game: &Game,
     a: Afterstates<'_>,
-    (k, vi, v): (usize, usize, &Variant),
+    variants: &[Variant],
     storage: &Storage,
+    vi: usize,
     rows: usize,
 ) -> Result<AfterFiles> {
+    let (k, v) = (variants.len(), &variants[vi]);
     let shape = game.shape();
     let cells = game.cells();
     let name = v.name();
