@@ -11,7 +11,7 @@ use rayon::prelude::*;
 use super::{in_chunks, AgeWriter, Backward, Level, Wants, BLOCK, CHUNK, MAX_CELLS, NONE};
 use crate::rules::board;
 use crate::rules::order::{rank_among, MoveKeys};
-use crate::rules::{Kind, Order};
+use crate::rules::{Game, Kind, Order};
 use crate::solver::exchange::{round_of, Exchange};
 use crate::solver::forward::absorbed;
 use crate::solver::records::{FigureSums, StateRec, Summary, NO_MOVE};
@@ -28,10 +28,31 @@ pub(super) struct AfterTables<'a> {
 }
 
 impl<'a> AfterTables<'a> {
-    /// Whether canonical afterstate `c` is another process's, read from the ghosts' table.
+    /// The canonical id of afterstate `a` and whether it is another process's, read from the
+    /// ghosts' table. Over several processes the images are made once for both: the owner of
+    /// a board split by its big tiles is found from the same images (the other way, by
+    /// [`Exchange::mine`] on the id, the images are made again).
     #[inline(always)]
-    fn is_ghost(&self, c: u64) -> bool {
-        self.ghosts.is_some_and(|(_, ex)| !ex.mine(c))
+    fn canon_and_ghost(&self, game: &Game, a: u64) -> (u64, bool) {
+        match self.ghosts {
+            None => (game.canon(a), false),
+            Some((_, ex)) => match game.sym.images_of(a) {
+                Some(images) => (images.min(), !ex.mine_images(&images)),
+                None => {
+                    let c = game.canon(a);
+                    (c, !ex.mine(c))
+                }
+            },
+        }
+    }
+
+    /// Starts loading what a look-up of ghost `c` reads first ([`ValueTable::prefetch`]),
+    /// so that a block's ghosts overlap their cache misses as its own afterstates do.
+    #[inline(always)]
+    fn prefetch_ghost(&self, c: u64, hint: &mut u32) {
+        if let Some((t, _)) = self.ghosts {
+            t.prefetch(c, hint);
+        }
     }
 
     /// A ghost's values.
@@ -434,6 +455,8 @@ impl Backward<'_> {
         // one did (the moves of states in their order are close in the afterstates' order).
         let mut part = [[0u32; 4]; BLOCK];
         let mut hint = [0u32; 4];
+        // The same for the ghosts' table, over several processes.
+        let mut ghost_hint = [0u32; 4];
         // Per state of the block: the goal tile is on it (asked once).
         let mut done = [false; BLOCK];
         // Per state of the block: bit `d` where move `d`'s afterstate is another process's
@@ -455,9 +478,10 @@ impl Backward<'_> {
                 made[j] = class.moves(&game.rules, s);
                 for (di, m) in made[j].into_iter().enumerate() {
                     if let Some((a, r)) = m {
-                        let c = game.canon(a);
-                        if tables.is_ghost(c) {
+                        let (c, is_ghost) = tables.canon_and_ghost(game, a);
+                        if is_ghost {
                             ghost[j] |= 1 << di;
+                            tables.prefetch_ghost(c, &mut ghost_hint[di]);
                         } else {
                             after_table.prefetch(c, &mut hint[di]);
                             part[j][di] = hint[di];
