@@ -4,12 +4,13 @@
 # the same moment, and records medians, their ratio, CPU/wall and peak memory into
 # reports/bench/solve.md.
 #
-# Usage: benches/solve.sh [PAIRS]   (default 3 pairs; each pair is one run of each solver)
+# Usage: benches/solve.sh [PAIRS]   (default 3 pairs; each "pair" is a run of ours in the full
+# layout, one of the reference, one of ours in the compact layout)
 #
 # Ours: the release build without the reporting layer, `age2048 solve --board 3x3` into a fresh
-# data directory (Parquet, indexes, manifest written). The reference: `oracle2048 3 3 --samples
-# 0` (six variants valued in one backward pass, CSV summaries only). Then ours alone on 3x3
-# goal-1024 and 4x4 goal-16. Timings never go into tests.
+# data directory (Parquet, indexes, manifest written), in the full and in the compact layout.
+# The reference: `oracle2048 3 3 --samples 0` (six variants valued in one backward pass, CSV
+# summaries only). Then ours alone on 3x3 goal-1024 and 4x4 goal-16. Timings never go into tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pairs=${1:-3}
@@ -62,6 +63,7 @@ load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 for i in $(seq "$pairs"); do
   run ours "$ours" solve --board 3x3 --data "$tmp/data" --quiet
   run ref "$ref" 3 3 --samples 0 --out "$tmp/ref-out"
+  run compact "$ours" solve --board 3x3 --layout compact --data "$tmp/data" --quiet
 done
 run goal1024 "$ours" solve --board 3x3 --variant goal-1024 --data "$tmp/data" --quiet
 run goal1024 "$ours" solve --board 3x3 --variant goal-1024 --data "$tmp/data" --quiet
@@ -73,9 +75,11 @@ load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
 read -r o_med o_min o_max o_cpu o_rss o_par <<< "$(stats ours)"
 read -r r_med r_min r_max r_cpu r_rss r_par <<< "$(stats ref)"
+read -r c_med c_min c_max c_cpu c_rss c_par <<< "$(stats compact)"
 read -r g_med g_min g_max g_cpu g_rss g_par <<< "$(stats goal1024)"
 read -r f_med f_min f_max f_cpu f_rss f_par <<< "$(stats g16)"
 ratio=$(python3 -c "print(f'{$r_med / $o_med:.2f}')")
+ratio_compact=$(python3 -c "print(f'{$r_med / $c_med:.2f}')")
 # The processor, which the times depend on as much as the code.
 cpu=$(bash benches/cpu.sh)
 {
@@ -86,18 +90,21 @@ cpu=$(bash benches/cpu.sh)
   echo
   echo "Ours: \`age2048 solve --board 3x3\` (release, no reporting layer; Parquet, indexes and manifest"
   echo "written, fresh directory). Reference: \`oracle2048 3 3 --samples 0\` from ../shared/reference"
-  echo "(\`g++ -O2\`, 2 threads, six variants, CSV summaries only). Runs alternate ours/reference,"
-  echo "$pairs pairs; medians over the runs; CPU = user + system. Each run's files are deleted right"
-  echo "after it, and no run starts within ${expiry} s (the kernel's dirty-expiry interval) of that"
-  echo "deletion: ext4 scans past inodes deleted that recently whenever it allocates one."
+  echo "(\`g++ -O2\`, 2 threads, six variants, CSV summaries only). Runs alternate ours (full"
+  echo "layout), the reference and ours (\`--layout compact\`), $pairs times each; medians over the"
+  echo "runs; CPU = user + system. Each run's files are deleted right after it, and no run starts"
+  echo "within ${expiry} s (the kernel's dirty-expiry interval) of that deletion: ext4 scans past"
+  echo "inodes deleted that recently whenever it allocates one."
   echo
   echo "| solve | runs | median wall (s) | min | max | median CPU (s) | CPU/wall | median peak RSS (MB) |"
   echo "|---|---:|---:|---:|---:|---:|---:|---:|"
   echo "| 3x3 expectation, ours | $pairs | $o_med | $o_min | $o_max | $o_cpu | $o_par | $o_rss |"
+  echo "| 3x3 expectation, ours, \`--layout compact\` | $pairs | $c_med | $c_min | $c_max | $c_cpu | $c_par | $c_rss |"
   echo "| 3x3, reference solver | $pairs | $r_med | $r_min | $r_max | $r_cpu | $r_par | $r_rss |"
   echo "| 3x3 goal-1024, ours | 3 | $g_med | $g_min | $g_max | $g_cpu | $g_par | $g_rss |"
   echo "| 4x4 goal-16, ours | 3 | $f_med | $f_min | $f_max | $f_cpu | $f_par | $f_rss |"
   echo
-  echo "Wall-time ratio, reference / ours (3x3, medians of paired runs): **$ratio**."
+  echo "Wall-time ratio, reference / ours (3x3, medians of the runs side by side): **$ratio** in the"
+  echo "full layout, **$ratio_compact** in the compact layout."
 } > "$out/solve.md"
 cat "$out/solve.md"
