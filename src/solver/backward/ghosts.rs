@@ -235,14 +235,7 @@ impl Backward<'_> {
                         continue;
                     }
                     for (a, _) in class.moves(&game.rules, s).into_iter().flatten() {
-                        // The images once, for the id and for its owner.
-                        let (c, mine) = match game.sym.images_of(a) {
-                            Some(images) => (images.min(), ex.mine_images(&images)),
-                            None => {
-                                let c = game.canon(a);
-                                (c, ex.mine(c))
-                            }
-                        };
+                        let (c, mine) = ex.canon_and_mine(game, a);
                         if !mine {
                             out.push(c);
                         }

@@ -29,20 +29,15 @@ pub(super) struct AfterTables<'a> {
 
 impl<'a> AfterTables<'a> {
     /// The canonical id of afterstate `a` and whether it is another process's, read from the
-    /// ghosts' table. Over several processes the images are made once for both: the owner of
-    /// a board split by its big tiles is found from the same images (the other way, by
-    /// [`Exchange::mine`] on the id, the images are made again).
+    /// ghosts' table ([`Exchange::canon_and_mine`]: the images made once for both).
     #[inline(always)]
     fn canon_and_ghost(&self, game: &Game, a: u64) -> (u64, bool) {
         match self.ghosts {
             None => (game.canon(a), false),
-            Some((_, ex)) => match game.sym.images_of(a) {
-                Some(images) => (images.min(), !ex.mine_images(&images)),
-                None => {
-                    let c = game.canon(a);
-                    (c, !ex.mine(c))
-                }
-            },
+            Some((_, ex)) => {
+                let (c, mine) = ex.canon_and_mine(game, a);
+                (c, !mine)
+            }
         }
     }
 

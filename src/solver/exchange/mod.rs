@@ -32,8 +32,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::{Result, SolveError};
-use crate::rules::symmetry::Images;
-use crate::rules::Shape;
+use crate::rules::{Game, Shape};
 use crate::store::parts::Parts;
 
 /// The most elements (ids and values, or bytes) a process sends, and receives, in one call of
@@ -177,10 +176,21 @@ impl<'t> Exchange<'t> {
         self.parts.of(id, self.shape) == self.rank
     }
 
-    /// Whether this process owns the board whose images are `images`.
-    #[inline]
-    pub fn mine_images(&self, images: &Images) -> bool {
-        self.parts.of_images(images, self.shape) == self.rank
+    /// The canonical id of board `b` under `game`'s symmetry and whether this process owns
+    /// it, from one making of `b`'s images: the owner of a board split by its big tiles is a
+    /// function of the same images (by [`Exchange::mine`] on the id they would be made again).
+    #[inline(always)]
+    pub fn canon_and_mine(&self, game: &Game, b: u64) -> (u64, bool) {
+        match game.sym.images_of(b) {
+            Some(images) => (
+                images.min(),
+                self.parts.of_images(&images, self.shape) == self.rank,
+            ),
+            None => {
+                let c = game.canon(b);
+                (c, self.mine(c))
+            }
+        }
     }
 
     /// Bytes sent to other processes so far: (forward, backward).
