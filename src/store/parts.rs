@@ -140,29 +140,14 @@ fn line_sums_key(id: u64, shape: Shape) -> u64 {
             *col += v;
         }
     }
-    insertion_sort(r);
-    insertion_sort(c);
+    r.sort_unstable();
+    c.sort_unstable();
     let pack = |v: &[u64]| v.iter().fold(0u64, |h, &s| mix(h ^ s));
     if rows == cols {
         pack(r).min(pack(c))
     } else {
         // A rectangle is never transposed: its row sums are its own.
         pack(r)
-    }
-}
-
-/// Sorts a few sums in place, inlined (the standard library's sort of a short slice is a call
-/// into its insertion sort).
-#[inline(always)]
-fn insertion_sort(v: &mut [u64]) {
-    for i in 1..v.len() {
-        let x = v[i];
-        let mut j = i;
-        while j > 0 && v[j - 1] > x {
-            v[j] = v[j - 1];
-            j -= 1;
-        }
-        v[j] = x;
     }
 }
 
