@@ -463,6 +463,58 @@ fn a_board_sixteen_cells_wide_solves() {
     }
 }
 
+/// A solve on one thread ends, in every layout, with the files of the same solve on two. (A
+/// driver of the passes run on the only worker of the pool waited there for the layer
+/// saver and the age writer, whose own parallel loops needed that worker: every solve with
+/// `--threads 1` hung.)
+#[test]
+fn a_solve_on_one_thread_ends_with_the_files_of_two() {
+    let dir = tempfile::tempdir().unwrap();
+    for layout in ["full", "compact", "policy"] {
+        let files = |threads: &str| {
+            let data = dir.path().join(format!("{layout}-{threads}"));
+            let args = [
+                "solve",
+                "--quiet",
+                "--board",
+                "2x3",
+                "--layout",
+                layout,
+                "--threads",
+                threads,
+                "--data",
+                data.to_str().unwrap(),
+            ];
+            let mut child = bin()
+                .args(args)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
+            // A liveness bound, not a timing: the solve takes well under a second.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+            let status = loop {
+                if let Some(status) = child.try_wait().unwrap() {
+                    break status;
+                }
+                if std::time::Instant::now() > deadline {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    panic!("{layout} on {threads} thread(s) did not end");
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            };
+            assert!(status.success(), "{layout} on {threads} thread(s)");
+            let m = manifest(&data, "2x3", "expectation");
+            assert_eq!(m["threads"], threads.parse::<u64>().unwrap());
+            m["files"].clone()
+        };
+        let one = files("1");
+        assert!(!one.as_array().unwrap().is_empty(), "{layout}");
+        assert_eq!(one, files("2"), "{layout}");
+    }
+}
+
 /// `best --format csv` of one 2x2 board: (q of L, R, U, D, value).
 fn q_2x2(data: &Path, variant: &str, board: &str) -> ([Option<f64>; 4], f64) {
     let o = best_2x2(data, &["--variant", variant, "--format", "csv", board]);
