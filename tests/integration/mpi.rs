@@ -186,6 +186,31 @@ fn two_and_three_processes_solve_what_one_does() {
     same_solve(shared_compact_solve(), &m, goals, 3, "3x3", "goal-256");
 }
 
+/// Processes of two threads each solve what one process does. (Their passes' driver, run on
+/// a worker of the pool, called MPI from a thread other than the one that started it, and
+/// every such job ended at its first exchange: the other tests run a thread a process.)
+#[test]
+fn processes_of_two_threads_solve_what_one_does() {
+    let goals = shared_goal_solves();
+    let m = common::fresh_dir("mpi_threads");
+    let data = m.to_str().unwrap();
+    let args = [
+        "solve",
+        "--quiet",
+        "--board",
+        "3x3",
+        "--variant",
+        "goal-256",
+        "--data",
+        data,
+        "--threads",
+        "2",
+    ];
+    let o = mpirun(2, &args).output().expect("mpirun runs");
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    same_solve(goals, &m, goals, 2, "3x3", "goal-256");
+}
+
 #[test]
 fn a_rigorous_solve_over_two_processes_is_the_one_process_solve() {
     // Integer sums: the same bits however the boards are split.

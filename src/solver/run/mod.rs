@@ -245,7 +245,7 @@ pub fn solve_exchanged(
                 continue;
             }
         }
-        manifests.extend(on_pool(|| {
+        manifests.extend(on_pool(ex, || {
             solve_class(
                 store, &game, cfg.group, &class, &variants, cfg, ex, on_event,
             )
@@ -257,18 +257,21 @@ pub fn solve_exchanged(
 }
 
 /// Runs `f`, the driver of a class's passes, on a worker of the global pool when it has more
-/// than one: a parallel loop started from a worker is pushed on its own queue and the driver
-/// takes part in it, where one started from outside the pool is injected, wakes a sleeping
-/// worker and puts the caller to sleep until the last task ends. An age of 3x3 runs about ten
-/// such loops of a few hundred microseconds each, so those hand-overs were a share of the
-/// wall (`reports/bench/time.md`).
+/// than one and the solve is one process's: a parallel loop started from a worker is pushed on
+/// its own queue and the driver takes part in it, where one started from outside the pool is
+/// injected, wakes a sleeping worker and puts the caller to sleep until the last task ends. An
+/// age of 3x3 runs about ten such loops of a few hundred microseconds each, so those
+/// hand-overs were a share of the wall (`reports/bench/time.md`).
 ///
-/// With one worker the driver stays on the calling thread: it waits for the layer saver and
-/// the age writer, threads of their own whose parallel loops need a worker, which a driver
-/// waiting on the only one would never free. With two or more, a waiting driver holds one
-/// worker and the others run those loops.
-fn on_pool<R: Send>(f: impl FnOnce() -> R + Send) -> R {
-    if rayon::current_num_threads() > 1 {
+/// Otherwise the driver stays on the calling thread:
+/// - with one worker, because it waits for the layer saver and the age writer, threads of
+///   their own whose parallel loops need a worker, which a driver waiting on the only one
+///   would never free (with two or more, a waiting driver holds one and the others run
+///   them);
+/// - over several processes, because only the thread that started MPI may call it
+///   ([`Exchange`]).
+fn on_pool<R: Send>(ex: &Exchange, f: impl FnOnce() -> R + Send) -> R {
+    if rayon::current_num_threads() > 1 && ex.is_single() {
         rayon::scope(|_| f())
     } else {
         f()
