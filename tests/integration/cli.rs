@@ -5,7 +5,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use crate::common::{bin, kill_after_ages_with, manifest, manifest_path, run, stderr, stdout};
+use crate::common::{
+    bin, kill_after_ages_with, manifest, manifest_path, run, stderr, stdout, wait_within,
+};
 
 fn solve(data: &Path, board: &str, extra: &[&str]) -> Output {
     let mut args = vec![
@@ -491,18 +493,12 @@ fn a_solve_on_one_thread_ends_with_the_files_of_two() {
                 .stderr(std::process::Stdio::null())
                 .spawn()
                 .unwrap();
-            // A liveness bound, not a timing: the solve takes well under a second.
-            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
-            let status = loop {
-                if let Some(status) = child.try_wait().unwrap() {
-                    break status;
-                }
-                if std::time::Instant::now() > deadline {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    panic!("{layout} on {threads} thread(s) did not end");
-                }
-                std::thread::sleep(std::time::Duration::from_millis(20));
+            // The solve takes well under a second.
+            let limit = std::time::Duration::from_secs(300);
+            let Some(status) = wait_within(&mut child, limit) else {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("{layout} on {threads} thread(s) did not end");
             };
             assert!(status.success(), "{layout} on {threads} thread(s)");
             let m = manifest(&data, "2x3", "expectation");

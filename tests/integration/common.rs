@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::sync::{Arc, Mutex, OnceLock};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_age2048");
@@ -618,6 +618,21 @@ pub fn state_values(dir: &Path, m: &age2048::store::Manifest) -> HashMap<u64, f6
     }
     assert_eq!(solved.len() as u64, m.n_states);
     solved
+}
+
+/// The exit status of `child` once it ends, or `None` if it still runs after `limit`: a
+/// liveness bound, not a timing (the caller kills what it started and fails).
+pub fn wait_within(child: &mut Child, limit: std::time::Duration) -> Option<ExitStatus> {
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return Some(status);
+        }
+        if std::time::Instant::now() > deadline {
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }
 
 /// The peak resident bytes (`VmHWM`) a `/proc/PID/status` text gives (0 if none).

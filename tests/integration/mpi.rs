@@ -704,22 +704,15 @@ fn a_process_with_nothing_to_exchange_does_not_hang_the_job() {
         .stderr(Stdio::null())
         .spawn()
         .expect("mpirun runs");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    let status = loop {
-        if let Some(status) = job.try_wait().unwrap() {
-            break status;
+    let Some(status) = common::wait_within(&mut job, std::time::Duration::from_secs(120)) else {
+        for p in children(job.id()) {
+            let _ = Command::new("kill")
+                .args(["-KILL", &p.to_string()])
+                .status();
         }
-        if std::time::Instant::now() > deadline {
-            for p in children(job.id()) {
-                let _ = Command::new("kill")
-                    .args(["-KILL", &p.to_string()])
-                    .status();
-            }
-            let _ = job.kill();
-            let _ = job.wait();
-            panic!("a 2x2 solve over two processes did not end within two minutes");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
+        let _ = job.kill();
+        let _ = job.wait();
+        panic!("a 2x2 solve over two processes did not end within two minutes");
     };
     assert!(status.success(), "{status}");
     let o = common::run(&args(one_d));
