@@ -67,6 +67,52 @@ fn blocked(table: &ValueTable, ids: &[u64], streams: usize) -> f64 {
     sum
 }
 
+/// What this machine's memory gives, the bound the backward pass is measured against
+/// (`reports/bench/time.md`): a sequential read of `words` u64 on every thread, and reads of
+/// random 8-byte words (a cache line each) of the first `words` of it, eight independent
+/// reads in flight a thread (as the look-ups' prefetched blocks are). Prints GB/s and
+/// million lines a second over all threads.
+fn memory_case(data: &[u64], words: usize, label: &str) {
+    use rayon::prelude::*;
+    let data = &data[..words];
+    let threads = rayon::current_num_threads();
+    let ns = time(
+        &format!("memory: sequential read, {label}, per 8 bytes"),
+        5,
+        data.len(),
+        || {
+            data.par_chunks(1 << 16)
+                .map(|c| c.iter().fold(0u64, |a, &x| a.wrapping_add(x)))
+                .reduce(|| 0, u64::wrapping_add)
+        },
+    );
+    println!("  = {:.1} GB/s on {threads} threads", 8.0 / ns);
+    let reads = 1usize << 24;
+    let mask = (words - 1) as u64;
+    let ns = time(
+        &format!("memory: random lines, {label}, per line"),
+        5,
+        reads,
+        || {
+            (0..reads / 8)
+                .into_par_iter()
+                .with_min_len(1 << 12)
+                .map(|i| {
+                    let mut rng = Rng(i as u64);
+                    (0..8).fold(0u64, |a, _| {
+                        a.wrapping_add(data[(rng.next_u64() & mask) as usize])
+                    })
+                })
+                .reduce(|| 0, u64::wrapping_add)
+        },
+    );
+    println!(
+        "  = {:.0} M lines/s, {:.1} GB/s of lines on {threads} threads",
+        1e3 / ns,
+        64.0 / ns
+    );
+}
+
 /// All four moves of every board at once, as the solver's passes ask for them.
 fn all_moves(game: &Game, bs: &[u64]) -> u64 {
     let mut acc = 0u64;
@@ -79,6 +125,12 @@ fn all_moves(game: &Game, bs: &[u64]) -> u64 {
 }
 
 fn main() {
+    // 1 GiB, far beyond the caches, and 4 MiB, about what three ages' tables of 3x3 hold.
+    let words = 1 << 27;
+    let data: Vec<u64> = (0..words as u64).collect();
+    memory_case(&data, words, "1 GiB");
+    memory_case(&data, 1 << 19, "4 MiB");
+    drop(data);
     let game = Game::new(Shape::new(3, 3).unwrap(), Group::Full);
     let bs = boards(1 << 16);
     time("3x3 four moves, one at a time (apply)", 9, bs.len(), || {
