@@ -87,11 +87,13 @@ fn encode_case() {
     );
 }
 
-/// An age's policy file: 4x3 boards of one age, each with 0 to 4 valid moves drawn from its
-/// id and a rank skewed as a solve's (3x3 expectation: 1.24 bits a state), per state.
-fn policy_case() {
+/// An age's policy file: `boards` 4x3 boards of one age, each with 0 to 4 valid moves drawn
+/// from its id and a rank skewed as a solve's (3x3 expectation: 1.24 bits a state), per
+/// state, in `rounds` rounds. Two million ids are several shards; fifty thousand are one, the
+/// size of a 3x3 age (which the age writer's thread builds alone).
+fn policy_case(boards: usize, rounds: usize) {
     let age = 300;
-    let ids = boards_of_age(2_000_000, age, 5);
+    let ids = boards_of_age(boards, age, 5);
     let moves_of: MovesOf = Arc::new(|id: u64| {
         let x = id.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56;
         [0u8, 1, 2, 2, 3, 3, 3, 4, 4, 4, 4, 4, 4, 4, 4, 4][(x & 15) as usize]
@@ -126,7 +128,7 @@ fn policy_case() {
     one.install(|| {
         time(
             &format!("encode a policy file, 1 thread ({n} ids)"),
-            5,
+            rounds,
             n,
             encode,
         )
@@ -134,7 +136,7 @@ fn policy_case() {
     let threads = rayon::current_num_threads();
     time(
         &format!("encode a policy file, {threads} threads ({n} ids)"),
-        5,
+        rounds,
         n,
         encode,
     );
@@ -148,7 +150,8 @@ fn policy_case() {
 }
 
 fn main() {
-    policy_case();
+    policy_case(50_000, 41);
+    policy_case(2_000_000, 5);
     encode_case();
     for &(n, label) in &[(1_000_000usize, "1e6"), (10_000_000, "1e7")] {
         let ids = random_ids(n, 42);
