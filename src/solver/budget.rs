@@ -53,6 +53,19 @@ impl Budget {
         true
     }
 
+    /// [`Budget::acquire`] if it would not wait: `None` while `bytes` more do not fit.
+    pub fn try_acquire(&self, bytes: usize) -> Option<bool> {
+        let mut s = self.lock();
+        if s.1 {
+            return Some(false);
+        }
+        if s.0 > 0 && s.0.saturating_add(bytes) > self.limit {
+            return None;
+        }
+        s.0 += bytes;
+        Some(true)
+    }
+
     /// The consumer is done with `bytes` it was handed.
     pub fn release(&self, bytes: usize) {
         let mut s = self.lock();
@@ -123,6 +136,25 @@ mod tests {
         });
         assert!(peak <= 12, "{peak} bytes in flight");
         assert_eq!(b.lock().0, 0);
+    }
+
+    /// `try_acquire` says what `acquire` would do without waiting: `None` where it would wait.
+    #[test]
+    fn try_acquire_takes_what_fits_and_says_none_where_acquire_would_wait() {
+        let b = Budget::new(10);
+        assert_eq!(
+            b.try_acquire(100),
+            Some(true),
+            "nothing in flight: any size goes"
+        );
+        assert_eq!(b.try_acquire(1), None);
+        b.release(100);
+        assert_eq!(b.try_acquire(4), Some(true));
+        assert_eq!(b.try_acquire(6), Some(true));
+        assert_eq!(b.try_acquire(1), None);
+        assert_eq!(b.lock().0, 10);
+        b.close();
+        assert_eq!(b.try_acquire(1), Some(false));
     }
 
     /// A consumer that stops (here: drops its closer without releasing) wakes a waiting

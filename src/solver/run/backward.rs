@@ -10,8 +10,8 @@ use std::time::Instant;
 
 use super::forward::Forward;
 use super::{
-    checked_record, layers_of, stored_afterstates, AgeRecord, Class, Event, CHECKPOINT,
-    INITIAL_AGES,
+    checked_record, join_helping, layers_of, send_helping, stored_afterstates, wait_helping,
+    AgeRecord, Class, Event, CHECKPOINT, INITIAL_AGES,
 };
 use crate::rules::Variant;
 use crate::solver::backward::{
@@ -341,8 +341,7 @@ impl Pass<'_> {
                 |out: AgeOutput, written| self.hand_over(out, written, &budget, &tx, marks),
             );
             drop(tx);
-            let written = writer
-                .join()
+            let written = join_helping(writer)
                 .unwrap_or_else(|_| Err(SolveError::Internal("the writer thread panicked".into())));
             (run, written)
         });
@@ -462,10 +461,11 @@ impl Pass<'_> {
             out.summary.values = Vec::new();
         }
         let job = Finished { files, saved, out };
-        if !budget.acquire(job.bytes()) {
+        let bytes = job.bytes();
+        if !wait_helping(|| budget.try_acquire(bytes), || budget.acquire(bytes)) {
             return Err(stopped());
         }
-        tx.send(job).map_err(|_| stopped())?;
+        send_helping(tx, job).map_err(|_| stopped())?;
         if streamed {
             // What a big age's work freed goes back to the kernel before the next age
             // allocates its own (small ages are not worth the call).

@@ -5,7 +5,10 @@
 use std::sync::mpsc::Receiver;
 use std::time::Instant;
 
-use super::{layers_of, stored_afterstates, Class, Event, CHECKPOINT, INITIAL_AGES};
+use super::{
+    join_helping, layers_of, send_helping, stored_afterstates, Class, Event, CHECKPOINT,
+    INITIAL_AGES,
+};
 use crate::solver::checkpoint::Checkpointer;
 use crate::solver::forward::{self, AgeLayer, Start};
 use crate::solver::{Result, SolveError};
@@ -157,13 +160,12 @@ fn pass(s: &Class, fwd: &mut ForwardProgress) -> Result<()> {
                     let boards = (layer.n_states, layer.n_afterstates);
                     s.phase_memory("forward", "made", layer.age, boards);
                 }
-                tx.send(layer)
+                send_helping(&tx, layer)
                     .map_err(|_| SolveError::Internal("the layer saver stopped".into()))
             },
         );
         drop(tx);
-        let saved = saver
-            .join()
+        let saved = join_helping(saver)
             .unwrap_or_else(|_| Err(SolveError::Internal("the layer saver panicked".into())));
         (last, saved)
     });

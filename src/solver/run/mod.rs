@@ -266,8 +266,8 @@ pub fn solve_exchanged(
 /// Otherwise the driver stays on the calling thread:
 /// - with one worker, because it waits for the layer saver and the age writer, threads of
 ///   their own whose parallel loops need a worker, which a driver waiting on the only one
-///   would never free (with two or more, a waiting driver holds one and the others run
-///   them);
+///   would never free (with two or more, a waiting driver runs their tasks itself:
+///   [`wait_helping`]);
 /// - over several processes, because only the thread that started MPI may call it
 ///   ([`Exchange`]).
 fn on_pool<R: Send>(ex: &Exchange, f: impl FnOnce() -> R + Send) -> R {
@@ -276,6 +276,60 @@ fn on_pool<R: Send>(ex: &Exchange, f: impl FnOnce() -> R + Send) -> R {
     } else {
         f()
     }
+}
+
+/// Waits until `ready` gives something. A driver [`on_pool`] put on a worker of the pool runs
+/// the pool's pending tasks meanwhile (the writer's and the saver's parallel loops, injected
+/// from their threads): blocked in a channel or on a lock it would hold its worker idle, and
+/// the thread it waits for would have the other workers only for its loops (3x3's three
+/// variants ran on 1.45 of two cores, the writer's loops on one). With no task to run it
+/// naps, 20 µs at first and at most about a third of a millisecond, so that it is back soon
+/// after its turn comes (an age of 3x3 takes about ten milliseconds).
+/// Off the pool `block` waits as threads do.
+fn wait_helping<T>(mut ready: impl FnMut() -> Option<T>, block: impl FnOnce() -> T) -> T {
+    if rayon::current_thread_index().is_none() {
+        return block();
+    }
+    let mut nap = Duration::from_micros(20);
+    loop {
+        if let Some(t) = ready() {
+            return t;
+        }
+        if rayon::yield_now() == Some(rayon::Yield::Executed) {
+            nap = Duration::from_micros(20);
+        } else {
+            std::thread::sleep(nap);
+            nap = (nap * 2).min(Duration::from_micros(320));
+        }
+    }
+}
+
+/// Sends `item`, running the pool's tasks while the channel is full ([`wait_helping`]).
+fn send_helping<T>(
+    tx: &std::sync::mpsc::SyncSender<T>,
+    item: T,
+) -> std::result::Result<(), std::sync::mpsc::SendError<T>> {
+    use std::sync::mpsc::{SendError, TrySendError};
+    let item = std::cell::Cell::new(Some(item));
+    let take = || item.take().expect("an item to send");
+    wait_helping(
+        || match tx.try_send(take()) {
+            Ok(()) => Some(Ok(())),
+            Err(TrySendError::Disconnected(t)) => Some(Err(SendError(t))),
+            Err(TrySendError::Full(t)) => {
+                item.set(Some(t));
+                None
+            }
+        },
+        || tx.send(take()),
+    )
+}
+
+/// Joins a thread of the solve, running the pool's tasks until it has ended
+/// ([`wait_helping`]).
+fn join_helping<T>(h: std::thread::ScopedJoinHandle<'_, T>) -> std::thread::Result<T> {
+    wait_helping(|| h.is_finished().then_some(()), || ());
+    h.join()
 }
 
 /// The manifests of a finished solve of these variants (same group, layout and storage, and the
@@ -563,4 +617,65 @@ fn checked_record(
         ));
     }
     Ok(rec)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc::{channel, sync_channel};
+
+    /// Regression: a driver on a worker of the pool that waited for the writer blocked in the
+    /// channel, its worker idle while the writer's loops had the other worker only. Here the
+    /// other worker is held until the consumer has taken two items, so only a driver that
+    /// runs the pool's tasks while it waits lets the consumer's loop run: one that blocks
+    /// fails this test's deadline.
+    #[test]
+    fn a_driver_on_the_pool_runs_the_writers_loops_while_it_waits() {
+        let pool = &rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        let (tx, rx) = sync_channel::<u32>(0);
+        let (held_tx, held_rx) = channel::<()>();
+        let (holding_tx, holding_rx) = channel::<()>();
+        std::thread::scope(|s| {
+            let consumer = s.spawn(|| {
+                let mut got = Vec::new();
+                for item in rx {
+                    // The writer's loop, injected from outside the pool.
+                    got.push(pool.install(|| {
+                        use rayon::prelude::*;
+                        (0..64u32).into_par_iter().map(|i| i + item).sum::<u32>()
+                    }));
+                    if got.len() == 2 {
+                        let _ = held_tx.send(());
+                    }
+                }
+                got
+            });
+            let driver = s.spawn(move || {
+                pool.scope(move |scope| {
+                    scope.spawn(move |_| {
+                        let _ = holding_tx.send(());
+                        let _ = held_rx.recv_timeout(Duration::from_secs(30));
+                    });
+                    // The driver's worker waits here, so the other one holds.
+                    holding_rx.recv().unwrap();
+                    for item in 0..3 {
+                        send_helping(&tx, item).unwrap();
+                    }
+                });
+            });
+            let started = Instant::now();
+            while !driver.is_finished() {
+                assert!(
+                    started.elapsed() < Duration::from_secs(10),
+                    "the driver waited without running the pool's tasks"
+                );
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            driver.join().unwrap();
+            assert_eq!(consumer.join().unwrap(), vec![2016, 2080, 2144]);
+        });
+    }
 }
