@@ -39,11 +39,17 @@ impl Budget {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Whether `bytes` more may go with `in_flight` bytes in flight: they fit the limit, or
+    /// nothing is in flight.
+    fn fits(&self, in_flight: usize, bytes: usize) -> bool {
+        in_flight == 0 || in_flight.saturating_add(bytes) <= self.limit
+    }
+
     /// Waits until `bytes` more fit (or nothing is in flight) and counts them in flight;
     /// `false` if the consumer has stopped.
     pub fn acquire(&self, bytes: usize) -> bool {
         let mut s = self.lock();
-        while !s.1 && s.0 > 0 && s.0.saturating_add(bytes) > self.limit {
+        while !s.1 && !self.fits(s.0, bytes) {
             s = self.changed.wait(s).unwrap_or_else(|e| e.into_inner());
         }
         if s.1 {
@@ -59,7 +65,7 @@ impl Budget {
         if s.1 {
             return Some(false);
         }
-        if s.0 > 0 && s.0.saturating_add(bytes) > self.limit {
+        if !self.fits(s.0, bytes) {
             return None;
         }
         s.0 += bytes;

@@ -462,7 +462,7 @@ impl Pass<'_> {
         }
         let job = Finished { files, saved, out };
         let bytes = job.bytes();
-        if !wait_helping(|| budget.try_acquire(bytes), || budget.acquire(bytes)) {
+        if !wait_helping(|| budget.try_acquire(bytes)).unwrap_or_else(|| budget.acquire(bytes)) {
             return Err(stopped());
         }
         send_helping(tx, job).map_err(|_| stopped())?;

@@ -278,22 +278,20 @@ fn on_pool<R: Send>(ex: &Exchange, f: impl FnOnce() -> R + Send) -> R {
     }
 }
 
-/// Waits until `ready` gives something. A driver [`on_pool`] put on a worker of the pool runs
-/// the pool's pending tasks meanwhile (the writer's and the saver's parallel loops, injected
-/// from their threads): blocked in a channel or on a lock it would hold its worker idle, and
-/// the thread it waits for would have the other workers only for its loops (3x3's three
-/// variants ran on 1.45 of two cores, the writer's loops on one). With no task to run it
-/// naps, 20 µs at first and at most about a third of a millisecond, so that it is back soon
-/// after its turn comes (an age of 3x3 takes about ten milliseconds).
-/// Off the pool `block` waits as threads do.
-fn wait_helping<T>(mut ready: impl FnMut() -> Option<T>, block: impl FnOnce() -> T) -> T {
-    if rayon::current_thread_index().is_none() {
-        return block();
-    }
+/// Waits until `ready` gives something, on a worker of the pool; `None` at once elsewhere,
+/// where the caller blocks as threads do. A driver [`on_pool`] put on a worker runs the
+/// pool's pending tasks meanwhile (the writer's and the saver's parallel loops, injected from
+/// their threads): blocked in a channel or on a lock it would hold its worker idle, and the
+/// thread it waits for would have the other workers only for its loops (3x3's three variants
+/// ran on 1.45 of two cores, the writer's loops on one). With no task to run it naps, 20 µs
+/// at first and at most about a third of a millisecond, so that it is back soon after its
+/// turn comes (an age of 3x3 takes about ten milliseconds).
+fn wait_helping<T>(mut ready: impl FnMut() -> Option<T>) -> Option<T> {
+    rayon::current_thread_index()?;
     let mut nap = Duration::from_micros(20);
     loop {
         if let Some(t) = ready() {
-            return t;
+            return Some(t);
         }
         if rayon::yield_now() == Some(rayon::Yield::Executed) {
             nap = Duration::from_micros(20);
@@ -310,25 +308,24 @@ fn send_helping<T>(
     item: T,
 ) -> std::result::Result<(), std::sync::mpsc::SendError<T>> {
     use std::sync::mpsc::{SendError, TrySendError};
-    let item = std::cell::Cell::new(Some(item));
-    let take = || item.take().expect("an item to send");
-    wait_helping(
-        || match tx.try_send(take()) {
+    let mut item = Some(item);
+    let sent = wait_helping(
+        || match tx.try_send(item.take().expect("an item to send")) {
             Ok(()) => Some(Ok(())),
             Err(TrySendError::Disconnected(t)) => Some(Err(SendError(t))),
             Err(TrySendError::Full(t)) => {
-                item.set(Some(t));
+                item = Some(t);
                 None
             }
         },
-        || tx.send(take()),
-    )
+    );
+    sent.unwrap_or_else(|| tx.send(item.take().expect("an item to send")))
 }
 
 /// Joins a thread of the solve, running the pool's tasks until it has ended
 /// ([`wait_helping`]).
 fn join_helping<T>(h: std::thread::ScopedJoinHandle<'_, T>) -> std::thread::Result<T> {
-    wait_helping(|| h.is_finished().then_some(()), || ());
+    wait_helping(|| h.is_finished().then_some(()));
     h.join()
 }
 
