@@ -9,7 +9,8 @@ BOARDS   ?= 2x2 2x3 2x4 3x3
 VARIANTS ?= expectation,optimistic,pessimistic
 # Goal and guaranteed-reachability variants (small solves: boards holding T are absorbing).
 GOALS    ?= goal-16,goal-32,guaranteed-8,guaranteed-16
-# The papers' goal tables (about 2.5 min on two cores: 3x3 goal-1024 is 86 s of it): 3x3 as Galebach (2014), and 2x4.
+# The papers' goal tables: 3x3 as Galebach (2014), and 2x4 (what each step of `make solve`
+# takes: reports/bench/fresh.md).
 GOALS_3x3 ?= goal-256,goal-512,goal-1024
 GOALS_2x4 ?= goal-128,goal-256,goal-512
 DATA     ?= data

@@ -1,6 +1,7 @@
 //! The backward pass against itself: streamed and whole ages, segments and tables.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use super::*;
 use crate::rules::variant::Given;
@@ -69,17 +70,32 @@ type Solved = Vec<(AgeOutput, (Vec<u64>, Vec<StateRec>, usize))>;
 /// States and afterstates by age.
 type Layered = BTreeMap<u32, (Vec<u64>, Vec<u64>)>;
 
-/// The forward pass's layers by age, its top and bottom ages.
+/// The forward pass's layers by age, its top and bottom ages: a copy of the pass made once a
+/// board, group and forward class for the whole test binary, since the tests here solve the
+/// same boards several ways and the layers do not depend on how the backward pass runs.
 fn forward_layers(game: &Game, variants: &[Variant]) -> (Layered, u32, u32) {
+    type Made = Arc<OnceLock<(Layered, u32, u32)>>;
+    static MADE: OnceLock<Mutex<HashMap<String, Made>>> = OnceLock::new();
     let class = variants[0].forward_class();
-    let mut layers = BTreeMap::new();
-    let top = forward::run(game, &class, Start::Fresh, |l: AgeLayer| {
-        layers.insert(l.age, (l.states, l.afterstates));
-        Ok(())
+    let key = format!("{:?} {:?} {class:?}", game.shape(), game.sym.group());
+    let cell = MADE
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap()
+        .entry(key)
+        .or_default()
+        .clone();
+    cell.get_or_init(|| {
+        let mut layers = BTreeMap::new();
+        let top = forward::run(game, &class, Start::Fresh, |l: AgeLayer| {
+            layers.insert(l.age, (l.states, l.afterstates));
+            Ok(())
+        })
+        .unwrap();
+        let bottom = *layers.keys().next().unwrap();
+        (layers, top, bottom)
     })
-    .unwrap();
-    let bottom = *layers.keys().next().unwrap();
-    (layers, top, bottom)
+    .clone()
 }
 
 /// Every age of a solve, in memory, its records handed over in segments of `records`
