@@ -74,15 +74,16 @@ type Layered = BTreeMap<u32, (Vec<u64>, Vec<u64>)>;
 /// board, group and forward class for the whole test binary, since the tests here solve the
 /// same boards several ways and the layers do not depend on how the backward pass runs.
 fn forward_layers(game: &Game, variants: &[Variant]) -> (Layered, u32, u32) {
+    type Key = (Shape, Group, ForwardClass);
     type Made = Arc<OnceLock<(Layered, u32, u32)>>;
-    static MADE: OnceLock<Mutex<HashMap<String, Made>>> = OnceLock::new();
+    static MADE: OnceLock<Mutex<HashMap<Key, Made>>> = OnceLock::new();
     let class = variants[0].forward_class();
-    let key = format!("{:?} {:?} {class:?}", game.shape(), game.sym.group());
+    // The map is locked only to find the key's cell: another board's pass goes on meanwhile.
     let cell = MADE
         .get_or_init(Default::default)
         .lock()
         .unwrap()
-        .entry(key)
+        .entry((game.shape(), game.sym.group(), class))
         .or_default()
         .clone();
     cell.get_or_init(|| {
