@@ -20,9 +20,11 @@
 //! records/age=N.json      per-age figures and files written
 //! asked/age=N.ids         over several processes: the afterstates of age N this process's
 //!                         states move to that others own (what its backward pass asks
-//!                         their owners for, a segment of states at a time; the plan
+//!                         their owners for: read back where an age is valued in one
+//!                         segment, made again a segment at a time otherwise; the plan
 //!                         counts them), in the layer file's codec as its states; derived
-//!                         data: where missing or damaged they count none
+//!                         data: where missing or damaged they count none and are made
+//!                         again
 //! ```
 
 use std::fs;
@@ -205,6 +207,17 @@ impl WorkDir {
         let bytes = read_file(&self.asked_path(age)).ok()??;
         match idcodec::check(&bytes, age).ok()? {
             (asked, 0) => Some(asked),
+            _ => None,
+        }
+    }
+
+    /// The afterstates [`Self::write_asked`] wrote for an age, decoded and checked (the
+    /// header's counts, checksum, blocks, strictly increasing ids): `None` where the file is
+    /// missing or damaged (derived data: the caller makes them again rather than trust it).
+    pub fn load_asked(&self, age: u32) -> Option<Vec<u64>> {
+        let bytes = read_file(&self.asked_path(age)).ok()??;
+        match idcodec::decode(&bytes, age).ok()? {
+            (asked, after) if after.is_empty() => Some(asked),
             _ => None,
         }
     }
@@ -727,28 +740,33 @@ mod tests {
     }
 
     #[test]
-    fn asked_afterstates_are_counted_and_none_when_missing_or_damaged() {
+    fn asked_afterstates_are_counted_read_back_and_none_when_missing_or_damaged() {
         let dir = tempfile::tempdir().unwrap();
         let layout = Layout::new(dir.path());
         let work = WorkDir::new(&layout, Shape::parse("2x2").unwrap(), "spawn24");
         assert_eq!(work.asked_count(6), None);
+        assert_eq!(work.load_asked(6), None);
         let asked = vec![0x12, 0x1002, 0x2001];
         work.write_asked(6, &WorkDir::encode_layers(6, &asked, &[]))
             .unwrap();
         assert_eq!(work.asked_count(6), Some(3));
+        assert_eq!(work.load_asked(6), Some(asked.clone()));
         // Another age's file is not this age's.
         fs::copy(work.asked_path(6), work.asked_path(8)).unwrap();
         assert_eq!(work.asked_count(8), None);
+        assert_eq!(work.load_asked(8), None);
         let p = work.asked_path(6);
         let mut b = fs::read(&p).unwrap();
         let mid = b.len() / 2;
         b[mid] ^= 1;
         fs::write(&p, &b).unwrap();
         assert_eq!(work.asked_count(6), None);
+        assert_eq!(work.load_asked(6), None);
         // A file with afterstates is not one `write_asked` made.
         work.write_asked(6, &WorkDir::encode_layers(6, &asked, &asked))
             .unwrap();
         assert_eq!(work.asked_count(6), None);
+        assert_eq!(work.load_asked(6), None);
         // Retired with the layers above an age.
         work.save_layers(6, &asked, &[]).unwrap();
         work.write_asked(6, &WorkDir::encode_layers(6, &asked, &[]))

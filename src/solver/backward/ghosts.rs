@@ -120,16 +120,22 @@ impl Backward<'_> {
     /// Over several processes, the table of the ghosts of a segment of an age's `states`:
     /// the afterstates they move to that others own, fetched from their owners a round at a
     /// time, while this process answers the others' asks from `own`, the table of its own
-    /// afterstates. Collective: every process calls it once a segment, an empty one past its
-    /// last.
+    /// afterstates. Where the segment is the whole age (`whole`) those are the ones the
+    /// forward pass asked of others, read back if it kept them ([`Backward::with_kept_asked`])
+    /// rather than made again. Collective: every process calls it once a segment, an empty
+    /// one past its last.
     pub(super) fn segment_ghosts(
         &self,
         ex: &Exchange,
-        age: u32,
+        (age, whole): (u32, bool),
         states: &[u64],
         own: &ValueTable,
     ) -> Result<ValueTable> {
-        let wanted = self.asked_again(ex, states);
+        let kept = match self.kept_asked {
+            Some(kept) if whole && !states.is_empty() => kept(age),
+            _ => None,
+        };
+        let wanted = kept.unwrap_or_else(|| self.asked_again(ex, states));
         let (k, shape) = (self.k(), self.game.shape());
         let answer = |asked: &[u64]| answer_from_table(own, k, asked, age, shape);
         let table = self.table_builder(wanted.len());

@@ -180,7 +180,14 @@ pub struct Backward<'g> {
     holding: Holding,
     /// The processes of a distributed solve ([`Exchange`]); `None` for one process.
     exchange: Option<&'g Exchange<'g>>,
+    /// Over several processes, the afterstates the forward pass kept as asked of others.
+    kept_asked: Option<KeptAsked<'g>>,
 }
+
+/// Over several processes, the afterstates of age `n` that this process's states move to and
+/// others own, sorted and distinct, as the forward pass kept them (`None` where it kept none,
+/// or its file is damaged): what an age valued in one segment asks their owners for.
+pub type KeptAsked<'g> = &'g (dyn Fn(u32) -> Option<Vec<u64>> + Sync);
 
 impl<'g> Backward<'g> {
     pub fn new(game: &'g Game, variants: &[Variant]) -> Result<Backward<'g>> {
@@ -202,6 +209,7 @@ impl<'g> Backward<'g> {
             phases: None,
             holding: Holding::default(),
             exchange: None,
+            kept_asked: None,
         })
     }
 
@@ -218,6 +226,13 @@ impl<'g> Backward<'g> {
     pub fn with_exchange(mut self, ex: &'g Exchange<'g>) -> Backward<'g> {
         self.exchange = Some(ex);
         self.perfect_from = (self.perfect_from / ex.processes().max(1) as usize).max(1);
+        self
+    }
+
+    /// Over several processes, where an age is valued in one segment, its ghosts asked as the
+    /// forward pass kept them (`kept`) instead of making its states' moves again.
+    pub fn with_kept_asked(mut self, kept: KeptAsked<'g>) -> Backward<'g> {
+        self.kept_asked = Some(kept);
         self
     }
 

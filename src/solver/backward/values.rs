@@ -283,8 +283,9 @@ impl Backward<'_> {
         // The tables of segment `i` of `ids.len()`-state segments (collective over several
         // processes), and how many segments every process goes through.
         let fetch = |ids: &[u64]| -> Result<Option<ValueTable>> {
+            let whole = ids.len() == states.len();
             ghosted
-                .map(|ex| self.segment_ghosts(ex, age, ids, after_table))
+                .map(|ex| self.segment_ghosts(ex, (age, whole), ids, after_table))
                 .transpose()
         };
         let rounds = |n: usize| -> Result<usize> {

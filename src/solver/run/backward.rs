@@ -278,12 +278,15 @@ impl Pass<'_> {
         let phases = |age: u32, phase: Phase, states: usize, afterstates: usize| {
             s.phase_memory("backward", phase.name(), age, (states, afterstates));
         };
+        // Over several processes, the ghosts the forward pass asked of others (its work files).
+        let kept_asked = |age: u32| s.work.load_asked(age);
         let mut backward = Backward::new(s.game, s.variants)?
             .with_holding(Holding {
                 coding: bplan.coding,
                 cap: s.plan.forward.cap,
             })
-            .with_exchange(s.ex);
+            .with_exchange(s.ex)
+            .with_kept_asked(&kept_asked);
         if s.cfg.trace_memory {
             backward = backward.with_phases(&phases);
         }
