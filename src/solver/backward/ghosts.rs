@@ -127,8 +127,9 @@ impl Backward<'_> {
     pub(super) fn segment_ghosts(
         &self,
         ex: &Exchange,
-        (age, whole): (u32, bool),
+        age: u32,
         states: &[u64],
+        whole: bool,
         own: &ValueTable,
     ) -> Result<ValueTable> {
         let kept = match self.kept_asked {

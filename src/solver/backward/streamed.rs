@@ -156,7 +156,7 @@ impl Backward<'_> {
             fig.max_exponent = fig.max_exponent.max(max_exponent_of(&chunk));
             for ids in chunk.chunks(seg) {
                 let ghosts = ghosted
-                    .map(|ex| self.segment_ghosts(ex, (age, false), ids, &after_table))
+                    .map(|ex| self.segment_ghosts(ex, age, ids, false, &after_table))
                     .transpose()?;
                 rounds = rounds.saturating_sub(1);
                 let tables = AfterTables {
@@ -182,7 +182,7 @@ impl Backward<'_> {
         }
         if let Some(ex) = ghosted {
             for _ in 0..rounds {
-                self.segment_ghosts(ex, (age, false), &[], &after_table)?;
+                self.segment_ghosts(ex, age, &[], false, &after_table)?;
             }
         }
         writer.afterstate_figures(&fig)?;

@@ -285,7 +285,7 @@ impl Backward<'_> {
         let fetch = |ids: &[u64]| -> Result<Option<ValueTable>> {
             let whole = ids.len() == states.len();
             ghosted
-                .map(|ex| self.segment_ghosts(ex, (age, whole), ids, after_table))
+                .map(|ex| self.segment_ghosts(ex, age, ids, whole, after_table))
                 .transpose()
         };
         let rounds = |n: usize| -> Result<usize> {
