@@ -68,6 +68,19 @@ impl SymbolCounts {
         self.ranks[m - 2][usize::from(rank)] += 1;
     }
 
+    /// Adds the counts of another share of the age's states.
+    fn merge(&mut self, o: &SymbolCounts) {
+        let add = |a: &mut [u64], b: &[u64]| a.iter_mut().zip(b).for_each(|(a, b)| *a += b);
+        add(&mut self.by_moves, &o.by_moves);
+        self.tied += o.tied;
+        for (a, b) in self.first.iter_mut().zip(&o.first) {
+            add(a, b);
+        }
+        for (a, b) in self.ranks.iter_mut().zip(&o.ranks) {
+            add(a, b);
+        }
+    }
+
     /// As the manifest records them.
     pub fn symbols(&self) -> PolicySymbols {
         let rows = |x: &[[u64; 4]; 3]| x.iter().map(|r| r.to_vec()).collect();
@@ -78,6 +91,51 @@ impl SymbolCounts {
             ranks: [(Order::POLICY.name().to_string(), rows(&self.ranks))].into(),
         }
     }
+}
+
+/// States a task of [`policy_symbols`] counts.
+const SYMBOLS_TASK: usize = 1 << 13;
+
+/// Of the records `recs` (`[i * k + v]`) of variant `vi`: their counts, and each state's
+/// symbol (its optimal moves' mask if `reach`, else its rank) and valid moves, what the
+/// policy builder takes. On all threads for a big segment: the pass's thread would otherwise
+/// do it alone, the other core idle (the counts are integers, the same whatever the split).
+fn policy_symbols(
+    recs: &[StateRec],
+    k: usize,
+    vi: usize,
+    reach: bool,
+) -> (SymbolCounts, Vec<u8>, Vec<u8>) {
+    let symbol = |r: &StateRec| (if reach { r.optimal } else { r.rank }, r.moves);
+    let count = |recs: &[StateRec]| {
+        let mut c = SymbolCounts::default();
+        for r in recs.iter().skip(vi).step_by(k) {
+            c.add(r.moves, r.optimal, r.rank);
+        }
+        c
+    };
+    if recs.len() <= SYMBOLS_TASK * k {
+        let (symbols, moves) = recs.iter().skip(vi).step_by(k).map(symbol).unzip();
+        return (count(recs), symbols, moves);
+    }
+    let (counts, (symbols, moves)) = rayon::join(
+        || {
+            recs.par_chunks(SYMBOLS_TASK * k).map(count).reduce(
+                SymbolCounts::default,
+                |mut a, b| {
+                    a.merge(&b);
+                    a
+                },
+            )
+        },
+        || {
+            recs.par_chunks_exact(k)
+                .with_min_len(SYMBOLS_TASK)
+                .map(|rec| symbol(&rec[vi]))
+                .unzip()
+        },
+    );
+    (counts, symbols, moves)
 }
 
 /// What the index files of `storage` hold.
@@ -412,13 +470,8 @@ impl<'a> AgeWriter for AgeFiles<'a> {
                 // valid moves as `moves_of` does; a solve kept over the reached states stores
                 // the masks.
                 let reach = self.storages[vi].reach;
-                let mut symbols = Vec::with_capacity(ids.len());
-                let mut moves = Vec::with_capacity(ids.len());
-                for r in recs[..n].iter().skip(vi).step_by(k) {
-                    counts.add(r.moves, r.optimal, r.rank);
-                    symbols.push(if reach { r.optimal } else { r.rank });
-                    moves.push(r.moves);
-                }
+                let (counted, symbols, moves) = policy_symbols(&recs[..n], k, vi, reach);
+                counts.merge(&counted);
                 policy
                     .push(ids, &symbols, &moves)
                     .map_err(|source| SolveError::Index {
@@ -697,4 +750,59 @@ fn after_files(
         after,
         index,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Counted and listed on all threads (segments above [`SYMBOLS_TASK`] states), a
+    /// variant's symbols are those of one pass over its records in order.
+    #[test]
+    fn policy_symbols_in_parallel_are_the_serial_ones() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for n in [0, 1, SYMBOLS_TASK, SYMBOLS_TASK + 1, 2 * SYMBOLS_TASK + 333] {
+            for k in 1..=3 {
+                let recs: Vec<StateRec> = (0..n * k)
+                    .map(|_| {
+                        let moves = (next() % 5) as u8;
+                        let optimal = if moves == 0 {
+                            0
+                        } else {
+                            (next() % 15 + 1) as u8
+                        };
+                        StateRec {
+                            moves,
+                            optimal,
+                            rank: if moves >= 2 {
+                                (next() % moves as u64) as u8
+                            } else {
+                                0
+                            },
+                            ..StateRec::default()
+                        }
+                    })
+                    .collect();
+                for vi in 0..k {
+                    for reach in [false, true] {
+                        let mut counts = SymbolCounts::default();
+                        let (mut symbols, mut moves) = (Vec::new(), Vec::new());
+                        for r in recs.iter().skip(vi).step_by(k) {
+                            counts.add(r.moves, r.optimal, r.rank);
+                            symbols.push(if reach { r.optimal } else { r.rank });
+                            moves.push(r.moves);
+                        }
+                        let got = policy_symbols(&recs, k, vi, reach);
+                        assert_eq!(got, (counts, symbols, moves), "{n} × {k}, variant {vi}");
+                    }
+                }
+            }
+        }
+    }
 }

@@ -526,3 +526,66 @@ fn the_pass_ranks_the_optimal_moves_as_the_rules_moves_do() {
     // Not every optimal move is the rule's first: the test can tell ranks apart.
     assert!(later > 0, "every rank 0");
 }
+
+/// Records of `n` states of `k` variants, seeded: values, gaps (NaN under two moves), moves
+/// and terminal flags drawn as a pass could make them.
+fn random_records(seed: u64, n: usize, k: usize) -> Vec<StateRec> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    (0..n * k)
+        .map(|_| {
+            let moves = (next() % 5) as u8;
+            StateRec {
+                value: (next() % 1_000_000) as f64 / 997.0 - 3.0,
+                gap: if moves >= 2 {
+                    (next() % 4000) as f64 / 1000.0
+                } else {
+                    f64::NAN
+                },
+                moves,
+                terminal: moves == 0,
+                ..StateRec::default()
+            }
+        })
+        .collect()
+}
+
+/// Folded on all threads (segments above [`values::FOLD`] states), the figures are the bits
+/// of one serial sum and the values the records' own, in order, whatever the segment's
+/// length and the values already folded.
+#[test]
+fn records_folded_in_parallel_are_the_serial_figures_and_values() {
+    use super::values::{fold_records, FOLD};
+    use crate::rules::Kind;
+    let all = [
+        Variant::new(Kind::Expectation, 0.1),
+        Variant::new(Kind::Goal(6), 0.1),
+    ];
+    for (seed, n) in [0, 1, FOLD - 1, FOLD, FOLD + 1, 3 * FOLD + 17]
+        .into_iter()
+        .enumerate()
+    {
+        for variants in [&all[..1], &all[..]] {
+            let k = variants.len();
+            let recs = random_records(seed as u64 + 1, n, k);
+            let before = random_records(seed as u64 + 100, 5, k);
+            let mut sums: Vec<FigureSums> = variants.iter().map(FigureSums::new).collect();
+            let mut values = Vec::new();
+            fold_records(&before, variants, &mut sums, &mut values);
+            fold_records(&recs, variants, &mut sums, &mut values);
+            let both: Vec<StateRec> = before.iter().chain(&recs).copied().collect();
+            let want: Vec<f64> = both.iter().map(|r| r.value).collect();
+            assert_eq!(values, want, "{n} states × {k}");
+            for (vi, (sum, v)) in sums.iter().zip(variants).enumerate() {
+                let serial = state_figures(&both, n + 5, k, vi, v);
+                assert_eq!(sum.figures(), serial.figures(), "{n} states × {k}");
+                assert_eq!(sum.to_words(), serial.to_words(), "{n} states × {k}");
+            }
+        }
+    }
+}

@@ -316,8 +316,11 @@ impl Pass<'_> {
         // The pass writes a big age's files as it values it (`AgeFiles`); writing a small one,
         // and recording an age as done (its record, then a checkpoint), runs on a thread of
         // its own, after its files, while the pass values the next ages.
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Finished>(2);
-        // … and its queue is bounded in bytes too (the state values it carries; budget.rs).
+        // Its queue is bounded in bytes (the state values and deferred files it carries;
+        // budget.rs); the count only keeps a run of small ages from queueing without end. At
+        // two, the policy layout's pass waited on the writer's single-shard ribbons of 3x3's
+        // ages (reports/bench/time.md).
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Finished>(16);
         let budget = Budget::new(usize::try_from(self.write_ahead).unwrap_or(usize::MAX));
         // Over several processes: the last age this process recorded as done (its checkpoint
         // on disk), and the oldest such age of every process as this one last heard (`NONE`
