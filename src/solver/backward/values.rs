@@ -14,7 +14,7 @@ use crate::rules::order::{rank_among, MoveKeys};
 use crate::rules::{Game, Kind, Order, Variant};
 use crate::solver::exchange::{round_of, Exchange};
 use crate::solver::forward::absorbed;
-use crate::solver::records::{FigureSums, StateRec, Summary, NO_MOVE};
+use crate::solver::records::{state_figures, FigureSums, StateRec, Summary, NO_MOVE};
 use crate::solver::table::{ValueTable, Values};
 use crate::solver::{Result, SolveError};
 
@@ -574,30 +574,22 @@ pub(super) fn fold_records(
     values: &mut Vec<f64>,
 ) {
     let k = variants.len();
-    let add = |sums: &mut [FigureSums], recs: &[StateRec]| {
-        for rec in recs.chunks_exact(k) {
-            for (sum, r) in sums.iter_mut().zip(rec) {
-                sum.add(r);
-            }
-        }
+    // Each variant's figures of a run of records.
+    let figures = |recs: &[StateRec]| -> Vec<FigureSums> {
+        let n = recs.len() / k;
+        let sum = |(vi, v)| state_figures(recs, n, k, vi, v);
+        variants.iter().enumerate().map(sum).collect()
     };
-    if recs.len() <= FOLD * k {
-        add(sums, recs);
+    let parts = if recs.len() <= FOLD * k {
         values.extend(recs.iter().map(|r| r.value));
-        return;
-    }
-    let (parts, ()) = rayon::join(
-        || {
-            recs.par_chunks(FOLD * k)
-                .map(|recs| {
-                    let mut part: Vec<FigureSums> = variants.iter().map(FigureSums::new).collect();
-                    add(&mut part, recs);
-                    part
-                })
-                .collect::<Vec<_>>()
-        },
-        || values.par_extend(recs.par_iter().map(|r| r.value)),
-    );
+        vec![figures(recs)]
+    } else {
+        let (parts, ()) = rayon::join(
+            || recs.par_chunks(FOLD * k).map(figures).collect(),
+            || values.par_extend(recs.par_iter().map(|r| r.value)),
+        );
+        parts
+    };
     for part in parts {
         for (sum, p) in sums.iter_mut().zip(&part) {
             sum.merge(p);
